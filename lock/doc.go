@@ -1,0 +1,24 @@
+// Package lock implements Redisson-style distributed locks on Redis with
+// go-redis v9: the reentrant watchdog lock, a fair lock, a read-write lock,
+// MultiLock and RedLock, plus the three simple locks the flash-sale articles
+// start from (SETNX, SET NX EX, SET NX PX with a Lua compare-and-delete), kept
+// so their defects can be shown.
+//
+// A Client owns one pub/sub connection shared by all of its waiters and the
+// watchdogs of the locks it holds. Each handle returned by Client.Mutex is one
+// owner, like Redisson's client-id:thread-id: it is reentrant, and another
+// handle (or another process) that calls Unlock gets ErrNotHeld.
+//
+// Handles of one Client that contend for the same lock form a cohort (Dice,
+// Marathe and Shavit, "Lock Cohorting", PPoPP 2012): only one of them waits
+// on Redis, and when the holder unlocks while another handle of the same
+// Client is waiting, the Redis lock is passed to it inside the process without
+// a round trip. A cohort passes the lock locally at most MaxLocalPasses times
+// in a row (WithMaxLocalPasses), and stops at the next unlock as soon as a
+// waiter of another Client announces itself, so other processes wait a bounded
+// number of critical sections.
+//
+// Every Lua script lives in scripts/ and runs with EVALSHA, falling back to
+// EVAL when Redis does not have it cached. All keys and the pub/sub channel of
+// one lock share a hash tag, so a lock works on Redis Cluster.
+package lock

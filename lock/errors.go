@@ -1,0 +1,26 @@
+package lock
+
+import "errors"
+
+var (
+	// ErrNotHeld is returned by Unlock when the caller does not hold the lock:
+	// it never took it, already released it, or lost it to expiry.
+	ErrNotHeld = errors.New("lock: not held by this owner")
+	// ErrLockBusy is returned by fail-fast acquisitions when another owner
+	// holds the lock.
+	ErrLockBusy = errors.New("lock: held by another owner")
+	// ErrLockLost is the cause of a held context's cancellation when the
+	// watchdog found the lock gone or could not renew it before it expired.
+	ErrLockLost = errors.New("lock: lost")
+	// ErrReleased is the cause of a held context's cancellation after Unlock.
+	ErrReleased = errors.New("lock: released")
+	// ErrClosed is returned by a closed Client, and is the cause of a held
+	// context's cancellation when its Client is closed.
+	ErrClosed = errors.New("lock: client closed")
+	// ErrForeignUnlock is returned by ExpiringLock.Unlock when its plain delete
+	// removed a lock that another owner had taken after ours expired.
+	ErrForeignUnlock = errors.New("lock: deleted a lock held by another owner")
+	// ErrNotReplicated is returned when WithWaitReplicas is set and too few
+	// replicas confirmed the acquisition in time; the lock is released.
+	ErrNotReplicated = errors.New("lock: acquisition not confirmed by enough replicas")
+)
