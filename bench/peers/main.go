@@ -1,0 +1,222 @@
+// Command peers measures lockstep's Mutex side by side with the Go Redis
+// locks people use (redsync, bsm/redislock, rueidislock), one after another
+// on one redis-server it starts for itself: acquisitions/s, acquire-wait
+// quantiles and Redis commands per acquisition for goroutines contending for
+// one key, and uncontended Lock+Unlock latency against two bare EVALSHA round
+// trips. It lives in its own module so the lock library does not depend on
+// its peers. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	duration    time.Duration
+	warmup      time.Duration
+	uncontended time.Duration
+	goroutines  int
+	selected    string
+	jsonPath    string
+	redisBin    string
+	redisCPUs   string
+	lease       time.Duration
+	fastBackoff time.Duration
+}
+
+func main() {
+	if err := run(); err != nil {
+		slog.Error("peers", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var cfg config
+	fs := flag.NewFlagSet("peers", flag.ExitOnError)
+	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "contended run per contender")
+	fs.DurationVar(&cfg.warmup, "warmup", 300*time.Millisecond, "unrecorded contended run before each contender's measured one")
+	fs.DurationVar(&cfg.uncontended, "uncontended", 2*time.Second, "uncontended run per contender, split evenly with its EVALSHA baseline")
+	fs.IntVar(&cfg.goroutines, "goroutines", 64, "contending goroutines (one process, one key)")
+	fs.StringVar(&cfg.selected, "contenders", "all", "comma-separated contenders to run, or all: "+strings.Join(names(allContenders(0)), ","))
+	fs.StringVar(&cfg.jsonPath, "json", "", "also write the figures to this file as JSON")
+	fs.StringVar(&cfg.redisBin, "redis-server", "redis-server", "redis-server binary")
+	fs.StringVar(&cfg.redisCPUs, "redis-cpus", "", "pin redis-server to these CPUs (taskset -c list); pin the bench itself with taskset when starting it")
+	fs.DurationVar(&cfg.lease, "lease", 10*time.Second, "lease for peers that need one (long enough never to expire during a run)")
+	fs.DurationVar(&cfg.fastBackoff, "redislock-fast-backoff", time.Millisecond, "retry interval of redislock-fast")
+	_ = fs.Parse(os.Args[1:])
+	if err := envFallback(fs, "PEERS_"); err != nil {
+		return err
+	}
+	selected, err := selectContenders(allContenders(cfg.fastBackoff), cfg.selected)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := measureAll(ctx, cfg, selected)
+	if err != nil {
+		return err
+	}
+	rep.Command = strings.Join(os.Args, " ")
+	rep.print(os.Stdout)
+	if cfg.jsonPath != "" {
+		if err := writeJSON(cfg.jsonPath, rep); err != nil {
+			return err
+		}
+	}
+	if bad := violations(rep.Results); len(bad) > 0 {
+		return fmt.Errorf("mutual exclusion violated: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// measureAll starts the server and measures each contender in turn on it.
+func measureAll(ctx context.Context, cfg config, selected []contender) (*report, error) {
+	bin, err := exec.LookPath(cfg.redisBin)
+	if err != nil {
+		return nil, fmt.Errorf("redis-server: %w", err)
+	}
+	srv, err := startRedis(ctx, bin, cfg.redisCPUs)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Stop()
+	b, err := newBench(ctx, srv.Addr)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+
+	rep := &report{
+		Started:        time.Now(),
+		RedisVersion:   srv.Version,
+		RedisCPUs:      cfg.redisCPUs,
+		BenchCPUs:      allowedCPUs(),
+		GOMAXPROCS:     runtime.GOMAXPROCS(0),
+		Goroutines:     cfg.goroutines,
+		Duration:       cfg.duration.String(),
+		UncontendedFor: cfg.uncontended.String(),
+		Lease:          cfg.lease.String(),
+	}
+	for _, c := range selected {
+		slog.Info("measuring", "contender", c.name, "redis", srv.Addr)
+		r, err := b.measure(ctx, c, target{addr: srv.Addr, version: srv.Version, lease: cfg.lease}, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.name, err)
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	rep.Ratios = computeRatios(rep.Results)
+	return rep, nil
+}
+
+// measure runs one contender: warm-up, contended run, uncontended run, each
+// on its own key, with one client session.
+func (b *bench) measure(ctx context.Context, c contender, t target, cfg config) (result, error) {
+	t.requests = &requestCounter{}
+	s, err := c.open(t)
+	if err != nil {
+		return result{}, err
+	}
+	defer s.Close()
+	key := "peers:" + c.name
+	if cfg.warmup > 0 {
+		if _, err := b.contended(ctx, s, t.requests, key+":warmup", cfg.goroutines, cfg.warmup); err != nil {
+			return result{}, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	contended, err := b.contended(ctx, s, t.requests, key+":contended", cfg.goroutines, cfg.duration)
+	if err != nil {
+		return result{}, fmt.Errorf("contended: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return result{}, err
+	}
+	uncontended, err := b.uncontended(ctx, s, t.requests, key+":uncontended", cfg.uncontended)
+	if err != nil {
+		return result{}, fmt.Errorf("uncontended: %w", err)
+	}
+	return result{
+		Name:        c.name,
+		About:       c.about,
+		Peer:        c.peer,
+		Contended:   summarizeContended(contended),
+		Uncontended: summarizeUncontended(uncontended),
+	}, nil
+}
+
+func names(cs []contender) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.name
+	}
+	return out
+}
+
+func selectContenders(all []contender, list string) ([]contender, error) {
+	if list == "all" {
+		return all, nil
+	}
+	var out []contender
+	for name := range strings.SplitSeq(list, ",") {
+		i := indexOf(all, strings.TrimSpace(name))
+		if i < 0 {
+			return nil, fmt.Errorf("unknown contender %q (have %s)", name, strings.Join(names(all), ","))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
+}
+
+func indexOf(cs []contender, name string) int {
+	for i, c := range cs {
+		if c.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// envFallback sets every flag not given on the command line from the
+// environment variable prefix+NAME (upper case, '-' as '_'), if set.
+func envFallback(fs *flag.FlagSet, prefix string) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := prefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok && !given[f.Name] {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// allowedCPUs is the bench's CPU affinity list, as taskset left it.
+func allowedCPUs() string {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// bench holds what every measurement shares: the server, and a go-redis
+// client of our own (not counted as any contender's) that sends the critical
+// section's INCR, reads INFO and runs the EVALSHA baseline.
+type bench struct {
+	work     *redis.Client
+	baseline *redis.Script
+}
+
+// baselineScript is the cheapest script there is: two EVALSHA round trips of
+// it are the floor for a lock that needs one script to lock and one to unlock.
+const baselineScript = "return 1"
+
+func newBench(ctx context.Context, addr string) (*bench, error) {
+	b := &bench{work: redis.NewClient(&redis.Options{Addr: addr}), baseline: redis.NewScript(baselineScript)}
+	if err := b.baseline.Load(ctx, b.work).Err(); err != nil {
+		b.work.Close()
+		return nil, fmt.Errorf("load baseline script: %w", err)
+	}
+	return b, nil
+}
+
+func (b *bench) Close() error { return b.work.Close() }
+
+// contendedRun is one contended measurement: goroutines looping
+// lock → INCR → unlock on one key until the duration is over.
+type contendedRun struct {
+	acquisitions int64
+	elapsed      time.Duration
+	waits        []time.Duration // time spent in Lock, per acquisition
+	cutWaits     []time.Duration // waits still open when the run ended
+	perGoroutine []int64         // acquisitions of each goroutine
+	overlaps     int64           // entries that found another goroutine inside
+	counter      int64           // the INCR counter at the end
+	commands     commandDelta
+	requests     int64 // commands the contender's client wrote
+}
+
+// contended runs the workload once. Each goroutine owns one locker. The
+// critical section and unlock run to completion even when the run ends while
+// they are under way, so the counter can be compared with the acquisitions.
+func (b *bench) contended(ctx context.Context, s session, requests *requestCounter, key string, goroutines int, d time.Duration) (*contendedRun, error) {
+	counterKey := key + ":counter"
+	if err := b.work.Del(ctx, counterKey).Err(); err != nil {
+		return nil, fmt.Errorf("reset counter: %w", err)
+	}
+	lockers := make([]locker, goroutines)
+	for i := range lockers {
+		lockers[i] = s.Locker(key)
+	}
+	before, err := b.stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	requestsBefore := requests.Load()
+
+	runCtx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var (
+		inside, overlaps atomic.Int64
+		wg               sync.WaitGroup
+		mu               sync.Mutex
+		run              = &contendedRun{}
+		errs             []error
+	)
+	finish := context.WithoutCancel(ctx)
+	start := time.Now()
+	for _, l := range lockers {
+		wg.Go(func() {
+			var waits []time.Duration
+			var cut time.Duration
+			err := func() error {
+				for runCtx.Err() == nil {
+					t0 := time.Now()
+					if err := l.Lock(runCtx); err != nil {
+						if runCtx.Err() != nil {
+							cut = time.Since(t0)
+							return nil
+						}
+						return fmt.Errorf("lock: %w", err)
+					}
+					waits = append(waits, time.Since(t0))
+					if inside.Add(1) != 1 {
+						overlaps.Add(1)
+					}
+					incrErr := b.work.Incr(finish, counterKey).Err()
+					inside.Add(-1)
+					if err := l.Unlock(finish); err != nil {
+						return fmt.Errorf("unlock: %w", err)
+					}
+					if incrErr != nil {
+						return fmt.Errorf("incr: %w", incrErr)
+					}
+				}
+				return nil
+			}()
+			mu.Lock()
+			defer mu.Unlock()
+			run.waits = append(run.waits, waits...)
+			run.perGoroutine = append(run.perGoroutine, int64(len(waits)))
+			if cut > 0 {
+				run.cutWaits = append(run.cutWaits, cut)
+			}
+			if err != nil {
+				errs = append(errs, err)
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	run.elapsed = time.Since(start)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	run.requests = requests.Load() - requestsBefore
+	after, err := b.stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	run.commands = after.minus(before)
+	run.acquisitions = int64(len(run.waits))
+	run.overlaps = overlaps.Load()
+	if run.counter, err = b.work.Get(ctx, counterKey).Int64(); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read counter: %w", err)
+	}
+	return run, nil
+}
+
+// uncontendedRun is one goroutine's Lock+Unlock latency, measured in rounds
+// that alternate with the baseline (two EVALSHA round trips of
+// baselineScript on the bench's client), so that both see the same loopback
+// weather.
+type uncontendedRun struct {
+	ops, baseline []time.Duration
+	elapsed       time.Duration // time spent in the contender's blocks
+	commands      commandDelta
+	requests      int64
+}
+
+const uncontendedRounds = 10
+
+func (b *bench) uncontended(ctx context.Context, s session, requests *requestCounter, key string, d time.Duration) (*uncontendedRun, error) {
+	l := s.Locker(key)
+	lockUnlock := func() error {
+		if err := l.Lock(ctx); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			return fmt.Errorf("unlock: %w", err)
+		}
+		return nil
+	}
+	twoEvalSHA := func() error {
+		for range 2 {
+			if err := b.baseline.EvalSha(ctx, b.work, nil).Err(); err != nil {
+				return fmt.Errorf("baseline evalsha: %w", err)
+			}
+		}
+		return nil
+	}
+	const warmup = 20
+	for range warmup {
+		if err := errors.Join(lockUnlock(), twoEvalSHA()); err != nil {
+			return nil, err
+		}
+	}
+	before, err := b.stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	requestsBefore := requests.Load()
+	run := &uncontendedRun{}
+	block := d / (2 * uncontendedRounds)
+	timed := func(into *[]time.Duration, op func() error) (time.Duration, error) {
+		start := time.Now()
+		for end := start.Add(block); ; {
+			t0 := time.Now()
+			if err := op(); err != nil {
+				return 0, err
+			}
+			now := time.Now()
+			*into = append(*into, now.Sub(t0))
+			if !now.Before(end) {
+				return now.Sub(start), nil
+			}
+		}
+	}
+	for round := range uncontendedRounds {
+		// Alternate which goes first, so neither always follows the other.
+		for i := range 2 {
+			if (round+i)%2 == 0 {
+				spent, err := timed(&run.ops, lockUnlock)
+				if err != nil {
+					return nil, err
+				}
+				run.elapsed += spent
+			} else if _, err := timed(&run.baseline, twoEvalSHA); err != nil {
+				return nil, err
+			}
+		}
+	}
+	run.requests = requests.Load() - requestsBefore
+	after, err := b.stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	run.commands = after.minus(before)
+	return run, nil
+}
+
+// serverStats is what INFO says about the commands Redis has processed.
+// Redis 7 counts every command a Lua script runs with redis.call in both
+// total_commands_processed and commandstats, besides the EVALSHA itself.
+type serverStats struct {
+	total int64
+	calls map[string]int64 // commandstats calls by command name
+}
+
+// commandDelta is the difference of two serverStats taken by this bench with
+// one INFO each: the delta includes exactly one INFO (the first; the second
+// reports the counts from before itself).
+type commandDelta serverStats
+
+func (b *bench) stats(ctx context.Context) (serverStats, error) {
+	text, err := b.work.Info(ctx, "stats", "commandstats").Result()
+	if err != nil {
+		return serverStats{}, fmt.Errorf("info: %w", err)
+	}
+	return parseStats(text)
+}
+
+func parseStats(text string) (serverStats, error) {
+	s := serverStats{total: -1, calls: map[string]int64{}}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		name, value, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+		if !ok {
+			continue
+		}
+		if name == "total_commands_processed" {
+			n, err := strconv.ParseInt(value, 10, 64)
+			if err != nil {
+				return s, fmt.Errorf("total_commands_processed %q: %w", value, err)
+			}
+			s.total = n
+			continue
+		}
+		command, found := strings.CutPrefix(name, "cmdstat_")
+		if !found {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(value, "calls="), ",")
+		n, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			return s, fmt.Errorf("%s calls %q: %w", name, calls, err)
+		}
+		s.calls[command] = n
+	}
+	if s.total < 0 {
+		return s, errors.New("info stats without total_commands_processed")
+	}
+	return s, nil
+}
+
+func (s serverStats) minus(before serverStats) commandDelta {
+	d := commandDelta{total: s.total - before.total, calls: map[string]int64{}}
+	for name, n := range s.calls {
+		if n -= before.calls[name]; n != 0 {
+			d.calls[name] = n
+		}
+	}
+	return d
+}
+
+// lockCommands is what the contender's locking cost the server: the total
+// minus the bench's own commands, which are the delta's one INFO, the
+// critical sections' INCRs and the baseline's EVALSHAs (baselineScript calls
+// nothing inside; commandstats cannot tell its EVALSHAs from a contender's,
+// so the caller passes their count).
+func (d commandDelta) lockCommands(baselineEvalSHAs int64) int64 {
+	return d.total - d.calls["info"] - d.calls["incr"] - baselineEvalSHAs
+}
+
+// breakdown lists the contender's commands per op, most frequent first,
+// without the bench's INFO and INCR.
+func (d commandDelta) breakdown(ops int64, baselineEvalSHAs int64) []commandShare {
+	var shares []commandShare
+	for name, n := range d.calls {
+		switch name {
+		case "info", "incr":
+			continue
+		case "evalsha":
+			n -= baselineEvalSHAs
+		}
+		if n > 0 {
+			shares = append(shares, commandShare{Command: name, PerOp: float64(n) / float64(ops)})
+		}
+	}
+	slices.SortFunc(shares, func(a, b commandShare) int {
+		if a.PerOp != b.PerOp {
+			return cmpDesc(a.PerOp, b.PerOp)
+		}
+		return strings.Compare(a.Command, b.Command)
+	})
+	return shares
+}
+
+type commandShare struct {
+	Command string  `json:"command"`
+	PerOp   float64 `json:"per_op"`
+}
+
+func cmpDesc(a, b float64) int {
+	if a > b {
+		return -1
+	}
+	return 1
+}
+
+// jainIndex is Jain's fairness index of the goroutines' acquisitions:
+// (Σx)² / (n·Σx²), 1 when all got the same share, 1/n when one got all.
+func jainIndex(counts []int64) float64 {
+	var sum, squares float64
+	for _, c := range counts {
+		sum += float64(c)
+		squares += float64(c) * float64(c)
+	}
+	if squares == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(counts)) * squares)
+}
+
+// quantile returns the q-quantile of sorted by the nearest-rank method.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(i, 0)]
+}
+
+func mean(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
+}

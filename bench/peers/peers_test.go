@@ -1,0 +1,128 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestContendersExclude runs every contender briefly under contention and
+// checks that it really excludes: no goroutine ever found another inside,
+// and the INCR counter matches the acquisitions.
+func TestContendersExclude(t *testing.T) {
+	srv := startTestRedis(t)
+	ctx := t.Context()
+	b, err := newBench(ctx, srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, c := range allContenders(time.Millisecond) {
+		t.Run(c.name, func(t *testing.T) {
+			tg := target{addr: srv.Addr, version: srv.Version, lease: 10 * time.Second, requests: &requestCounter{}}
+			s, err := c.open(tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			run, err := b.contended(ctx, s, tg.requests, "test:"+c.name, 8, 300*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.acquisitions == 0 {
+				t.Fatal("no acquisitions")
+			}
+			if run.overlaps != 0 {
+				t.Errorf("%d overlapping critical sections", run.overlaps)
+			}
+			if run.counter != run.acquisitions {
+				t.Errorf("counter %d, acquisitions %d", run.counter, run.acquisitions)
+			}
+			if run.requests == 0 || run.commands.lockCommands(0) <= 0 {
+				t.Errorf("commands not counted: %d requests, %d server commands", run.requests, run.commands.lockCommands(0))
+			}
+		})
+	}
+}
+
+// startTestRedis starts the command's own server; without redis-server the
+// test is skipped, except under CI=true where that is a failure.
+func startTestRedis(t *testing.T) *redisServer {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis-server not found (CI=true): %v", err)
+		}
+		t.Skipf("redis-server not found: %v", err)
+	}
+	srv, err := startRedis(t.Context(), bin, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv
+}
+
+func TestRespScannerCountsAcrossSplits(t *testing.T) {
+	stream := "*1\r\n$4\r\nPING\r\n" +
+		"*3\r\n$3\r\nSET\r\n$12\r\nkey*2\r\n$3\r\nx\r\n$0\r\n\r\n" + // a bulk string that looks like headers
+		"*2\r\n$7\r\nEVALSHA\r\n$40\r\n" + strings.Repeat("a", 40) + "\r\n" +
+		"PING\r\n" // inline
+	const want = 4
+	for split := range len(stream) + 1 {
+		for _, step := range []int{1, 3, 7, len(stream)} {
+			var s respScanner
+			got := s.scan([]byte(stream[:split]))
+			for rest := stream[split:]; len(rest) > 0; {
+				n := min(step, len(rest))
+				got += s.scan([]byte(rest[:n]))
+				rest = rest[n:]
+			}
+			if got != want {
+				t.Fatalf("split at %d, then chunks of %d: counted %d requests, want %d", split, step, got, want)
+			}
+		}
+	}
+}
+
+func TestParseStats(t *testing.T) {
+	before, err := parseStats("# Stats\r\ntotal_commands_processed:10\r\n# Commandstats\r\ncmdstat_info:calls=2,usec=36,usec_per_call=18.00\r\ncmdstat_get:calls=5,usec=2\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := parseStats("total_commands_processed:31\r\ncmdstat_info:calls=3,usec=40\r\ncmdstat_get:calls=9,usec=2\r\ncmdstat_incr:calls=4,usec=2\r\ncmdstat_evalsha:calls=12,usec=9\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := after.minus(before)
+	// 21 commands: 1 INFO, 4 INCR, 12 EVALSHA of which 6 baseline → 10 of the lock's.
+	if got := d.lockCommands(6); got != 10 {
+		t.Errorf("lockCommands = %d, want 10", got)
+	}
+	got := d.breakdown(2, 6)
+	want := []commandShare{{"evalsha", 3}, {"get", 2}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("breakdown = %v, want %v", got, want)
+	}
+	if _, err := parseStats("cmdstat_get:calls=1"); err == nil {
+		t.Error("stats without total_commands_processed parsed")
+	}
+}
+
+func TestJainIndex(t *testing.T) {
+	for _, tc := range []struct {
+		counts []int64
+		want   float64
+	}{
+		{[]int64{5, 5, 5, 5}, 1},
+		{[]int64{8, 0, 0, 0}, 0.25},
+		{[]int64{0, 0}, 0},
+	} {
+		if got := jainIndex(tc.counts); got != tc.want {
+			t.Errorf("jainIndex(%v) = %v, want %v", tc.counts, got, tc.want)
+		}
+	}
+}

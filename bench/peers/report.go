@@ -1,0 +1,248 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// report is everything one run measured; -json writes it as is.
+type report struct {
+	Started        time.Time `json:"started"`
+	RedisVersion   string    `json:"redis_version"`
+	RedisCPUs      string    `json:"redis_cpus,omitempty"`
+	BenchCPUs      string    `json:"bench_cpus"`
+	GOMAXPROCS     int       `json:"gomaxprocs"`
+	Goroutines     int       `json:"goroutines"`
+	Duration       string    `json:"contended_duration"`
+	UncontendedFor string    `json:"uncontended_duration"`
+	Lease          string    `json:"lease"`
+	Command        string    `json:"command"`
+	Results        []result  `json:"results"`
+	Ratios         *ratios   `json:"ratios,omitempty"`
+}
+
+type result struct {
+	Name        string             `json:"name"`
+	About       string             `json:"about"`
+	Peer        bool               `json:"peer"`
+	Contended   contendedFigures   `json:"contended"`
+	Uncontended uncontendedFigures `json:"uncontended"`
+}
+
+// Durations are in microseconds.
+type contendedFigures struct {
+	Acquisitions int64   `json:"acquisitions"`
+	Seconds      float64 `json:"seconds"`
+	AcqPerSec    float64 `json:"acquisitions_per_second"`
+	WaitP50      float64 `json:"wait_p50_us"`
+	WaitP99      float64 `json:"wait_p99_us"`
+	// WaitMax is the longest wait, finished or not.
+	WaitMax float64 `json:"wait_max_us"`
+	// Waits still open when the run ended have no end, so they are not in
+	// the quantiles; a lock that lets one goroutine barge again and again
+	// leaves the others here, waiting the whole run.
+	UnfinishedWaits       int     `json:"unfinished_waits"`
+	LongestUnfinishedWait float64 `json:"longest_unfinished_wait_us"`
+	// Fairness is Jain's index of acquisitions per goroutine: 1 = equal
+	// shares, 1/goroutines = one goroutine took them all.
+	Fairness        float64 `json:"fairness"`
+	MinPerGoroutine int64   `json:"min_acquisitions_per_goroutine"`
+	MaxPerGoroutine int64   `json:"max_acquisitions_per_goroutine"`
+	Overlaps        int64   `json:"overlaps"`
+	Counter         int64   `json:"counter"`
+	// CmdsPerAcq: Δtotal_commands_processed minus the one INFO and the
+	// INCRs, per acquisition; includes commands run inside Lua scripts.
+	CmdsPerAcq float64 `json:"server_commands_per_acquisition"`
+	// ReqsPerAcq: commands the contender's client wrote, per acquisition.
+	ReqsPerAcq float64        `json:"client_requests_per_acquisition"`
+	Commands   []commandShare `json:"server_commands_by_name"`
+}
+
+type uncontendedFigures struct {
+	Ops          int            `json:"ops"`
+	OpsPerSec    float64        `json:"ops_per_second"`
+	Mean         float64        `json:"mean_us"`
+	P50          float64        `json:"p50_us"`
+	P99          float64        `json:"p99_us"`
+	BaselineOps  int            `json:"baseline_ops"`
+	BaselineMean float64        `json:"baseline_mean_us"`
+	BaselineP50  float64        `json:"baseline_p50_us"`
+	BaselineP99  float64        `json:"baseline_p99_us"`
+	VsBaseline   float64        `json:"mean_vs_baseline"`
+	CmdsPerOp    float64        `json:"server_commands_per_op"`
+	ReqsPerOp    float64        `json:"client_requests_per_op"`
+	Commands     []commandShare `json:"server_commands_by_name"`
+}
+
+// ratios are the issue's targets for lockstep's default configuration
+// against the best peer configuration of the same run.
+type ratios struct {
+	BestPeer string `json:"best_peer"`
+	// AcqPerSec: lockstep ÷ best peer; target ≥ 2.
+	AcqPerSec float64 `json:"acquisitions_per_second"`
+	// WaitP99: lockstep ÷ best peer; target ≤ 0.5.
+	WaitP99 float64 `json:"wait_p99"`
+	// CmdsPerAcq: lockstep's own; target ≤ 4.
+	CmdsPerAcq float64 `json:"server_commands_per_acquisition"`
+	// Uncontended: lockstep mean Lock+Unlock ÷ mean of two EVALSHA round
+	// trips measured alternately with it; target ≤ 1.3.
+	Uncontended float64 `json:"uncontended_vs_two_evalsha"`
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func summarizeContended(run *contendedRun) contendedFigures {
+	slices.Sort(run.waits)
+	f := contendedFigures{
+		Acquisitions:    run.acquisitions,
+		Seconds:         run.elapsed.Seconds(),
+		AcqPerSec:       float64(run.acquisitions) / run.elapsed.Seconds(),
+		WaitP50:         us(quantile(run.waits, 0.50)),
+		WaitP99:         us(quantile(run.waits, 0.99)),
+		WaitMax:         us(quantile(run.waits, 1)),
+		UnfinishedWaits: len(run.cutWaits),
+		Fairness:        jainIndex(run.perGoroutine),
+		MinPerGoroutine: slices.Min(run.perGoroutine),
+		MaxPerGoroutine: slices.Max(run.perGoroutine),
+		Overlaps:        run.overlaps,
+		Counter:         run.counter,
+	}
+	if len(run.cutWaits) > 0 {
+		f.LongestUnfinishedWait = us(slices.Max(run.cutWaits))
+		f.WaitMax = max(f.WaitMax, f.LongestUnfinishedWait)
+	}
+	if run.acquisitions > 0 {
+		f.CmdsPerAcq = float64(run.commands.lockCommands(0)) / float64(run.acquisitions)
+		f.ReqsPerAcq = float64(run.requests) / float64(run.acquisitions)
+		f.Commands = run.commands.breakdown(run.acquisitions, 0)
+	}
+	return f
+}
+
+func summarizeUncontended(run *uncontendedRun) uncontendedFigures {
+	slices.Sort(run.ops)
+	slices.Sort(run.baseline)
+	ops := int64(len(run.ops))
+	baselineEvalSHAs := 2 * int64(len(run.baseline))
+	f := uncontendedFigures{
+		Ops:          len(run.ops),
+		OpsPerSec:    float64(ops) / run.elapsed.Seconds(),
+		Mean:         us(mean(run.ops)),
+		P50:          us(quantile(run.ops, 0.50)),
+		P99:          us(quantile(run.ops, 0.99)),
+		BaselineOps:  len(run.baseline),
+		BaselineMean: us(mean(run.baseline)),
+		BaselineP50:  us(quantile(run.baseline, 0.50)),
+		BaselineP99:  us(quantile(run.baseline, 0.99)),
+		CmdsPerOp:    float64(run.commands.lockCommands(baselineEvalSHAs)) / float64(ops),
+		ReqsPerOp:    float64(run.requests) / float64(ops),
+		Commands:     run.commands.breakdown(ops, baselineEvalSHAs),
+	}
+	f.VsBaseline = f.Mean / f.BaselineMean
+	return f
+}
+
+// computeRatios compares the "lockstep" row with the peer of highest
+// acquisitions/s; nil when either is missing.
+func computeRatios(results []result) *ratios {
+	var own, best *result
+	for i := range results {
+		r := &results[i]
+		switch {
+		case r.Name == lockstepDefault:
+			own = r
+		case r.Peer && (best == nil || r.Contended.AcqPerSec > best.Contended.AcqPerSec):
+			best = r
+		}
+	}
+	if own == nil || best == nil {
+		return nil
+	}
+	return &ratios{
+		BestPeer:    best.Name,
+		AcqPerSec:   own.Contended.AcqPerSec / best.Contended.AcqPerSec,
+		WaitP99:     own.Contended.WaitP99 / best.Contended.WaitP99,
+		CmdsPerAcq:  own.Contended.CmdsPerAcq,
+		Uncontended: own.Uncontended.VsBaseline,
+	}
+}
+
+// violations lists the results that broke mutual exclusion or lost an INCR.
+func violations(results []result) []string {
+	var bad []string
+	for _, r := range results {
+		if r.Contended.Overlaps != 0 || r.Contended.Counter != r.Contended.Acquisitions {
+			bad = append(bad, fmt.Sprintf("%s: %d overlaps, counter %d for %d acquisitions",
+				r.Name, r.Contended.Overlaps, r.Contended.Counter, r.Contended.Acquisitions))
+		}
+	}
+	return bad
+}
+
+func (rep *report) print(w io.Writer) {
+	fmt.Fprintf(w, "redis %s (cpus %s), bench cpus %s, GOMAXPROCS %d; contended: %d goroutines, one key, lock → INCR → unlock for %s; uncontended: 1 goroutine for %s\n\n",
+		rep.RedisVersion, orAny(rep.RedisCPUs), rep.BenchCPUs, rep.GOMAXPROCS, rep.Goroutines, rep.Duration, rep.UncontendedFor)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "contender\tacq/s\twait p50\twait p99\twait max\tfairness\tcmds/acq\treqs/acq\toverlaps\tcounter ok\tuncont mean\tp50\tp99\tops/s\t÷ 2×EVALSHA\t")
+	for _, r := range rep.Results {
+		c, u := r.Contended, r.Uncontended
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%d\t%t\t%s\t%s\t%s\t%.0f\t%.2f\t\n",
+			r.Name, c.AcqPerSec, fmtUs(c.WaitP50), fmtUs(c.WaitP99), fmtUs(c.WaitMax), c.Fairness, c.CmdsPerAcq, c.ReqsPerAcq,
+			c.Overlaps, c.Counter == c.Acquisitions, fmtUs(u.Mean), fmtUs(u.P50), fmtUs(u.P99), u.OpsPerSec, u.VsBaseline)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\ncmds/acq: Δ INFO total_commands_processed − 1 INFO − the INCRs, ÷ acquisitions (counts redis.call inside scripts); reqs/acq: commands the contender's client wrote ÷ acquisitions")
+	fmt.Fprintln(w, "wait quantiles: completed acquisitions only; wait max includes the waits still open at the end; fairness: Jain's index of acquisitions per goroutine (1 = equal shares)")
+	fmt.Fprintln(w, "uncontended baseline: two EVALSHA round trips of `return 1`, timed in blocks alternating with each contender's")
+	fmt.Fprintln(w, "\nserver commands per contended acquisition, by name:")
+	for _, r := range rep.Results {
+		fmt.Fprintf(w, "  %-22s %s\n", r.Name, fmtShares(r.Contended.Commands))
+	}
+	if rt := rep.Ratios; rt != nil {
+		fmt.Fprintf(w, "\nlockstep vs best peer (%s): acq/s ×%.2f (target ≥ 2), p99 wait ×%.2f (target ≤ 0.5); lockstep cmds/acq %.2f (target ≤ 4); uncontended ÷ 2×EVALSHA %.2f (target ≤ 1.3)\n",
+			rt.BestPeer, rt.AcqPerSec, rt.WaitP99, rt.CmdsPerAcq, rt.Uncontended)
+	}
+}
+
+func orAny(cpus string) string {
+	if cpus == "" {
+		return "any"
+	}
+	return cpus
+}
+
+func fmtUs(v float64) string {
+	switch {
+	case v >= 10_000:
+		return fmt.Sprintf("%.1fms", v/1000)
+	case v >= 1000:
+		return fmt.Sprintf("%.2fms", v/1000)
+	default:
+		return fmt.Sprintf("%.0fµs", v)
+	}
+}
+
+func fmtShares(shares []commandShare) string {
+	parts := make([]string, len(shares))
+	for i, s := range shares {
+		parts[i] = fmt.Sprintf("%s %.2f", s.Command, s.PerOp)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func writeJSON(path string, rep *report) error {
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
