@@ -52,7 +52,7 @@ type contender struct {
 // allContenders lists every configuration the command can measure, in run
 // order.
 func allContenders(fastBackoff time.Duration) []contender {
-	return peerContenders(fastBackoff)
+	return append(peerContenders(fastBackoff), lockstepContenders()...)
 }
 
 // lockstepDefault names lockstep's default configuration, the one the

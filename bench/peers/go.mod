@@ -2,11 +2,13 @@ module github.com/lockstep/lockstep/bench/peers
 
 go 1.26.0
 
+// The library under test is this repository's own root module.
 replace github.com/lockstep/lockstep => ../..
 
 require (
 	github.com/bsm/redislock v0.9.4
 	github.com/go-redsync/redsync/v4 v4.18.1
+	github.com/lockstep/lockstep v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
 )
