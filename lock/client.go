@@ -1,0 +1,258 @@
+package lock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	defaultWatchdogTimeout = 30 * time.Second
+	defaultMaxLocalPasses  = 16
+	// yieldWindow is how long a cohort that released the lock for a waiting
+	// process lets that process take it before competing again.
+	yieldWindow = 10 * time.Millisecond
+	// renewRetry is the pause between renewals that failed on a Redis error.
+	renewRetry = 100 * time.Millisecond
+)
+
+// Option configures a Client.
+type Option func(*options)
+
+type options struct {
+	watchdogTimeout time.Duration
+	maxLocalPasses  int
+	waitReplicas    int
+	waitTimeout     time.Duration
+	onRenewal       func(name string, err error)
+}
+
+// WithWatchdogTimeout sets the lease the watchdog keeps a lock at (default
+// 30s, as Redisson's lockWatchdogTimeout); it renews every d/3. A crashed
+// holder's lock is free again at most d after its last renewal.
+func WithWatchdogTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.watchdogTimeout = d
+		}
+	}
+}
+
+// WithMaxLocalPasses bounds how many times in a row a Mutex is passed between
+// handles of one Client without releasing it in Redis (default 16). Zero turns
+// cohorting off: every unlock releases the lock in Redis, as Redisson does.
+func WithMaxLocalPasses(n int) Option {
+	return func(o *options) {
+		if n >= 0 {
+			o.maxLocalPasses = n
+		}
+	}
+}
+
+// WithWaitReplicas makes every Mutex acquisition wait (Redis WAIT) until n
+// replicas confirmed it, failing with ErrNotReplicated and releasing the lock
+// otherwise: a failover then cannot promote a replica that never saw the lock
+// (Redisson's synced-slaves check).
+func WithWaitReplicas(n int, timeout time.Duration) Option {
+	return func(o *options) {
+		o.waitReplicas, o.waitTimeout = n, timeout
+	}
+}
+
+// WithRenewalObserver is called after every watchdog renewal with nil, with
+// ErrLockLost when the lock was gone, or with the Redis error. It runs on the
+// watchdog goroutine and must return quickly.
+func WithRenewalObserver(f func(name string, err error)) Option {
+	return func(o *options) { o.onRenewal = f }
+}
+
+// Client creates locks on one Redis deployment. It owns one pub/sub
+// connection, shared by every waiter, and the watchdogs of the locks it holds.
+type Client struct {
+	rdb  redis.UniversalClient
+	id   string
+	opts options
+
+	life       context.Context // cancelled with ErrClosed by Close
+	closeLife  context.CancelCauseFunc
+	goroutines sync.WaitGroup
+	handles    atomic.Uint64
+
+	mu      sync.Mutex
+	closed  bool
+	cohorts map[string]*cohort
+	subs    subscriptions
+}
+
+// New returns a Client on rdb. It starts nothing until a lock waits.
+func New(rdb redis.UniversalClient, opts ...Option) *Client {
+	o := options{watchdogTimeout: defaultWatchdogTimeout, maxLocalPasses: defaultMaxLocalPasses}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	life, closeLife := context.WithCancelCause(context.Background())
+	c := &Client{
+		rdb:       rdb,
+		id:        randomID(),
+		opts:      o,
+		life:      life,
+		closeLife: closeLife,
+		cohorts:   make(map[string]*cohort),
+	}
+	c.subs.init(c)
+	return c
+}
+
+// ID is the owner prefix this Client writes into the locks it holds.
+func (c *Client) ID() string { return c.id }
+
+// Close stops the watchdogs and the pub/sub connection and cancels every held
+// context with ErrClosed. It does not unlock: the locks this Client holds
+// expire after their lease, exactly as when a process crashes.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.closeLife(ErrClosed)
+	err := c.subs.close()
+	c.goroutines.Wait()
+	return err
+}
+
+// Mutex returns a handle on the reentrant lock called name. Each handle is one
+// owner; handles are cheap, so take one per goroutine or per request.
+func (c *Client) Mutex(name string) *Mutex {
+	key, channel := lockKeys(name)
+	return &Mutex{c: c, name: name, key: key, channel: channel}
+}
+
+// cohort returns the cohort of key, pinned until unpin.
+func (c *Client) cohort(key, channel string) (*cohort, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	co := c.cohorts[key]
+	if co == nil {
+		co = newCohort(c, key, channel)
+		c.cohorts[key] = co
+	}
+	co.pins++
+	return co, nil
+}
+
+func (c *Client) unpin(co *cohort) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	co.pins--
+	if co.pins == 0 {
+		delete(c.cohorts, co.key)
+		c.subs.unsubscribeLocked(co.channel, co.listener)
+	}
+}
+
+func (c *Client) renewalObserved(name string, err error) {
+	if c.opts.onRenewal != nil {
+		c.opts.onRenewal(name, err)
+	}
+}
+
+// attempt runs one acquisition script. It reports acquired, or the lock's
+// remaining TTL (negative when it has none). With WithWaitReplicas an
+// acquisition the replicas did not confirm reports acquired with an error
+// wrapping ErrNotReplicated: the caller must release it.
+func (c *Client) attempt(ctx context.Context, script *redis.Script, keys []string, args ...any) (acquired bool, ttl time.Duration, err error) {
+	var res any
+	if c.opts.waitReplicas > 0 {
+		res, err = c.attemptReplicated(ctx, script, keys, args)
+	} else {
+		res, err = script.Run(ctx, c.rdb, keys, args...).Result()
+	}
+	if errors.Is(err, redis.Nil) {
+		return true, 0, nil
+	}
+	if errors.Is(err, ErrNotReplicated) {
+		return true, 0, fmt.Errorf("lock %s: %w", keys[0], err) // held: the caller releases it
+	}
+	if err != nil {
+		return false, 0, fmt.Errorf("lock %s: %w", keys[0], err)
+	}
+	ms, ok := res.(int64)
+	if !ok {
+		return false, 0, fmt.Errorf("lock %s: unexpected reply %v", keys[0], res)
+	}
+	return false, time.Duration(ms) * time.Millisecond, nil
+}
+
+// attemptReplicated runs the script and WAIT on one connection (WAIT counts
+// the writes of its own connection), so an acquisition is reported only once
+// enough replicas have it. An unconfirmed acquisition is still held in Redis:
+// the error wraps ErrNotReplicated and the caller must release it.
+func (c *Client) attemptReplicated(ctx context.Context, script *redis.Script, keys []string, args []any) (any, error) {
+	for range 2 {
+		pipe := c.rdb.Pipeline()
+		run := pipe.EvalSha(ctx, script.Hash(), keys, args...)
+		wait := pipe.Do(ctx, "wait", c.opts.waitReplicas, c.opts.waitTimeout.Milliseconds())
+		_, _ = pipe.Exec(ctx)
+		res, err := run.Result()
+		switch {
+		case redis.HasErrorPrefix(err, "NOSCRIPT"):
+			if err := script.Load(ctx, c.rdb).Err(); err != nil {
+				return nil, err
+			}
+			continue
+		case !errors.Is(err, redis.Nil):
+			return res, err // not acquired, or failed
+		case wait.Err() != nil:
+			return nil, fmt.Errorf("%w: WAIT: %v", ErrNotReplicated, wait.Err())
+		}
+		if acked, _ := wait.Int64(); acked < int64(c.opts.waitReplicas) {
+			return nil, fmt.Errorf("%w: %d of %d replicas", ErrNotReplicated, acked, c.opts.waitReplicas)
+		}
+		return nil, redis.Nil
+	}
+	return nil, errors.New("script could not be loaded")
+}
+
+// lockKeys derives the Redis key and the unlock channel of a lock. They share
+// a hash tag: the one in name if it has one, else name itself.
+func lockKeys(name string) (key, channel string) {
+	key = name
+	if !hasHashTag(name) {
+		key = "{" + name + "}"
+	}
+	return key, key + ":channel"
+}
+
+// hasHashTag applies Redis Cluster's rule: the first '{' followed by a '}'
+// with at least one byte between them.
+func hasHashTag(s string) bool {
+	open := strings.IndexByte(s, '{')
+	if open < 0 {
+		return false
+	}
+	end := strings.IndexByte(s[open+1:], '}')
+	return end > 0
+}
+
+func randomID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

@@ -1,0 +1,384 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// cohort is the state one Client keeps for one Mutex key: which of its handles
+// holds the lock, the Redis hold behind it, and the handles queued for it.
+// Only one handle at a time — the leader — talks to Redis to acquire; the
+// others wait in FIFO order and are passed the lock inside the process.
+type cohort struct {
+	c            *Client
+	key, channel string
+	pins         int // handles acquiring or holding; guarded by Client.mu
+
+	notify   chan struct{} // unlock messages for the leader (capacity 1)
+	listener *listener
+
+	mu            sync.Mutex
+	holder        *Mutex
+	hold          *hold // the Redis lock as this Client holds it, nil when not held
+	leading       bool  // a handle is acquiring the Redis lock for the cohort
+	releasing     bool  // a global unlock is on its way to Redis
+	queue         []*waiter
+	passes        int  // local passes since the Redis lock was acquired
+	foreignWaiter bool // another Client announced it is waiting
+	yield         bool // released for another Client: the next leader lets it go first
+}
+
+type waiter struct {
+	m     *Mutex
+	lease time.Duration
+	grant chan grant // capacity 1, sent under cohort.mu
+}
+
+type grant struct {
+	lead  bool // false: the lock was passed to the waiter; true: it must acquire it in Redis
+	yield bool // lead only: another Client was promised the next turn
+}
+
+func newCohort(c *Client, key, channel string) *cohort {
+	co := &cohort{c: c, key: key, channel: channel, notify: make(chan struct{}, 1)}
+	co.listener = &listener{deliver: co.deliver}
+	return co
+}
+
+// deliver handles a message on the lock's channel: an unlock wakes the
+// leader; a waiter of another Client stops local passing at the next unlock.
+func (co *cohort) deliver(payload string) {
+	switch {
+	case payload == "u":
+		select {
+		case co.notify <- struct{}{}:
+		default:
+		}
+	case strings.HasPrefix(payload, "w") && payload[1:] != co.c.id:
+		co.mu.Lock()
+		co.foreignWaiter = true
+		co.mu.Unlock()
+	}
+}
+
+func (co *cohort) keys() []string { return []string{co.key, co.channel} }
+
+// acquire takes the lock for m, waiting at most wait (negative: until ctx is
+// done; zero: one attempt). It reports whether m now holds the lock.
+func (co *cohort) acquire(ctx context.Context, m *Mutex, wait, lease time.Duration) (bool, error) {
+	start := time.Now()
+	co.mu.Lock()
+	switch {
+	case co.holder == m:
+		co.mu.Unlock()
+		return co.reenter(ctx, m, lease)
+	case co.holder == nil && !co.leading && !co.releasing:
+		co.leading = true
+		co.mu.Unlock()
+		return co.lead(ctx, m, start, wait, lease, false)
+	case wait == 0:
+		co.mu.Unlock()
+		return false, nil
+	}
+	w := &waiter{m: m, lease: lease, grant: make(chan grant, 1)}
+	co.queue = append(co.queue, w)
+	holding := co.hold != nil
+	co.mu.Unlock()
+	if holding {
+		// Listen for waiters of other Clients while passing the lock here.
+		_ = co.c.subs.subscribe(ctx, co.channel, co.listener, false)
+	}
+
+	var expired <-chan time.Time
+	if wait > 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		expired = timer.C
+	}
+	select {
+	case g := <-w.grant:
+		if !g.lead {
+			return true, nil
+		}
+		if wait > 0 && time.Since(start) >= wait {
+			co.abdicate()
+			return false, nil
+		}
+		return co.lead(ctx, m, start, wait, lease, g.yield)
+	case <-expired:
+		return false, co.abandon(w, nil)
+	case <-ctx.Done():
+		return false, co.abandon(w, ctx.Err())
+	}
+}
+
+// abandon takes w out of the queue when its wait ended. A grant that raced
+// with the end of the wait is handed on.
+func (co *cohort) abandon(w *waiter, err error) error {
+	co.mu.Lock()
+	for i, q := range co.queue {
+		if q == w {
+			co.queue = append(co.queue[:i], co.queue[i+1:]...)
+			co.mu.Unlock()
+			return err
+		}
+	}
+	co.mu.Unlock()
+	if g := <-w.grant; g.lead {
+		co.abdicate()
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), co.c.opts.watchdogTimeout)
+		defer cancel()
+		_ = co.release(ctx, w.m)
+	}
+	return err
+}
+
+// abdicate gives up the leadership without acquiring.
+func (co *cohort) abdicate() {
+	co.mu.Lock()
+	co.leading = false
+	co.promoteLocked()
+	co.mu.Unlock()
+}
+
+// promoteLocked makes the first queued handle the leader when nobody holds,
+// leads or releases.
+func (co *cohort) promoteLocked() {
+	if co.holder != nil || co.leading || co.releasing || len(co.queue) == 0 {
+		return
+	}
+	w := co.queue[0]
+	co.queue = co.queue[1:]
+	co.leading = true
+	w.grant <- grant{lead: true, yield: co.yield}
+	co.yield = false
+}
+
+// lead acquires the Redis lock for m as the cohort's leader.
+func (co *cohort) lead(ctx context.Context, m *Mutex, start time.Time, wait, lease time.Duration, yield bool) (bool, error) {
+	h, err := co.acquireRedis(ctx, start, wait, lease, yield)
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	co.leading = false
+	if h == nil {
+		co.promoteLocked()
+		return false, err
+	}
+	co.holder, co.hold, m.depth = m, h, 1
+	co.passes, co.foreignWaiter = 0, false
+	m.lost.Store(false)
+	context.AfterFunc(h.ctx, func() { co.evict(h) })
+	return true, nil
+}
+
+// evict ends the local hold of a lock lost in Redis (its lease ran out, or
+// the watchdog found it gone): the lock may already have another owner, so
+// the next queued handle goes to Redis for it. The evicted holder learns it
+// from its held context and from its Unlock.
+func (co *cohort) evict(h *hold) {
+	if !errors.Is(context.Cause(h.ctx), ErrLockLost) {
+		return // released, or the Client closed
+	}
+	co.mu.Lock()
+	m := co.holder
+	if co.hold != h || m == nil {
+		co.mu.Unlock()
+		return
+	}
+	m.depth = 0
+	m.endHeld(ErrLockLost)
+	m.lost.Store(true)
+	co.holder, co.hold = nil, nil
+	co.promoteLocked()
+	co.mu.Unlock()
+	co.c.unpin(co)
+}
+
+// acquireRedis runs the acquire script until it succeeds, the wait budget is
+// spent or ctx is done. Between attempts it sleeps until an unlock message or
+// the holder's TTL, whichever comes first: it never polls.
+func (co *cohort) acquireRedis(ctx context.Context, start time.Time, wait, lease time.Duration, yield bool) (*hold, error) {
+	remaining := func() time.Duration {
+		if wait < 0 {
+			return time.Duration(1<<63 - 1)
+		}
+		return wait - time.Since(start)
+	}
+	if yield {
+		// Let the Client this cohort released the lock for take it first.
+		if !co.sleep(ctx, min(yieldWindow, remaining())) {
+			return nil, ctx.Err()
+		}
+	}
+	announce := "0"
+	for {
+		select { // an unlock before this attempt is covered by it
+		case <-co.notify:
+		default:
+		}
+		h, ttl, err := co.attempt(ctx, lease, announce)
+		if h != nil || err != nil || wait == 0 {
+			return h, err
+		}
+		if announce == "0" {
+			// Subscribe before the next attempt, so an unlock between the
+			// two is never missed (Redisson #1763).
+			if err := co.c.subs.subscribe(ctx, co.channel, co.listener, true); err != nil {
+				return nil, err
+			}
+			announce = "1"
+			continue
+		}
+		left := remaining()
+		if left <= 0 {
+			return nil, nil
+		}
+		if ttl < 0 {
+			ttl = left
+		}
+		if !co.sleep(ctx, min(ttl, left)) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// sleep waits for an unlock message or d; false when ctx ended first.
+func (co *cohort) sleep(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-co.notify:
+		return true
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// attempt runs the acquire script once for the cohort's Client.
+func (co *cohort) attempt(ctx context.Context, lease time.Duration, announce string) (*hold, time.Duration, error) {
+	ttl := lease
+	if ttl <= 0 {
+		ttl = co.c.opts.watchdogTimeout
+	}
+	sent := time.Now()
+	acquired, pttl, err := co.c.attempt(ctx, lockScript, co.keys(), ms(ttl), co.c.id, announce)
+	if !acquired {
+		return nil, pttl, err
+	}
+	if err != nil { // acquired but not replicated: give it back
+		_, _ = unlockScript.Run(context.WithoutCancel(ctx), co.c.rdb, co.keys(), ms(ttl), co.c.id).Result()
+		return nil, 0, err
+	}
+	return co.c.newHold(co.key, sent, lease, co.renew), 0, nil
+}
+
+func (co *cohort) renew(ctx context.Context) (bool, error) {
+	n, err := renewScript.Run(ctx, co.c.rdb, []string{co.key}, ms(co.c.opts.watchdogTimeout), co.c.id).Int()
+	return n == 1, err
+}
+
+// reenter adds one level to m's hold, in Redis too (the hash field counts
+// levels, as in Redisson), so a reentrant lease also renews the TTL.
+func (co *cohort) reenter(ctx context.Context, m *Mutex, lease time.Duration) (bool, error) {
+	co.mu.Lock()
+	h := co.hold
+	co.mu.Unlock()
+	if !h.alive() {
+		return false, fmt.Errorf("lock %s: reentrant acquisition: %w", co.key, ErrLockLost)
+	}
+	ttl := lease
+	if ttl <= 0 {
+		ttl = h.lease
+	}
+	acquired, _, err := co.c.attempt(ctx, lockScript, co.keys(), ms(ttl), co.c.id, "0")
+	switch {
+	case err != nil && !acquired:
+		return false, err
+	case !acquired:
+		h.end(ErrLockLost)
+		return false, fmt.Errorf("lock %s: reentrant acquisition: %w", co.key, ErrLockLost)
+	}
+	co.mu.Lock()
+	m.depth++
+	co.mu.Unlock()
+	return true, err
+}
+
+// release gives up one level of m's hold. The last level passes the lock to
+// the next queued handle when the cohort may (watchdog holds only, within
+// the pass bound, and no other Client announced itself); otherwise it is
+// released in Redis and the next queued handle becomes the leader.
+func (co *cohort) release(ctx context.Context, m *Mutex) error {
+	co.mu.Lock()
+	if co.holder != m {
+		co.mu.Unlock()
+		return ErrNotHeld
+	}
+	h := co.hold
+	if m.depth > 1 {
+		m.depth--
+		co.mu.Unlock()
+		return co.releaseLevel(ctx, h)
+	}
+	m.depth = 0
+	m.endHeld(ErrReleased)
+	if !h.alive() {
+		co.holder, co.hold = nil, nil
+		co.promoteLocked()
+		co.mu.Unlock()
+		return fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
+	}
+	if len(co.queue) > 0 && co.mayPassLocked(h, co.queue[0]) {
+		next := co.queue[0]
+		co.queue = co.queue[1:]
+		co.holder, next.m.depth = next.m, 1
+		co.passes++
+		next.grant <- grant{}
+		co.mu.Unlock()
+		return nil
+	}
+	co.holder, co.hold, co.releasing = nil, nil, true
+	yield := co.foreignWaiter && len(co.queue) > 0
+	co.mu.Unlock()
+
+	h.end(ErrReleased) // stops the watchdog before the unlock is sent
+	err := unlockScript.Run(ctx, co.c.rdb, co.keys(), ms(h.lease), co.c.id).Err()
+
+	co.mu.Lock()
+	co.releasing, co.yield = false, yield
+	co.promoteLocked()
+	co.mu.Unlock()
+	return unlockResult(co.key, err)
+}
+
+func (co *cohort) mayPassLocked(h *hold, next *waiter) bool {
+	return h.watchdog && next.lease <= 0 && h.ctx.Err() == nil &&
+		co.passes < co.c.opts.maxLocalPasses && !co.foreignWaiter
+}
+
+// releaseLevel releases an inner reentrant level in Redis.
+func (co *cohort) releaseLevel(ctx context.Context, h *hold) error {
+	if !h.alive() {
+		return fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
+	}
+	return unlockResult(co.key, unlockScript.Run(ctx, co.c.rdb, co.keys(), ms(h.lease), co.c.id).Err())
+}
+
+func unlockResult(key string, err error) error {
+	switch {
+	case errors.Is(err, redis.Nil):
+		return fmt.Errorf("%w: %s expired before unlock", ErrNotHeld, key)
+	case err != nil:
+		return fmt.Errorf("unlock %s: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,590 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockstep/lockstep/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+func newClient(t *testing.T, srv *redistest.Server, opts ...Option) *Client {
+	t.Helper()
+	c := New(srv.Client(t), opts...)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func ctxTimeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestReentrantCountsLevelsInRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	c := newClient(t, srv)
+	ctx := ctxTimeout(t, 5*time.Second)
+	m := c.Mutex("reentrant")
+
+	for range 2 {
+		if ok, err := m.TryLock(ctx, 0, time.Second); !ok || err != nil {
+			t.Fatalf("TryLock = %v, %v; want true", ok, err)
+		}
+	}
+	if n, _ := rdb.HGet(ctx, m.Key(), c.ID()).Int(); n != 2 {
+		t.Fatalf("hash field = %d, want 2", n)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.HGet(ctx, m.Key(), c.ID()).Int(); n != 1 {
+		t.Fatalf("hash field after one unlock = %d, want 1", n)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.Exists(ctx, m.Key()).Result(); n != 0 {
+		t.Fatal("lock key still exists after the last unlock")
+	}
+	if err := m.Unlock(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("third Unlock = %v, want ErrNotHeld", err)
+	}
+}
+
+// Two owners of one Client and two Clients (two processes) must behave alike.
+func ownerPairs(t *testing.T, srv *redistest.Server, opts ...Option) map[string][2]*Client {
+	one := newClient(t, srv, opts...)
+	return map[string][2]*Client{
+		"same client":  {one, one},
+		"two clients": {newClient(t, srv, opts...), newClient(t, srv, opts...)},
+	}
+}
+
+func TestWaiterGetsLockRightAfterUnlock(t *testing.T) {
+	srv := redistest.Start(t)
+	for name, cs := range ownerPairs(t, srv) {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxTimeout(t, 10*time.Second)
+			a, b := cs[0].Mutex("handoff-"+name), cs[1].Mutex("handoff-"+name)
+			if err := a.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan time.Time, 1)
+			go func() {
+				if ok, err := b.TryLock(ctx, 5*time.Second, 0); ok && err == nil {
+					got <- time.Now()
+				}
+				close(got)
+			}()
+			time.Sleep(100 * time.Millisecond)
+			select {
+			case <-got:
+				t.Fatal("B acquired while A held the lock")
+			default:
+			}
+			unlocked := time.Now()
+			if err := a.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			at, ok := <-got
+			if !ok {
+				t.Fatal("B did not acquire")
+			}
+			// Woken by the unlock, not by the 30s TTL fallback.
+			if d := at.Sub(unlocked); d > 500*time.Millisecond {
+				t.Fatalf("B acquired %v after the unlock", d)
+			}
+			if err := b.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestThreeWayHandoff(t *testing.T) {
+	srv := redistest.Start(t)
+	for name, cs := range ownerPairs(t, srv) {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxTimeout(t, 10*time.Second)
+			key := "three-way-" + name
+			a := cs[0].Mutex(key)
+			if err := a.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var inside atomic.Int32
+			var wg sync.WaitGroup
+			errs := make(chan error, 2)
+			for i, c := range cs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					m := c.Mutex(key)
+					ok, err := m.TryLock(ctx, 5*time.Second, 0)
+					if !ok || err != nil {
+						errs <- fmt.Errorf("waiter %d: TryLock = %v, %v", i, ok, err)
+						return
+					}
+					if inside.Add(1) != 1 {
+						errs <- fmt.Errorf("waiter %d: two holders at once", i)
+					}
+					time.Sleep(20 * time.Millisecond)
+					inside.Add(-1)
+					errs <- m.Unlock(ctx)
+				}()
+			}
+			time.Sleep(50 * time.Millisecond)
+			if err := a.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+func TestWaitTimeout(t *testing.T) {
+	srv := redistest.Start(t)
+	for name, cs := range ownerPairs(t, srv) {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxTimeout(t, 10*time.Second)
+			key := "wait-timeout-" + name
+			if ok, err := cs[0].Mutex(key).TryLock(ctx, 0, 2*time.Second); !ok || err != nil {
+				t.Fatalf("first TryLock = %v, %v", ok, err)
+			}
+			start := time.Now()
+			ok, err := cs[1].Mutex(key).TryLock(ctx, 100*time.Millisecond, time.Second)
+			took := time.Since(start)
+			if ok || err != nil {
+				t.Fatalf("TryLock on a held lock = %v, %v; want false, nil", ok, err)
+			}
+			if took < 100*time.Millisecond || took > time.Second {
+				t.Fatalf("TryLock gave up after %v, want ~100ms", took)
+			}
+		})
+	}
+}
+
+func TestLeaseExpiresWithoutUnlock(t *testing.T) {
+	srv := redistest.Start(t)
+	for name, cs := range ownerPairs(t, srv) {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxTimeout(t, 10*time.Second)
+			key := "lease-" + name
+			a, b := cs[0].Mutex(key), cs[1].Mutex(key)
+			held, ok, err := a.TryLockContext(ctx, 0, 200*time.Millisecond)
+			if !ok || err != nil {
+				t.Fatalf("TryLock = %v, %v", ok, err)
+			}
+			start := time.Now()
+			if ok, err := b.TryLock(ctx, 3*time.Second, 0); !ok || err != nil {
+				t.Fatalf("second owner after the lease = %v, %v", ok, err)
+			}
+			if took := time.Since(start); took < 150*time.Millisecond || took > 2*time.Second {
+				t.Fatalf("second owner acquired after %v, want ~200ms", took)
+			}
+			if cause := context.Cause(held); !errors.Is(cause, ErrLockLost) {
+				t.Fatalf("first owner's held context: cause %v, want ErrLockLost", cause)
+			}
+			if err := a.Unlock(ctx); !errors.Is(err, ErrNotHeld) {
+				t.Fatalf("Unlock after the lease ran out = %v, want ErrNotHeld", err)
+			}
+			if err := b.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// Seed 003: 1000 concurrent tryLock(wait 10ms, lease 10s) — exactly one wins.
+func TestThousandShortWaitersExactlyOneAcquires(t *testing.T) {
+	srv := redistest.Start(t)
+	clients := []*Client{newClient(t, srv), newClient(t, srv), newClient(t, srv), newClient(t, srv)}
+	ctx := ctxTimeout(t, 20*time.Second)
+	var acquired, tried atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 1000 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			tried.Add(1)
+			ok, err := clients[i%len(clients)].Mutex("thousand").TryLock(ctx, 10*time.Millisecond, 10*time.Second)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				acquired.Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if tried.Load() != 1000 || acquired.Load() != 1 {
+		t.Fatalf("tried %d, acquired %d; want 1000 tried and exactly 1 acquired", tried.Load(), acquired.Load())
+	}
+}
+
+// Seed 003: 100 concurrent tryLock(wait 10s) — all acquire, one at a time.
+func TestHundredLongWaitersAllAcquireOneAtATime(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	clients := []*Client{newClient(t, srv), newClient(t, srv), newClient(t, srv), newClient(t, srv)}
+	ctx := ctxTimeout(t, 30*time.Second)
+	var acquired, inside, overlaps atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := clients[i%len(clients)].Mutex("hundred")
+			ok, err := m.TryLock(ctx, 10*time.Second, 5*time.Second)
+			if !ok || err != nil {
+				t.Errorf("TryLock = %v, %v", ok, err)
+				return
+			}
+			if inside.Add(1) != 1 {
+				overlaps.Add(1)
+			}
+			rdb.Incr(ctx, "hundred-counter")
+			inside.Add(-1)
+			acquired.Add(1)
+			if err := m.Unlock(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if acquired.Load() != 100 || overlaps.Load() != 0 {
+		t.Fatalf("acquired %d with %d overlaps; want 100 and 0", acquired.Load(), overlaps.Load())
+	}
+	if n, _ := rdb.Get(ctx, "hundred-counter").Int(); n != 100 {
+		t.Fatalf("counter = %d, want 100", n)
+	}
+}
+
+func TestWatchdogKeepsLockPastItsTimeout(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	var renewals atomic.Int32
+	a := newClient(t, srv, WithWatchdogTimeout(300*time.Millisecond),
+		WithRenewalObserver(func(_ string, err error) {
+			if err == nil {
+				renewals.Add(1)
+			}
+		}))
+	b := newClient(t, srv)
+	ctx := ctxTimeout(t, 10*time.Second)
+	m := a.Mutex("watchdog")
+	held, err := m.LockContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // five watchdog timeouts
+	if ok, err := b.Mutex("watchdog").TryLock(ctx, 0, 0); ok || err != nil {
+		t.Fatalf("another client acquired a watched lock: %v, %v", ok, err)
+	}
+	if pttl := rdb.PTTL(ctx, m.Key()).Val(); pttl <= 0 || pttl > 300*time.Millisecond {
+		t.Fatalf("PTTL = %v, want within the 300ms watchdog timeout", pttl)
+	}
+	if held.Err() != nil {
+		t.Fatalf("held context ended while the lock was kept: %v", context.Cause(held))
+	}
+	if n := renewals.Load(); n < 10 {
+		t.Fatalf("%d renewals in 1.5s, want about 15 (every 100ms)", n)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cause := context.Cause(held); !errors.Is(cause, ErrReleased) {
+		t.Fatalf("held context cause after Unlock = %v, want ErrReleased", cause)
+	}
+	renewedAtUnlock := renewals.Load()
+	time.Sleep(250 * time.Millisecond)
+	if renewals.Load() != renewedAtUnlock {
+		t.Fatal("the watchdog renewed after Unlock")
+	}
+}
+
+func TestClosedClientLockIsTakenOverAfterWatchdogTimeout(t *testing.T) {
+	srv := redistest.Start(t)
+	const timeout = 500 * time.Millisecond
+	crashed := newClient(t, srv, WithWatchdogTimeout(timeout))
+	survivor := newClient(t, srv)
+	ctx := ctxTimeout(t, 10*time.Second)
+	held, err := crashed.Mutex("crash").LockContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(timeout) // renewed at least once
+	closedAt := time.Now()
+	if err := crashed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if cause := context.Cause(held); !errors.Is(cause, ErrClosed) {
+		t.Fatalf("held context cause after Close = %v, want ErrClosed", cause)
+	}
+	if ok, err := survivor.Mutex("crash").TryLock(ctx, 3*time.Second, 0); !ok || err != nil {
+		t.Fatalf("survivor TryLock = %v, %v", ok, err)
+	}
+	if took := time.Since(closedAt); took > timeout+300*time.Millisecond {
+		t.Fatalf("taken over %v after the crash, want within the %v watchdog timeout", took, timeout)
+	}
+}
+
+func TestNonOwnerUnlockIsRejectedAndLockStaysHeld(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	owner := newClient(t, srv)
+	ctx := ctxTimeout(t, 5*time.Second)
+	m := owner.Mutex("owned")
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, other := range map[string]*Mutex{
+		"handle of the same client": owner.Mutex("owned"),
+		"other client":              newClient(t, srv).Mutex("owned"),
+	} {
+		if err := other.Unlock(ctx); !errors.Is(err, ErrNotHeld) {
+			t.Errorf("%s: Unlock = %v, want ErrNotHeld", name, err)
+		}
+	}
+	if n := rdb.HGet(ctx, m.Key(), owner.ID()).Val(); n != "1" {
+		t.Fatalf("owner's hold after foreign unlocks = %q, want 1", n)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCancelledContextEndsWaitPromptly(t *testing.T) {
+	srv := redistest.Start(t)
+	for name, cs := range ownerPairs(t, srv) {
+		t.Run(name, func(t *testing.T) {
+			key := "cancel-" + name
+			if err := cs[0].Mutex(key).Lock(ctxTimeout(t, 5*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(50*time.Millisecond, cancel)
+			start := time.Now()
+			err := cs[1].Mutex(key).Lock(ctx)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Lock = %v, want context.Canceled", err)
+			}
+			if took := time.Since(start); took > 250*time.Millisecond {
+				t.Fatalf("Lock returned %v after start, want ~50ms", took)
+			}
+		})
+	}
+}
+
+func TestLostLockCancelsHeldContext(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	const timeout = 300 * time.Millisecond
+	c := newClient(t, srv, WithWatchdogTimeout(timeout))
+	ctx := ctxTimeout(t, 5*time.Second)
+
+	m := c.Mutex("stolen")
+	held, err := m.LockContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.Del(ctx, m.Key()) // an operator, or a failover that lost it
+	select {
+	case <-held.Done():
+	case <-time.After(timeout):
+		t.Fatal("held context not cancelled within one renewal interval of the loss")
+	}
+	if cause := context.Cause(held); !errors.Is(cause, ErrLockLost) {
+		t.Fatalf("cause = %v, want ErrLockLost", cause)
+	}
+	if err := m.Unlock(ctx); !errors.Is(err, ErrNotHeld) || !errors.Is(err, ErrLockLost) {
+		t.Fatalf("Unlock of a lost lock = %v, want ErrNotHeld and ErrLockLost", err)
+	}
+}
+
+func TestUnreachableRedisCancelsHeldContextWhenLeaseRunsOut(t *testing.T) {
+	srv := redistest.Start(t)
+	const timeout = 600 * time.Millisecond
+	c := New(redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 100 * time.Millisecond}),
+		WithWatchdogTimeout(timeout))
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := ctxTimeout(t, 5*time.Second)
+	sent := time.Now()
+	held, err := c.Mutex("partitioned").LockContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	select {
+	case <-held.Done():
+	case <-time.After(2 * timeout):
+		t.Fatal("held context still alive long after the lease ran out")
+	}
+	if lostAfter := time.Since(sent); lostAfter < timeout-50*time.Millisecond {
+		t.Fatalf("lock reported lost after %v, before its %v lease could have run out", lostAfter, timeout)
+	}
+	if cause := context.Cause(held); !errors.Is(cause, ErrLockLost) {
+		t.Fatalf("cause = %v, want ErrLockLost", cause)
+	}
+}
+
+func TestWaiterDoesNotPollRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	holder, waiter := newClient(t, srv), newClient(t, srv)
+	ctx := ctxTimeout(t, 10*time.Second)
+	if err := holder.Mutex("quiet").Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A first short wait opens the waiter's connections (HELLO, CLIENT
+	// SETINFO, ...), which are no part of what a wait costs.
+	if ok, err := waiter.Mutex("quiet").TryLock(ctx, 20*time.Millisecond, 0); ok || err != nil {
+		t.Fatalf("TryLock = %v, %v", ok, err)
+	}
+	rdb.ConfigResetStat(ctx)
+	if ok, err := waiter.Mutex("quiet").TryLock(ctx, 500*time.Millisecond, 0); ok || err != nil {
+		t.Fatalf("TryLock = %v, %v", ok, err)
+	}
+	// A first attempt, one after subscribing, one when the wait runs out; a
+	// poller would need dozens in 500ms.
+	stats := rdb.InfoMap(ctx, "commandstats").Val()["Commandstats"]
+	if calls := stats["cmdstat_evalsha"]; !strings.HasPrefix(calls, "calls=3,") {
+		t.Fatalf("a 500ms wait ran the acquire script: %s; want 3 calls", calls)
+	}
+	if calls := stats["cmdstat_subscribe"]; !strings.HasPrefix(calls, "calls=1,") {
+		t.Fatalf("SUBSCRIBE: %s; want 1 call", calls)
+	}
+}
+
+func TestCohortsShareTheLockBetweenClients(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	clients := []*Client{newClient(t, srv), newClient(t, srv)}
+	ctx := ctxTimeout(t, 20*time.Second)
+	deadline := time.Now().Add(time.Second)
+	var inside, overlaps atomic.Int32
+	counts := make([]atomic.Int32, len(clients))
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := clients[i%2].Mutex("cohorts")
+			for time.Now().Before(deadline) {
+				if err := m.Lock(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+				if inside.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				rdb.Incr(ctx, "cohorts-counter")
+				inside.Add(-1)
+				counts[i%2].Add(1)
+				if err := m.Unlock(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	a, b := counts[0].Load(), counts[1].Load()
+	if overlaps.Load() != 0 {
+		t.Fatalf("%d overlapping critical sections", overlaps.Load())
+	}
+	if n, _ := rdb.Get(ctx, "cohorts-counter").Int(); n != int(a+b) {
+		t.Fatalf("counter %d, acquisitions %d", n, a+b)
+	}
+	// Bounded passing: neither process is starved.
+	if a < (a+b)/10 || b < (a+b)/10 {
+		t.Fatalf("acquisitions per client %d and %d: one was starved", a, b)
+	}
+}
+
+func TestWaitReplicas(t *testing.T) {
+	primary := redistest.Start(t, "--repl-diskless-sync-delay", "0")
+	ctx := ctxTimeout(t, 10*time.Second)
+
+	t.Run("no replica: acquisition fails and is released", func(t *testing.T) {
+		c := newClient(t, primary, WithWaitReplicas(1, 50*time.Millisecond))
+		m := c.Mutex("unreplicated")
+		ok, err := m.TryLock(ctx, 0, 0)
+		if ok || !errors.Is(err, ErrNotReplicated) {
+			t.Fatalf("TryLock = %v, %v; want false, ErrNotReplicated", ok, err)
+		}
+		if n := primary.Client(t).Exists(ctx, m.Key()).Val(); n != 0 {
+			t.Fatal("unconfirmed lock left in Redis")
+		}
+	})
+
+	t.Run("one replica confirms", func(t *testing.T) {
+		replica := redistest.Start(t, "--replicaof", "127.0.0.1", portOf(primary.Addr))
+		rrdb := replica.Client(t)
+		waitFor(t, func() bool { return rrdb.Info(ctx, "replication").Val() != "" && replicaLinked(ctx, rrdb) })
+		c := newClient(t, primary, WithWaitReplicas(1, time.Second))
+		m := c.Mutex("replicated")
+		if ok, err := m.TryLock(ctx, 0, 0); !ok || err != nil {
+			t.Fatalf("TryLock = %v, %v", ok, err)
+		}
+		if n := rrdb.Exists(ctx, m.Key()).Val(); n != 1 {
+			t.Fatal("the replica does not have the lock after WAIT confirmed it")
+		}
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func portOf(addr string) string {
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			return addr[i+1:]
+		}
+	}
+	return addr
+}
+
+func replicaLinked(ctx context.Context, rdb *redis.Client) bool {
+	info, _ := rdb.InfoMap(ctx, "replication").Result()
+	return info["Replication"]["master_link_status"] == "up"
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("condition not met within 5s")
+}
+
+func TestLockKeysShareHashTag(t *testing.T) {
+	for _, tc := range []struct{ name, key, channel string }{
+		{"sku-1", "{sku-1}", "{sku-1}:channel"},
+		{"lockstep:watchdog:{sku-1}:lock", "lockstep:watchdog:{sku-1}:lock", "lockstep:watchdog:{sku-1}:lock:channel"},
+		{"empty:{}:tag", "{empty:{}:tag}", "{empty:{}:tag}:channel"},
+	} {
+		key, channel := lockKeys(tc.name)
+		if key != tc.key || channel != tc.channel {
+			t.Errorf("lockKeys(%q) = %q, %q; want %q, %q", tc.name, key, channel, tc.key, tc.channel)
+		}
+	}
+}

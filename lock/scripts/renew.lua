@@ -1,0 +1,8 @@
+-- Watchdog renewal: extend the lock only while the owner still holds it.
+-- KEYS[1] lock hash; ARGV[1] lease in ms, ARGV[2] owner field
+-- Returns 1 when renewed, 0 when the owner no longer holds the lock.
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return 1
+end
+return 0

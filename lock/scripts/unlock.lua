@@ -1,0 +1,15 @@
+-- Release one level of a reentrant lock: Redisson's RedissonLock.unlockInnerAsync.
+-- KEYS[1] lock hash, KEYS[2] unlock channel
+-- ARGV[1] lease in ms to keep after a reentrant release, ARGV[2] owner field
+-- Returns nil when the owner does not hold the lock, 0 when it still holds
+-- it (reentrant), 1 when the lock was released and waiters were told.
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+    return nil
+end
+if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return 0
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], 'u')
+return 1
