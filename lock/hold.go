@@ -11,8 +11,8 @@ import (
 type hold struct {
 	lease    time.Duration // the TTL written to Redis: the caller's lease, or the watchdog timeout
 	watchdog bool          // renewed by a watchdog until released
-	ctx   context.Context
-	end   context.CancelCauseFunc
+	ctx      context.Context
+	end      context.CancelCauseFunc
 }
 
 // newHold starts a hold acquired by a request sent at sent. A lease hold ends

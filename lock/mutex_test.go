@@ -63,7 +63,7 @@ func TestReentrantCountsLevelsInRedis(t *testing.T) {
 func ownerPairs(t *testing.T, srv *redistest.Server, opts ...Option) map[string][2]*Client {
 	one := newClient(t, srv, opts...)
 	return map[string][2]*Client{
-		"same client":  {one, one},
+		"same client": {one, one},
 		"two clients": {newClient(t, srv, opts...), newClient(t, srv, opts...)},
 	}
 }
