@@ -161,7 +161,7 @@ func (c *Client) unpin(co *cohort) {
 	co.pins--
 	if co.pins == 0 {
 		delete(c.cohorts, co.key)
-		c.subs.unsubscribeLocked(co.channel, co.listener)
+		c.subs.unsubscribeLocked(co.channel, co.waker.listener)
 	}
 }
 

@@ -20,8 +20,7 @@ type cohort struct {
 	key, channel string
 	pins         int // handles acquiring or holding; guarded by Client.mu
 
-	notify   chan struct{} // unlock messages for the leader (capacity 1)
-	listener *listener
+	waker *waker // wakes the leader on unlocks; tells of other Clients' waiters
 
 	mu            sync.Mutex
 	holder        *Mutex
@@ -46,21 +45,15 @@ type grant struct {
 }
 
 func newCohort(c *Client, key, channel string) *cohort {
-	co := &cohort{c: c, key: key, channel: channel, notify: make(chan struct{}, 1)}
-	co.listener = &listener{deliver: co.deliver}
+	co := &cohort{c: c, key: key, channel: channel}
+	co.waker = newWaker(co.announced)
 	return co
 }
 
-// deliver handles a message on the lock's channel: an unlock wakes the
-// leader; a waiter of another Client stops local passing at the next unlock.
-func (co *cohort) deliver(payload string) {
-	switch {
-	case payload == "u":
-		select {
-		case co.notify <- struct{}{}:
-		default:
-		}
-	case strings.HasPrefix(payload, "w") && payload[1:] != co.c.id:
+// announced handles a waiter's announcement on the lock's channel: one of
+// another Client stops local passing at the next unlock.
+func (co *cohort) announced(payload string) {
+	if strings.HasPrefix(payload, "w") && payload[1:] != co.c.id {
 		co.mu.Lock()
 		co.foreignWaiter = true
 		co.mu.Unlock()
@@ -92,7 +85,7 @@ func (co *cohort) acquire(ctx context.Context, m *Mutex, wait, lease time.Durati
 	co.mu.Unlock()
 	if holding {
 		// Listen for waiters of other Clients while passing the lock here.
-		_ = co.c.subs.subscribe(ctx, co.channel, co.listener, false)
+		_ = co.c.subs.subscribe(ctx, co.channel, co.waker.listener, false)
 	}
 
 	var expired <-chan time.Time
@@ -201,70 +194,30 @@ func (co *cohort) evict(h *hold) {
 	co.c.unpin(co)
 }
 
-// acquireRedis runs the acquire script until it succeeds, the wait budget is
-// spent or ctx is done. Between attempts it sleeps until an unlock message or
-// the holder's TTL, whichever comes first: it never polls.
+// acquireRedis acquires the Redis lock for the cohort, waiting as waitFor
+// does; a leader after a fairness release first lets the other Client in.
 func (co *cohort) acquireRedis(ctx context.Context, start time.Time, wait, lease time.Duration, yield bool) (*hold, error) {
-	remaining := func() time.Duration {
-		if wait < 0 {
-			return time.Duration(1<<63 - 1)
-		}
-		return wait - time.Since(start)
+	if yield && !co.waker.sleep(ctx, yieldWindow) {
+		return nil, ctx.Err()
 	}
-	if yield {
-		// Let the Client this cohort released the lock for take it first.
-		if !co.sleep(ctx, min(yieldWindow, remaining())) {
-			return nil, ctx.Err()
-		}
-	}
-	announce := "0"
-	for {
-		select { // an unlock before this attempt is covered by it
-		case <-co.notify:
-		default:
-		}
-		h, ttl, err := co.attempt(ctx, lease, announce)
-		if h != nil || err != nil || wait == 0 {
-			return h, err
-		}
-		if announce == "0" {
-			// Subscribe before the next attempt, so an unlock between the
-			// two is never missed (Redisson #1763).
-			if err := co.c.subs.subscribe(ctx, co.channel, co.listener, true); err != nil {
-				return nil, err
-			}
-			announce = "1"
-			continue
-		}
-		left := remaining()
-		if left <= 0 {
-			return nil, nil
-		}
-		if ttl < 0 {
-			ttl = left
-		}
-		if !co.sleep(ctx, min(ttl, left)) {
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// sleep waits for an unlock message or d; false when ctx ended first.
-func (co *cohort) sleep(ctx context.Context, d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-co.notify:
-		return true
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	var h *hold
+	_, err := co.c.waitFor(ctx, co.waker, co.channel, start, wait, forever,
+		func(ctx context.Context, waiting bool) (bool, time.Duration, error) {
+			var ttl time.Duration
+			var err error
+			h, ttl, err = co.attempt(ctx, lease, waiting)
+			return h != nil, ttl, err
+		})
+	return h, err
 }
 
 // attempt runs the acquire script once for the cohort's Client.
-func (co *cohort) attempt(ctx context.Context, lease time.Duration, announce string) (*hold, time.Duration, error) {
+// A waiting attempt announces itself to the holder's cohort.
+func (co *cohort) attempt(ctx context.Context, lease time.Duration, waiting bool) (*hold, time.Duration, error) {
+	announce := "0"
+	if waiting {
+		announce = "1"
+	}
 	ttl := lease
 	if ttl <= 0 {
 		ttl = co.c.opts.watchdogTimeout
@@ -299,7 +252,7 @@ func (co *cohort) reenter(ctx context.Context, m *Mutex, lease time.Duration) (b
 	if ttl <= 0 {
 		ttl = h.lease
 	}
-	acquired, _, err := co.c.attempt(ctx, lockScript, co.keys(), ms(ttl), co.c.id, "0")
+	acquired, _, err := co.c.attempt(ctx, lockScript, co.keys(), ms(ttl), co.c.id, "0") // announce: no
 	switch {
 	case err != nil && !acquired:
 		return false, err

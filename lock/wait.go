@@ -1,0 +1,93 @@
+package lock
+
+import (
+	"context"
+	"time"
+)
+
+// forever stands for "no wait limit but ctx".
+const forever = time.Duration(1<<63 - 1)
+
+// waker is how a waiting owner sleeps: until an unlock is published on the
+// channel it listens to, or a timer.
+type waker struct {
+	notify   chan struct{} // capacity 1: an unlock since the last attempt
+	listener *listener
+}
+
+// newWaker returns a waker woken by "u" messages; other payloads go to
+// other, when given.
+func newWaker(other func(payload string)) *waker {
+	w := &waker{notify: make(chan struct{}, 1)}
+	w.listener = &listener{deliver: func(payload string) {
+		if payload == "u" {
+			select {
+			case w.notify <- struct{}{}:
+			default:
+			}
+		} else if other != nil {
+			other(payload)
+		}
+	}}
+	return w
+}
+
+// sleep waits for an unlock message or d; false when ctx ended first.
+func (w *waker) sleep(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-w.notify:
+		return true
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// attemptFunc makes one acquisition attempt; waiting is false for the first
+// attempt and true once the caller listens for unlocks. It reports whether
+// it acquired, and otherwise how long the lock may stay held (negative:
+// unknown).
+type attemptFunc func(ctx context.Context, waiting bool) (acquired bool, ttl time.Duration, err error)
+
+// waitFor runs try until it acquires, wait (measured from start on the
+// monotonic clock; negative: no limit) is spent, or ctx ends. After a failed
+// first attempt it subscribes to channel and only then tries again, so an
+// unlock between the two attempts is never missed (Redisson #1763); after
+// that it sleeps until an unlock message, the returned TTL or maxSleep,
+// whichever comes first. It never polls. The caller unsubscribes.
+func (c *Client) waitFor(ctx context.Context, w *waker, channel string, start time.Time, wait, maxSleep time.Duration, try attemptFunc) (bool, error) {
+	waiting := false
+	for {
+		select { // an unlock before this attempt is covered by it
+		case <-w.notify:
+		default:
+		}
+		ok, ttl, err := try(ctx, waiting)
+		if ok || err != nil || wait == 0 {
+			return ok, err
+		}
+		if !waiting {
+			if err := c.subs.subscribe(ctx, channel, w.listener, true); err != nil {
+				return false, err
+			}
+			waiting = true
+			continue
+		}
+		left := forever
+		if wait > 0 {
+			left = wait - time.Since(start)
+		}
+		if left <= 0 {
+			return false, nil
+		}
+		if ttl < 0 {
+			ttl = forever
+		}
+		if !w.sleep(ctx, min(ttl, left, maxSleep)) {
+			return false, ctx.Err()
+		}
+	}
+}
