@@ -1,0 +1,209 @@
+package loadgen
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A check is one outcome the articles predict for a stage run, written in a
+// scenario's expect list, e.g. "oversells", "recovers-within 400ms",
+// "faster-than watchdog 3x". Checks are evaluated after the whole scenario
+// ran, because some compare runs with each other.
+type check struct {
+	text string
+	eval checkFunc
+}
+
+// CheckResult is a check's verdict as the report shows it.
+type CheckResult struct {
+	Check  string `json:"check"`
+	Passed bool   `json:"passed"`
+	Detail string `json:"detail"`
+}
+
+type checkFunc func(run *StageRun, all []StageRun) (bool, string)
+
+// checkMaker returns the constructor of a check by name; it takes the
+// check's arguments.
+func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
+	switch name {
+	case "oversells":
+		return noArgs(checkOversells), true
+	case "no-oversell":
+		return noArgs(checkNoOversell), true
+	case "consistent":
+		return noArgs(checkConsistent), true
+	case "no-foreign-unlocks":
+		return noArgs(checkNoForeignUnlocks), true
+	case "oversells-or-foreign-unlocks":
+		return noArgs(checkOversellsOrForeign), true
+	case "stuck-after-crash":
+		return noArgs(checkStuck), true
+	case "lock-without-ttl":
+		return noArgs(checkLockWithoutTTL), true
+	case "sells-after-reset":
+		return noArgs(checkSellsAfterReset), true
+	case "recovers-within":
+		return recoversWithin, true
+	case "faster-than":
+		return fasterThan, true
+	case "fastest":
+		return noArgs(checkFastest), true
+	}
+	return nil, false
+}
+
+func parseCheck(text string) (check, error) {
+	fields := strings.Fields(text)
+	if len(fields) == 0 {
+		return check{}, fmt.Errorf("empty expectation")
+	}
+	mk, ok := checkMaker(fields[0])
+	if !ok {
+		return check{}, fmt.Errorf("unknown expectation %q", fields[0])
+	}
+	eval, err := mk(fields[1:])
+	if err != nil {
+		return check{}, fmt.Errorf("expectation %q: %w", text, err)
+	}
+	return check{text: text, eval: eval}, nil
+}
+
+// evaluateChecks fills every run's Checks from its scenario expectations.
+func evaluateChecks(runs []StageRun, scenario *Scenario) {
+	for i := range runs {
+		run := &runs[i]
+		if run.Skipped != "" {
+			continue
+		}
+		for _, text := range scenario.Runs[run.Index].Expect {
+			c, err := parseCheck(text) // validated when the scenario was parsed
+			if err != nil {
+				run.Checks = append(run.Checks, CheckResult{Check: text, Detail: err.Error()})
+				continue
+			}
+			ok, detail := c.eval(run, runs)
+			run.Checks = append(run.Checks, CheckResult{Check: text, Passed: ok, Detail: detail})
+		}
+	}
+}
+
+func noArgs(f checkFunc) func([]string) (checkFunc, error) {
+	return func(args []string) (checkFunc, error) {
+		if len(args) > 0 {
+			return nil, fmt.Errorf("takes no arguments")
+		}
+		return f, nil
+	}
+}
+
+func checkOversells(r *StageRun, _ []StageRun) (bool, string) {
+	return r.Oversold > 0, fmt.Sprintf("oversold %d", r.Oversold)
+}
+
+func checkConsistent(r *StageRun, _ []StageRun) (bool, string) {
+	return r.Consistent, fmt.Sprintf("stock %d + sold %d vs initial %d", r.Audit.Stock, r.Audit.Sold, r.Audit.Initial)
+}
+
+// checkNoOversell needs sales: a run that sold nothing proves nothing.
+func checkNoOversell(r *StageRun, _ []StageRun) (bool, string) {
+	if r.Sales == 0 {
+		return false, "no sale at all, so nothing was shown"
+	}
+	return r.Oversold == 0, fmt.Sprintf("oversold %d after %d sales", r.Oversold, r.Sales)
+}
+
+func checkNoForeignUnlocks(r *StageRun, _ []StageRun) (bool, string) {
+	if r.ForeignUnlocks == nil {
+		return false, "foreign unlocks unknown: the shop's audit does not report them"
+	}
+	return *r.ForeignUnlocks == 0, fmt.Sprintf("foreign unlocks %d", *r.ForeignUnlocks)
+}
+
+func checkOversellsOrForeign(r *StageRun, _ []StageRun) (bool, string) {
+	foreign := 0
+	if r.ForeignUnlocks != nil {
+		foreign = *r.ForeignUnlocks
+	}
+	return r.Oversold > 0 || foreign > 0, fmt.Sprintf("oversold %d, foreign unlocks %d", r.Oversold, foreign)
+}
+
+func checkStuck(r *StageRun, _ []StageRun) (bool, string) {
+	if r.Crash == nil || !r.Crash.Triggered {
+		return false, "no crash happened"
+	}
+	return r.Stuck != nil && *r.Stuck, fmt.Sprintf("%d sales out of %d requests after the crash", r.Crash.Sales, r.Crash.Requests)
+}
+
+func checkLockWithoutTTL(r *StageRun, _ []StageRun) (bool, string) {
+	if r.Crash == nil || len(r.Crash.LockKeys) == 0 {
+		return false, "no lock key seen after the crash (is the Redis address known?)"
+	}
+	for _, k := range r.Crash.LockKeys {
+		if k.TTLMS == -1 {
+			return true, fmt.Sprintf("%s has no TTL", k.Key)
+		}
+	}
+	return false, fmt.Sprintf("every lock key expires (%s: %d ms)", r.Crash.LockKeys[0].Key, r.Crash.LockKeys[0].TTLMS)
+}
+
+func checkSellsAfterReset(r *StageRun, _ []StageRun) (bool, string) {
+	if r.Crash == nil || r.Crash.SaleAfterReset == nil {
+		return false, "no reset after the crash"
+	}
+	return *r.Crash.SaleAfterReset, fmt.Sprintf("sale after reset: %t", *r.Crash.SaleAfterReset)
+}
+
+func recoversWithin(args []string) (checkFunc, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("want one duration")
+	}
+	limit, err := time.ParseDuration(args[0])
+	if err != nil {
+		return nil, fmt.Errorf("duration: %w", err)
+	}
+	return func(r *StageRun, _ []StageRun) (bool, string) {
+		if r.RecoveryMS == nil {
+			return false, "no sale after the crash"
+		}
+		return *r.RecoveryMS <= float64(limit.Milliseconds()), fmt.Sprintf("first sale %.0f ms after the crash (limit %s)", *r.RecoveryMS, limit)
+	}, nil
+}
+
+// fasterThan compares with the earlier run of another stage through the proxy.
+func fasterThan(args []string) (checkFunc, error) {
+	if len(args) != 2 || !strings.HasSuffix(args[1], "x") {
+		return nil, fmt.Errorf(`want "faster-than <stage> <factor>x"`)
+	}
+	factor, err := strconv.ParseFloat(strings.TrimSuffix(args[1], "x"), 64)
+	if err != nil || factor <= 0 {
+		return nil, fmt.Errorf("factor %q: want a positive number followed by x", args[1])
+	}
+	other := args[0]
+	return func(r *StageRun, all []StageRun) (bool, string) {
+		for i := range all {
+			o := &all[i]
+			if o.Stage != other || o.Via != ViaProxy || o.Skipped != "" {
+				continue
+			}
+			if o.SalesPerSec == 0 {
+				return false, fmt.Sprintf("%s sold nothing", other)
+			}
+			ratio := r.SalesPerSec / o.SalesPerSec
+			return ratio >= factor, fmt.Sprintf("%.1fx %s (%.0f vs %.0f sales/s)", ratio, other, r.SalesPerSec, o.SalesPerSec)
+		}
+		return false, fmt.Sprintf("no %s run to compare with", other)
+	}, nil
+}
+
+func checkFastest(r *StageRun, all []StageRun) (bool, string) {
+	for i := range all {
+		o := &all[i]
+		if o != r && o.Skipped == "" && o.SalesPerSec > r.SalesPerSec {
+			return false, fmt.Sprintf("%s sold faster (%.0f vs %.0f sales/s)", o.Stage, o.SalesPerSec, r.SalesPerSec)
+		}
+	}
+	return true, fmt.Sprintf("%.0f sales/s, the highest", r.SalesPerSec)
+}

@@ -1,0 +1,189 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeShop follows the shop's HTTP contract with in-memory stages whose
+// behaviour is known exactly, so the loadgen's accounting can be checked
+// without Redis or the real shop:
+//   - "racy" reads, waits the work time, then writes: it oversells;
+//   - "atomic" checks and decrements under a mutex: it never oversells;
+//   - "stuck" crashes holding a lock that never expires;
+//   - "expiring" crashes holding a lock that expires after lock_ttl;
+//   - "absent" is listed as unavailable.
+//
+// Replicas are handlers sharing the state (as shops share Redis); "racy"
+// also counts a foreign unlock on every tenth sale.
+// A crash closes the connection without an answer, like a process exit.
+type fakeShop struct {
+	mu     sync.Mutex
+	stages map[string]*fakeStage
+}
+
+type fakeStage struct {
+	initial, stock, sold int
+	foreignUnlocks       int
+	faults               Faults
+	lockedUntil          time.Time // zero: free; far future: stuck
+}
+
+// fakeSetUp is a fake shop behind a round-robin proxy.
+type fakeSetUp struct {
+	shop     *fakeShop
+	proxy    string
+	replicas []string
+}
+
+func startFakeShop(t *testing.T, replicas int) fakeSetUp {
+	t.Helper()
+	f := &fakeShop{stages: map[string]*fakeStage{}}
+	setUp := fakeSetUp{shop: f}
+	var handlers []http.Handler
+	for i := range replicas {
+		h := f.handler(fmt.Sprintf("shop-%d", i+1))
+		handlers = append(handlers, h)
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		setUp.replicas = append(setUp.replicas, srv.URL)
+	}
+	var next atomic.Int64
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Server", "fakeproxy/1.0")
+		handlers[int(next.Add(1))%len(handlers)].ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	setUp.proxy = proxy.URL
+	return setUp
+}
+
+func (f *fakeShop) stage(id string) *fakeStage {
+	s, ok := f.stages[id]
+	if !ok {
+		s = &fakeStage{}
+		f.stages[id] = s
+	}
+	return s
+}
+
+func (f *fakeShop) handler(name string) http.Handler {
+	mux := http.NewServeMux()
+	reply := func(w http.ResponseWriter, status int, body any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(body)
+	}
+	fail := func(w http.ResponseWriter, status int, code string) {
+		reply(w, status, map[string]string{"error": code, "message": code})
+	}
+	withReplica := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Replica", name)
+			h(w, r)
+		}
+	}
+	mux.HandleFunc("GET /readyz", withReplica(func(w http.ResponseWriter, r *http.Request) { reply(w, 200, map[string]string{"status": "ok"}) }))
+	mux.HandleFunc("GET /healthz", withReplica(func(w http.ResponseWriter, r *http.Request) { reply(w, 200, map[string]string{"status": "ok"}) }))
+	mux.HandleFunc("GET /api/stages", withReplica(func(w http.ResponseWriter, r *http.Request) {
+		reply(w, 200, []StageInfo{
+			{ID: "racy", Title: "GET then SET", Article: "000 §1.1", Mechanism: "GET/SET", Defect: "oversells", Available: true},
+			{ID: "atomic", Title: "atomic", Available: true},
+			{ID: "stuck", Title: "stuck", Available: true},
+			{ID: "expiring", Title: "expiring", Available: true},
+			{ID: "absent", Title: "absent", Reason: "needs three Redis masters"},
+		})
+	}))
+	mux.HandleFunc("POST /api/stages/{stage}/reset", withReplica(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			SKU   string `json:"sku"`
+			Stock int    `json:"stock"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Stock < 0 {
+			fail(w, 400, "bad_request")
+			return
+		}
+		f.mu.Lock()
+		s := f.stage(r.PathValue("stage"))
+		s.initial, s.stock, s.sold, s.foreignUnlocks, s.lockedUntil = body.Stock, body.Stock, 0, 0, time.Time{}
+		f.mu.Unlock()
+		reply(w, 200, body)
+	}))
+	mux.HandleFunc("PUT /api/stages/{stage}/faults", withReplica(func(w http.ResponseWriter, r *http.Request) {
+		var faults Faults
+		if err := json.NewDecoder(r.Body).Decode(&faults); err != nil {
+			fail(w, 400, "bad_request")
+			return
+		}
+		f.mu.Lock()
+		f.stage(r.PathValue("stage")).faults = faults
+		f.mu.Unlock()
+		reply(w, 200, faults)
+	}))
+	mux.HandleFunc("GET /api/stages/{stage}/audit", withReplica(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		s := f.stage(r.PathValue("stage"))
+		foreign := s.foreignUnlocks
+		a := Audit{Initial: s.initial, Stock: s.stock, Sold: s.sold, Oversold: max(0, s.sold-s.initial), Consistent: s.stock+s.sold == s.initial, ForeignUnlocks: &foreign}
+		f.mu.Unlock()
+		reply(w, 200, a)
+	}))
+	mux.HandleFunc("POST /api/stages/{stage}/deduct", withReplica(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("stage")
+		if qty, err := strconv.Atoi(r.URL.Query().Get("qty")); err != nil || qty != 1 {
+			fail(w, 400, "bad_request")
+			return
+		}
+		f.mu.Lock()
+		s := f.stage(id)
+		faults := s.faults
+		switch id {
+		case "racy":
+			stock := s.stock
+			f.mu.Unlock()
+			if stock <= 0 {
+				fail(w, 409, "sold_out")
+				return
+			}
+			time.Sleep(faults.Work.D())
+			f.mu.Lock()
+			s.stock, s.sold = stock-1, s.sold+1
+			if s.sold%10 == 0 {
+				s.foreignUnlocks++
+			}
+			f.mu.Unlock()
+			reply(w, 200, map[string]any{"stage": id, "remaining": stock - 1, "replica": name})
+			return
+		case "stuck", "expiring":
+			if time.Now().Before(s.lockedUntil) {
+				f.mu.Unlock()
+				fail(w, 423, "lock_busy")
+				return
+			}
+			if faults.CrashHoldingLock {
+				s.lockedUntil = time.Now().Add(faults.LockTTL.D())
+				if id == "stuck" {
+					s.lockedUntil = time.Now().Add(time.Hour)
+				}
+				f.mu.Unlock()
+				panic(http.ErrAbortHandler) // the connection closes with no answer
+			}
+		}
+		defer f.mu.Unlock()
+		if s.stock <= 0 {
+			fail(w, 409, "sold_out")
+			return
+		}
+		s.stock--
+		s.sold++
+		reply(w, 200, map[string]any{"stage": id, "remaining": s.stock, "replica": name})
+	}))
+	return mux
+}

@@ -1,0 +1,151 @@
+package loadgen
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Machine describes where the figures were measured.
+type Machine struct {
+	Hostname  string `json:"hostname"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	Kernel    string `json:"kernel,omitempty"`
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpu_model,omitempty"`
+	MemoryMiB int    `json:"memory_mib,omitempty"`
+	GoVersion string `json:"go_version"`
+}
+
+// DescribeMachine reads what the OS tells about this machine; fields it
+// cannot learn stay empty.
+func DescribeMachine() Machine {
+	host, _ := os.Hostname()
+	m := Machine{
+		Hostname:  host,
+		OS:        runtime.GOOS,
+		Arch:      runtime.GOARCH,
+		CPUs:      runtime.NumCPU(),
+		GoVersion: runtime.Version(),
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	m.CPUModel = procField("/proc/cpuinfo", "model name")
+	if kb, err := strconv.Atoi(strings.TrimSuffix(procField("/proc/meminfo", "MemTotal"), " kB")); err == nil {
+		m.MemoryMiB = kb / 1024
+	}
+	return m
+}
+
+// procField returns the value of the first "name: value" line of a /proc file.
+func procField(path, name string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		key, value, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(key) == name {
+			return strings.TrimSpace(value)
+		}
+	}
+	return ""
+}
+
+// SelfCPU returns the CPU time (user + system) this process has used.
+func SelfCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
+// clockTicksPerSecond is USER_HZ, which Linux fixes at 100 for /proc.
+const clockTicksPerSecond = 100
+
+// ProcessCPU returns the CPU time (user + system) process pid has used, from
+// /proc/<pid>/stat.
+func ProcessCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("process %d: %w", pid, err)
+	}
+	// The command name (field 2) may hold spaces; fields after it are plain.
+	end := strings.LastIndexByte(string(b), ')')
+	if end < 0 {
+		return 0, fmt.Errorf("process %d: malformed stat", pid)
+	}
+	fields := strings.Fields(string(b[end+1:]))
+	// fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("process %d: short stat", pid)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("process %d: malformed cpu times", pid)
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicksPerSecond, nil
+}
+
+// cpuSampler measures the cores each component uses over an interval.
+type cpuSampler struct {
+	processes func() map[string][]int
+	start     time.Time
+	self      time.Duration
+	others    map[int]time.Duration
+	groups    map[string][]int
+}
+
+func startCPUSampler(processes func() map[string][]int) *cpuSampler {
+	s := &cpuSampler{processes: processes, start: time.Now(), others: map[int]time.Duration{}}
+	s.self, _ = SelfCPU()
+	if processes != nil {
+		s.groups = processes()
+		for _, pids := range s.groups {
+			for _, pid := range pids {
+				if t, err := ProcessCPU(pid); err == nil {
+					s.others[pid] = t
+				}
+			}
+		}
+	}
+	return s
+}
+
+// stop returns cores used per component since start. A process that exited
+// in between (a crashed replica) is left out of its component's sum.
+func (s *cpuSampler) stop() map[string]float64 {
+	wall := time.Since(s.start).Seconds()
+	if wall <= 0 {
+		return nil
+	}
+	out := map[string]float64{}
+	if self, err := SelfCPU(); err == nil {
+		out["loadgen"] = (self - s.self).Seconds() / wall
+	}
+	for name, pids := range s.groups {
+		var used time.Duration
+		for _, pid := range pids {
+			before, ok := s.others[pid]
+			if !ok {
+				continue
+			}
+			if now, err := ProcessCPU(pid); err == nil {
+				used += now - before
+			}
+		}
+		out[name] = used.Seconds() / wall
+	}
+	return out
+}

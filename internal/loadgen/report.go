@@ -1,0 +1,274 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is everything a run measured; it is written as report.json and
+// rendered as the table and report.html.
+type Report struct {
+	Scenario        string     `json:"scenario"`
+	ScenarioFile    string     `json:"scenario_file,omitempty"`
+	StartedAt       time.Time  `json:"started_at"`
+	FinishedAt      time.Time  `json:"finished_at"`
+	WallSeconds     float64    `json:"wall_seconds"`
+	Params          Params     `json:"params"`
+	Machine         Machine    `json:"machine"`
+	Redis           Component  `json:"redis"`
+	Proxy           Component  `json:"proxy"`
+	Stages          []StageRun `json:"stages"`
+	ExpectationsMet bool       `json:"expectations_met"`
+}
+
+// Params are the run's inputs.
+type Params struct {
+	Target      string   `json:"target"`
+	ReplicaURLs []string `json:"replica_urls,omitempty"`
+	Replicas    int      `json:"replicas"`
+	SKU         string   `json:"sku"`
+	Scenario    Scenario `json:"scenario"`
+}
+
+// Component names a piece of the set-up the figures depend on.
+type Component struct {
+	Kind    string `json:"kind"`
+	Version string `json:"version,omitempty"`
+	Addr    string `json:"addr,omitempty"`
+	Note    string `json:"note,omitempty"`
+}
+
+func (c Component) String() string {
+	s := c.Kind
+	if c.Version != "" {
+		s += " " + c.Version
+	}
+	if c.Note != "" {
+		s += " (" + c.Note + ")"
+	}
+	return s
+}
+
+// StageRun is one row of the results: one stage under one load shape.
+type StageRun struct {
+	Index     int    `json:"index"`
+	Stage     string `json:"stage"`
+	Title     string `json:"title,omitempty"`
+	Article   string `json:"article,omitempty"`
+	Mechanism string `json:"mechanism,omitempty"`
+	Defect    string `json:"defect,omitempty"`
+	Via       string `json:"via"`
+	// Skipped says why a run did not happen by design (stage unavailable);
+	// Error says why it broke off.
+	Skipped string `json:"skipped,omitempty"`
+	Error   string `json:"error,omitempty"`
+
+	Replicas int    `json:"replicas"`
+	Rate     string `json:"rate"`
+	Workers  int    `json:"workers"`
+	Faults   Faults `json:"faults"`
+
+	Requests       int      `json:"requests"`
+	Sales          int      `json:"sales"`
+	SoldOut        int      `json:"sold_out"`
+	Busy           int      `json:"busy"`
+	Errors         int      `json:"errors"`
+	ErrorSamples   []string `json:"error_samples,omitempty"`
+	ElapsedMS      float64  `json:"elapsed_ms"`
+	SalesPerSec    float64  `json:"sales_per_sec"`
+	RequestsPerSec float64  `json:"requests_per_sec"`
+	P50MS          float64  `json:"p50_ms"`
+	P90MS          float64  `json:"p90_ms"`
+	P99MS          float64  `json:"p99_ms"`
+	MaxMS          float64  `json:"max_ms"`
+
+	Audit          Audit `json:"audit"`
+	Oversold       int   `json:"oversold"`
+	Consistent     bool  `json:"consistent"`
+	ForeignUnlocks *int  `json:"foreign_unlocks"`
+
+	Stuck      *bool        `json:"stuck,omitempty"`
+	RecoveryMS *float64     `json:"recovery_ms,omitempty"`
+	Crash      *CrashReport `json:"crash,omitempty"`
+
+	// CPU is the cores each component used during the load phase (CPU
+	// seconds per wall second); "loadgen" is this process.
+	CPU      map[string]float64 `json:"cpu_cores,omitempty"`
+	Timeline Timeline           `json:"timeline"`
+	Checks   []CheckResult      `json:"checks,omitempty"`
+}
+
+// Audit is the shop's GET /api/stages/{stage}/audit answer. The shop keeps
+// foreign unlocks in Redis next to the stock, so the audit gives the count
+// over all replicas; nil when a shop does not report it.
+type Audit struct {
+	Initial        int  `json:"initial"`
+	Stock          int  `json:"stock"`
+	Sold           int  `json:"sold"`
+	Oversold       int  `json:"oversold"`
+	Consistent     bool `json:"consistent"`
+	ForeignUnlocks *int `json:"foreign_unlocks"`
+}
+
+// CrashReport is what the crash step saw.
+type CrashReport struct {
+	Triggered      bool      `json:"triggered"`
+	TriggerAnswer  string    `json:"trigger_answer"`
+	AtMS           float64   `json:"at_ms"`
+	Requests       int       `json:"requests"`
+	Sales          int       `json:"sales"`
+	Busy           int       `json:"busy"`
+	Errors         int       `json:"errors"`
+	ObserveMS      float64   `json:"observe_ms"`
+	LockKeys       []LockKey `json:"lock_keys,omitempty"`
+	SaleAfterReset *bool     `json:"sale_after_reset,omitempty"`
+}
+
+// LockKey is a lock key of the stage found in Redis after the crash;
+// TTLMS is -1 when the key never expires.
+type LockKey struct {
+	Key   string `json:"key"`
+	TTLMS int64  `json:"ttl_ms"`
+}
+
+// Timeline counts answers per time bucket from the start of the stage run,
+// by the time each answer arrived, with the events worth marking.
+type Timeline struct {
+	BucketMS int     `json:"bucket_ms"`
+	Sales    []int   `json:"sales"`
+	Failures []int   `json:"failures"`
+	Events   []Event `json:"events,omitempty"`
+}
+
+// Event marks a moment of a stage run on its timeline.
+type Event struct {
+	AtMS  float64 `json:"at_ms"`
+	Label string  `json:"label"`
+}
+
+// Passed reports whether every expectation of the run held.
+func (r *StageRun) Passed() bool {
+	for _, c := range r.Checks {
+		if !c.Passed {
+			return false
+		}
+	}
+	return true
+}
+
+// WriteFiles writes report.json and report.html into dir.
+func (rep *Report) WriteFiles(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report dir: %w", err)
+	}
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write report.json: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, "report.html"))
+	if err != nil {
+		return fmt.Errorf("create report.html: %w", err)
+	}
+	if err := rep.WriteHTML(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write report.html: %w", err)
+	}
+	return nil
+}
+
+// WriteTable prints the results table.
+func (rep *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\treplicas\trequests\tsales\tsold-out\tbusy\terrors\tsales/s\tp50 ms\tp99 ms\toversold\tconsistent\tforeign unlocks\tafter crash\texpected\t")
+	for i := range rep.Stages {
+		r := &rep.Stages[i]
+		if note := r.notRun(); note != "" {
+			fmt.Fprintf(tw, "%s\t-\t\t\t\t\t\t\t\t\t\t\t\t\t%s\t\n", r.label(), note)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.1f\t%.1f\t%d\t%s\t%s\t%s\t%s\t\n",
+			r.label(), r.Replicas, r.Requests, r.Sales, r.SoldOut, r.Busy, r.Errors, r.SalesPerSec,
+			r.P50MS, r.P99MS, r.Oversold, yesNo(r.Consistent), r.foreignText(), r.CrashSummary(), r.verdict())
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	_, err := fmt.Fprintf(w, "\nRedis: %s; proxy: %s; %d CPUs; wall time %.1fs\n", rep.Redis, rep.Proxy, rep.Machine.CPUs, rep.WallSeconds)
+	return err
+}
+
+// label names the row: the stage, and how it was reached when not through the proxy.
+func (r *StageRun) label() string {
+	if r.Via == ViaOneReplica {
+		return r.Stage + " (one replica)"
+	}
+	return r.Stage
+}
+
+// notRun says why the row has no figures, or "" when it has.
+func (r *StageRun) notRun() string {
+	switch {
+	case r.Skipped != "":
+		return "skipped: " + r.Skipped
+	case r.Error != "":
+		return "FAILED: " + r.Error
+	}
+	return ""
+}
+
+func (r *StageRun) foreignText() string {
+	if r.ForeignUnlocks == nil {
+		return "?"
+	}
+	return fmt.Sprint(*r.ForeignUnlocks)
+}
+
+// CrashSummary says in a few words what happened after the crash step.
+func (r *StageRun) CrashSummary() string {
+	switch {
+	case r.Crash == nil:
+		return "-"
+	case !r.Crash.Triggered:
+		return "no crash: " + r.Crash.TriggerAnswer
+	case r.Stuck != nil && *r.Stuck:
+		return "stuck"
+	case r.RecoveryMS != nil:
+		return fmt.Sprintf("sells after %.0f ms", *r.RecoveryMS)
+	}
+	return "?"
+}
+
+func (r *StageRun) verdict() string {
+	if len(r.Checks) == 0 {
+		return "-"
+	}
+	failed := []string{}
+	for _, c := range r.Checks {
+		if !c.Passed {
+			failed = append(failed, c.Check)
+		}
+	}
+	if len(failed) == 0 {
+		return "yes"
+	}
+	return "NO: " + strings.Join(failed, ", ")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

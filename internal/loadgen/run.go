@@ -1,0 +1,414 @@
+// Package loadgen drives the shop's stages with vegeta and reports, for
+// each, how many units were oversold and how many sales per second it held.
+//
+// The pieces stay apart like vegeta's own lib: scenario.go says what to run,
+// attack.go runs one vegeta attack and tallies the answers, run.go walks the
+// scenario (reset → faults → attack → audit → crash step), expect.go judges
+// the outcome against the articles, and report.go / html.go write it out.
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Config is what Run needs to know about the set-up.
+type Config struct {
+	// Target is the base URL the stages are attacked through (the proxy).
+	Target string
+	// ReplicaURLs are the replicas' own base URLs. Optional; with them the
+	// run waits for every replica before a stage and can run "one-replica"
+	// stages.
+	ReplicaURLs []string
+	AdminToken  string
+	// RedisAddr, optional, lets the crash step look at the lock keys.
+	RedisAddr     string
+	RedisPassword string
+	// Redis and Proxy describe the set-up for the report; when empty they
+	// are asked from Redis (INFO) and from the target's Server header.
+	Redis, Proxy Component
+	Scenario     *Scenario
+	ScenarioFile string
+	// Progress receives live progress; nil shows none. Interactive redraws
+	// one line (a terminal) instead of printing a line a second.
+	Progress    io.Writer
+	Interactive bool
+	// Processes, optional, returns the PIDs of each component (shop, nginx,
+	// redis) so the report can say how many cores each used.
+	Processes func() map[string][]int
+	Logger    *slog.Logger
+}
+
+// readyTimeout bounds the wait for a replica, e.g. one restarting after a crash.
+const readyTimeout = 20 * time.Second
+
+type runner struct {
+	cfg      Config
+	shop     *shopClient
+	rdb      *redis.Client
+	progress *progress
+	log      *slog.Logger
+	info     map[string]StageInfo
+}
+
+// Run walks the scenario and returns the report. When ctx ends it stops
+// between (or inside) attacks and returns what was measured so far together
+// with ctx's error.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Target == "" || cfg.Scenario == nil {
+		return nil, errors.New("loadgen: target and scenario are required")
+	}
+	r := &runner{
+		cfg:      cfg,
+		shop:     newShopClient(cfg.AdminToken),
+		progress: newProgress(cfg.Progress, cfg.Interactive),
+		log:      cfg.Logger,
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RedisAddr != "" {
+		r.rdb = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Password: cfg.RedisPassword})
+		defer r.rdb.Close()
+	}
+	if err := r.waitAllReady(ctx); err != nil {
+		return nil, err
+	}
+	stages, err := r.shop.stages(ctx, cfg.Target)
+	if err != nil {
+		return nil, fmt.Errorf("list stages: %w", err)
+	}
+	r.info = map[string]StageInfo{}
+	for _, s := range stages {
+		r.info[s.ID] = s
+	}
+
+	rep := &Report{
+		Scenario:     cfg.Scenario.Name,
+		ScenarioFile: cfg.ScenarioFile,
+		StartedAt:    time.Now(),
+		Params: Params{
+			Target:      cfg.Target,
+			ReplicaURLs: cfg.ReplicaURLs,
+			Replicas:    len(cfg.ReplicaURLs),
+			SKU:         cfg.Scenario.SKU,
+			Scenario:    *cfg.Scenario,
+		},
+		Machine: DescribeMachine(),
+		Redis:   r.describeRedis(ctx),
+		Proxy:   r.describeProxy(ctx),
+	}
+	var runErr error
+	for i, run := range cfg.Scenario.Runs {
+		if err := ctx.Err(); err != nil {
+			runErr = err
+			break
+		}
+		row := r.runStage(ctx, i, run)
+		rep.Stages = append(rep.Stages, row)
+		r.progress.note("%s", row.summaryLine())
+	}
+	if runErr == nil {
+		runErr = ctx.Err()
+	}
+	rep.FinishedAt = time.Now()
+	rep.WallSeconds = rep.FinishedAt.Sub(rep.StartedAt).Seconds()
+	evaluateChecks(rep.Stages, cfg.Scenario)
+	rep.ExpectationsMet = runErr == nil
+	for i := range rep.Stages {
+		if rep.Stages[i].Error != "" || !rep.Stages[i].Passed() {
+			rep.ExpectationsMet = false
+		}
+	}
+	return rep, runErr
+}
+
+// runStage runs one stage run; setup failures end up in the row's Error.
+func (r *runner) runStage(ctx context.Context, index int, run RunSpec) StageRun {
+	sku := r.cfg.Scenario.SKU
+	row := StageRun{
+		Index:   index,
+		Stage:   run.Stage,
+		Via:     run.Via,
+		Rate:    run.AttackRate().String(),
+		Workers: run.Workers,
+		Faults:  run.Faults,
+	}
+	info, known := r.info[run.Stage]
+	row.Title, row.Article, row.Mechanism, row.Defect = info.Title, info.Article, info.Mechanism, info.Defect
+	base := r.cfg.Target
+	switch {
+	case !known:
+		row.Skipped = "the shop has no such stage"
+		return row
+	case !info.Available:
+		row.Skipped = "unavailable: " + info.Reason
+		return row
+	case run.Via == ViaOneReplica && len(r.cfg.ReplicaURLs) == 0:
+		row.Skipped = "one-replica runs need the replicas' own URLs"
+		return row
+	case run.Via == ViaOneReplica:
+		base = r.cfg.ReplicaURLs[0]
+	}
+	fail := func(err error) StageRun {
+		row.Error = err.Error()
+		r.log.Error("stage run failed", "stage", run.Stage, "err", err)
+		return row
+	}
+	if err := r.waitAllReady(ctx); err != nil {
+		return fail(err)
+	}
+	if err := r.shop.reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
+		return fail(fmt.Errorf("reset: %w", err))
+	}
+	if err := r.shop.setFaults(ctx, base, run.Stage, run.Faults); err != nil {
+		return fail(fmt.Errorf("faults: %w", err))
+	}
+	start := time.Now()
+	tl := newTimeline(start)
+	r.progress.phase(fmt.Sprintf("[%d/%d] %s via %s", index+1, len(r.cfg.Scenario.Runs), run.Stage, run.Via), run.Duration.D())
+	stopPolling := r.pollOversold(ctx, base, run.Stage, sku)
+	cpu := startCPUSampler(r.cfg.Processes)
+	t := attack(ctx, attackSpec{
+		name:          run.Stage,
+		url:           deductURL(base, run.Stage, sku),
+		rate:          run.AttackRate(),
+		workers:       run.Workers,
+		duration:      run.Duration.D(),
+		stopAtSoldOut: run.StopsWhenSoldOut(),
+		timeout:       run.Timeout.D(),
+	}, tl, r.progress.answer)
+	row.CPU = cpu.stop()
+	stopPolling()
+	row.fillFromTally(t)
+
+	audit, err := r.shop.audit(ctx, base, run.Stage, sku)
+	if err != nil {
+		return fail(fmt.Errorf("audit: %w", err))
+	}
+	row.Audit, row.Oversold, row.Consistent, row.ForeignUnlocks = audit, audit.Oversold, audit.Consistent, audit.ForeignUnlocks
+	if run.Crash != nil && ctx.Err() == nil {
+		if err := r.crashStep(ctx, run, base, &row, tl); err != nil {
+			row.Timeline = tl.build()
+			return fail(fmt.Errorf("crash step: %w", err))
+		}
+	}
+	row.Timeline = tl.build()
+	return row
+}
+
+func (row *StageRun) fillFromTally(t *tally) {
+	row.Requests, row.Sales, row.SoldOut, row.Busy, row.Errors = t.requests, t.sales, t.soldOut, t.busy, t.errors
+	row.Replicas = len(t.replicas)
+	for msg, n := range t.errorSamples {
+		row.ErrorSamples = append(row.ErrorSamples, fmt.Sprintf("%d× %s", n, msg))
+	}
+	slices.Sort(row.ErrorSamples)
+	elapsed := t.elapsed()
+	row.ElapsedMS = ms(elapsed)
+	if elapsed > 0 {
+		row.SalesPerSec = float64(t.sales) / elapsed.Seconds()
+		row.RequestsPerSec = float64(t.requests) / elapsed.Seconds()
+	}
+	row.P50MS, row.P90MS, row.P99MS, row.MaxMS = ms(t.percentile(0.50)), ms(t.percentile(0.90)), ms(t.percentile(0.99)), ms(t.percentile(1))
+}
+
+// crashStep makes a replica exit while holding the stage's lock and watches
+// whether, and when, sales resume. See CrashStep.
+func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *StageRun, tl *timelineBuilder) error {
+	sku := r.cfg.Scenario.SKU
+	if err := r.waitAllReady(ctx); err != nil {
+		return err
+	}
+	if err := r.shop.reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	faults := run.Faults
+	faults.SlowRatio, faults.Slow = 0, 0
+	faults.CrashHoldingLock = true
+	if err := r.shop.setFaults(ctx, base, run.Stage, faults); err != nil {
+		return fmt.Errorf("arm crash: %w", err)
+	}
+	crash := &CrashReport{}
+	row.Crash = crash
+	status, err := r.shop.deduct(ctx, base, run.Stage, sku)
+	crashAt := time.Now()
+	switch {
+	case err != nil:
+		crash.Triggered, crash.TriggerAnswer = true, err.Error()
+	case status >= 500:
+		crash.Triggered, crash.TriggerAnswer = true, fmt.Sprintf("status %d", status)
+	default:
+		crash.TriggerAnswer = fmt.Sprintf("status %d: the replica did not crash", status)
+	}
+	faults.CrashHoldingLock = false
+	if err := r.shop.setFaults(ctx, base, run.Stage, faults); err != nil {
+		return fmt.Errorf("disarm crash: %w", err)
+	}
+	if !crash.Triggered {
+		return nil
+	}
+	crash.AtMS = tl.since(crashAt)
+	tl.mark(crashAt, "crash")
+
+	r.progress.phase(fmt.Sprintf("      %s after the crash", run.Stage), run.Crash.Observe.D())
+	t := attack(ctx, attackSpec{
+		name:     run.Stage + "-after-crash",
+		url:      deductURL(base, run.Stage, sku),
+		rate:     run.Crash.Rate,
+		workers:  run.Crash.Workers,
+		duration: run.Crash.Observe.D(),
+		timeout:  run.Timeout.D(),
+	}, tl, r.progress.answer)
+	crash.Requests, crash.Sales, crash.Busy, crash.Errors = t.requests, t.sales, t.busy, t.errors
+	crash.ObserveMS = ms(t.elapsed())
+	stuck := t.requests > 0 && t.sales == 0
+	row.Stuck = &stuck
+	if t.sales > 0 {
+		recovery := ms(t.firstSale.Sub(crashAt))
+		row.RecoveryMS = &recovery
+		tl.mark(t.firstSale, "first sale")
+	}
+	if r.rdb != nil {
+		keys, err := r.lockKeys(ctx, run.Stage)
+		if err != nil {
+			return fmt.Errorf("inspect lock keys: %w", err)
+		}
+		crash.LockKeys = keys
+	}
+	if !stuck {
+		return nil
+	}
+	// Stuck: show that only a reset (which drops the lock) lets sales resume.
+	if err := r.shop.reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
+		return fmt.Errorf("reset after crash: %w", err)
+	}
+	tl.mark(time.Now(), "reset")
+	status, err = r.shop.deduct(ctx, base, run.Stage, sku)
+	sold := err == nil && classify(uint16(status)) == outcomeSale
+	crash.SaleAfterReset = &sold
+	tl.add(time.Now(), sold)
+	return nil
+}
+
+// lockKeys lists the stage's keys that hold a lock, with their TTLs.
+func (r *runner) lockKeys(ctx context.Context, stage string) ([]LockKey, error) {
+	var keys []string
+	iter := r.rdb.Scan(ctx, 0, "lockstep:"+stage+":*", 100).Iterator()
+	for iter.Next(ctx) {
+		// Lock keys end in ":lock" (lockstep:setnx:{sku-1}:lock); a
+		// stage's other keys hold stock and accounting.
+		if strings.HasSuffix(iter.Val(), ":lock") {
+			keys = append(keys, iter.Val())
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return nil, fmt.Errorf("scan: %w", err)
+	}
+	slices.Sort(keys)
+	out := make([]LockKey, 0, len(keys))
+	for _, k := range keys {
+		ttl, err := r.rdb.PTTL(ctx, k).Result()
+		if err != nil {
+			return nil, fmt.Errorf("pttl %s: %w", k, err)
+		}
+		if ttl == -2 { // gone since the scan
+			continue
+		}
+		if ttl > 0 {
+			ttl /= time.Millisecond
+		}
+		out = append(out, LockKey{Key: k, TTLMS: int64(ttl)})
+	}
+	return out, nil
+}
+
+// pollOversold keeps the progress line's "oversold so far" fresh from the
+// audit until the returned stop function is called.
+func (r *runner) pollOversold(ctx context.Context, base, stage, sku string) (stop func()) {
+	if r.cfg.Progress == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if a, err := r.shop.audit(ctx, base, stage, sku); err == nil {
+					r.progress.oversold.Store(int64(a.Oversold))
+				}
+			}
+		}
+	})
+	return func() { cancel(); wg.Wait() }
+}
+
+// waitAllReady waits for every replica (or the target when their URLs are
+// unknown), e.g. for one restarting after the previous crash step.
+func (r *runner) waitAllReady(ctx context.Context) error {
+	bases := r.cfg.ReplicaURLs
+	if len(bases) == 0 {
+		bases = []string{r.cfg.Target}
+	}
+	for _, b := range bases {
+		if err := r.shop.waitReady(ctx, b, readyTimeout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner) describeRedis(ctx context.Context) Component {
+	if r.cfg.Redis.Kind != "" {
+		return r.cfg.Redis
+	}
+	if r.rdb == nil {
+		return Component{Kind: "unknown", Note: "no Redis address given"}
+	}
+	info, err := r.rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return Component{Kind: "unknown", Addr: r.cfg.RedisAddr, Note: err.Error()}
+	}
+	c := Component{Kind: "redis-server", Addr: r.cfg.RedisAddr}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			c.Version = v
+		}
+	}
+	return c
+}
+
+func (r *runner) describeProxy(ctx context.Context) Component {
+	if r.cfg.Proxy.Kind != "" {
+		return r.cfg.Proxy
+	}
+	server := r.shop.serverHeader(ctx, r.cfg.Target)
+	if server == "" {
+		return Component{Kind: "unknown", Addr: r.cfg.Target}
+	}
+	kind, version, _ := strings.Cut(server, "/")
+	return Component{Kind: kind, Version: version, Addr: r.cfg.Target}
+}
+
+// summaryLine is the one line printed when a stage run ends.
+func (row *StageRun) summaryLine() string {
+	if note := row.notRun(); note != "" {
+		return fmt.Sprintf("  %-28s %s", row.label(), note)
+	}
+	return fmt.Sprintf("  %-28s %d replicas  %d sales in %.1fs (%.0f/s)  oversold %d  consistent %s  after crash: %s",
+		row.label(), row.Replicas, row.Sales, row.ElapsedMS/1000, row.SalesPerSec, row.Oversold, yesNo(row.Consistent), row.CrashSummary())
+}

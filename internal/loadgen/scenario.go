@@ -1,0 +1,276 @@
+package loadgen
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Scenario is what a workshop run walks through: the stage runs in order,
+// each with its stock, load shape, fault knobs, optional crash step and the
+// outcome the articles predict. It is read from YAML (or JSON, which YAML
+// parses too).
+type Scenario struct {
+	Name        string    `yaml:"name" json:"name"`
+	Description string    `yaml:"description" json:"description,omitempty"`
+	SKU         string    `yaml:"sku" json:"sku"`
+	Defaults    RunConfig `yaml:"defaults" json:"defaults"`
+	Runs        []RunSpec `yaml:"runs" json:"runs"`
+}
+
+// RunConfig is the load shape of one attack; a RunSpec's own values override the
+// scenario defaults field by field.
+type RunConfig struct {
+	Stock        int      `yaml:"stock" json:"stock"`
+	Segments     int      `yaml:"segments" json:"segments,omitempty"`
+	Rate         *Rate    `yaml:"rate" json:"rate,omitempty"`
+	Workers      int      `yaml:"workers" json:"workers"`
+	Duration     Duration `yaml:"duration" json:"duration"`
+	UntilSoldOut *bool    `yaml:"until_sold_out" json:"until_sold_out,omitempty"`
+	Timeout      Duration `yaml:"timeout" json:"timeout"`
+}
+
+// RunSpec is one stage run of the scenario.
+type RunSpec struct {
+	Stage string `yaml:"stage" json:"stage"`
+	// Via is "proxy" (the target URL, default) or "one-replica" (the first
+	// replica's own URL, to show what a single process does).
+	Via       string `yaml:"via" json:"via"`
+	RunConfig `yaml:",inline"`
+	Faults    Faults     `yaml:"faults" json:"faults"`
+	Crash     *CrashStep `yaml:"crash" json:"crash,omitempty"`
+	Expect    []string   `yaml:"expect" json:"expect,omitempty"`
+}
+
+// Via values.
+const (
+	ViaProxy      = "proxy"
+	ViaOneReplica = "one-replica"
+)
+
+// Faults are the shop's per-stage fault knobs, in the body shape of
+// PUT /api/stages/{stage}/faults.
+type Faults struct {
+	Work             Duration `yaml:"work" json:"work,omitempty"`
+	WorkMax          Duration `yaml:"work_max" json:"work_max,omitempty"`
+	SlowRatio        float64  `yaml:"slow_ratio" json:"slow_ratio,omitempty"`
+	Slow             Duration `yaml:"slow" json:"slow,omitempty"`
+	LockTTL          Duration `yaml:"lock_ttl" json:"lock_ttl,omitempty"`
+	CrashHoldingLock bool     `yaml:"crash_holding_lock" json:"crash_holding_lock"`
+}
+
+// CrashStep makes one replica exit while it holds the stage's lock, then
+// keeps offering sales at a fixed rate to see whether, and how fast, the
+// stage recovers. It runs after the load phase on freshly reset stock, with
+// the run's faults minus the slow requests.
+type CrashStep struct {
+	Observe Duration `yaml:"observe" json:"observe"`
+	// Rate is fixed (default 200/s) so "no sale for the whole window" means
+	// the same thing on every machine.
+	Rate    Rate `yaml:"rate" json:"rate"`
+	Workers int  `yaml:"workers" json:"workers"`
+}
+
+// Rate is requests per second; 0 means as fast as the workers go ("max").
+type Rate int
+
+// MaxRate is the Rate that lets the workers send as fast as answers come.
+const MaxRate Rate = 0
+
+func (r Rate) String() string {
+	if r == MaxRate {
+		return "max"
+	}
+	return strconv.Itoa(int(r)) + "/s"
+}
+
+// UnmarshalYAML accepts "max" or a non-negative number.
+func (r *Rate) UnmarshalYAML(node *yaml.Node) error {
+	return r.parse(node.Value)
+}
+
+// MarshalJSON writes "max" or the number.
+func (r Rate) MarshalJSON() ([]byte, error) {
+	if r == MaxRate {
+		return []byte(`"max"`), nil
+	}
+	return []byte(strconv.Itoa(int(r))), nil
+}
+
+// UnmarshalJSON accepts what MarshalJSON writes.
+func (r *Rate) UnmarshalJSON(b []byte) error {
+	return r.parse(strings.Trim(string(b), `"`))
+}
+
+func (r *Rate) parse(s string) error {
+	if strings.EqualFold(s, "max") {
+		*r = MaxRate
+		return nil
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(s, "/s"))
+	if err != nil || n < 0 {
+		return fmt.Errorf("rate %q: want \"max\" or requests per second", s)
+	}
+	*r = Rate(n)
+	return nil
+}
+
+// Duration is a time.Duration written as "250ms" in scenarios and reports.
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// IsZero lets encoders omit unset durations.
+func (d Duration) IsZero() bool { return d == 0 }
+
+// UnmarshalYAML accepts a Go duration string.
+func (d *Duration) UnmarshalYAML(node *yaml.Node) error { return d.parse(node.Value) }
+
+// MarshalJSON writes the Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON accepts a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	return d.parse(s)
+}
+
+func (d *Duration) parse(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return fmt.Errorf("duration %q: want a non-negative Go duration such as 250ms", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// LoadScenario reads a scenario file.
+func LoadScenario(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read scenario: %w", err)
+	}
+	sc, err := ParseScenario(data)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", path, err)
+	}
+	return sc, nil
+}
+
+// ParseScenario parses a YAML or JSON scenario, fills in defaults and checks
+// it, so a bad file fails before anything is attacked.
+func ParseScenario(data []byte) (*Scenario, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var sc Scenario
+	if err := dec.Decode(&sc); err != nil {
+		return nil, fmt.Errorf("parse: %w", err)
+	}
+	if sc.SKU == "" {
+		sc.SKU = "sku-1"
+	}
+	sc.Defaults = sc.Defaults.merge(RunConfig{Stock: 500, Workers: 32, Duration: Duration(5 * time.Second), Timeout: Duration(10 * time.Second)})
+	for i := range sc.Runs {
+		run := &sc.Runs[i]
+		run.RunConfig = run.RunConfig.merge(sc.Defaults)
+		if run.Via == "" {
+			run.Via = ViaProxy
+		}
+		if run.Crash != nil {
+			if run.Crash.Workers == 0 {
+				run.Crash.Workers = 8
+			}
+			if run.Crash.Rate == MaxRate {
+				run.Crash.Rate = 200
+			}
+		}
+	}
+	if err := sc.validate(); err != nil {
+		return nil, err
+	}
+	return &sc, nil
+}
+
+// merge returns c with its unset fields taken from defaults.
+func (c RunConfig) merge(defaults RunConfig) RunConfig {
+	if c.Stock == 0 {
+		c.Stock = defaults.Stock
+	}
+	if c.Segments == 0 {
+		c.Segments = defaults.Segments
+	}
+	if c.Rate == nil {
+		c.Rate = defaults.Rate
+	}
+	if c.Workers == 0 {
+		c.Workers = defaults.Workers
+	}
+	if c.Duration == 0 {
+		c.Duration = defaults.Duration
+	}
+	if c.UntilSoldOut == nil {
+		c.UntilSoldOut = defaults.UntilSoldOut
+	}
+	if c.Timeout == 0 {
+		c.Timeout = defaults.Timeout
+	}
+	return c
+}
+
+// AttackRate is the configured rate, MaxRate when none is set.
+func (c RunConfig) AttackRate() Rate {
+	if c.Rate == nil {
+		return MaxRate
+	}
+	return *c.Rate
+}
+
+// StopsWhenSoldOut reports whether the attack ends at the first sold-out answer.
+func (c RunConfig) StopsWhenSoldOut() bool { return c.UntilSoldOut != nil && *c.UntilSoldOut }
+
+func (sc *Scenario) validate() error {
+	if len(sc.Runs) == 0 {
+		return errors.New("no runs")
+	}
+	var errs []error
+	for i, run := range sc.Runs {
+		where := fmt.Sprintf("runs[%d] (%s)", i, run.Stage)
+		switch {
+		case run.Stage == "":
+			errs = append(errs, fmt.Errorf("%s: stage is required", where))
+		case run.Via != ViaProxy && run.Via != ViaOneReplica:
+			errs = append(errs, fmt.Errorf("%s: via %q: want %q or %q", where, run.Via, ViaProxy, ViaOneReplica))
+		case run.Stock < 1:
+			errs = append(errs, fmt.Errorf("%s: stock must be at least 1", where))
+		case run.Workers < 1:
+			errs = append(errs, fmt.Errorf("%s: workers must be at least 1", where))
+		case run.Duration <= 0:
+			errs = append(errs, fmt.Errorf("%s: duration must be positive", where))
+		case run.Faults.SlowRatio < 0 || run.Faults.SlowRatio > 1:
+			errs = append(errs, fmt.Errorf("%s: slow_ratio must be within 0..1", where))
+		case run.Faults.CrashHoldingLock:
+			errs = append(errs, fmt.Errorf("%s: crash_holding_lock belongs in a crash step, not in the load faults", where))
+		case run.Crash != nil && run.Crash.Observe <= 0:
+			errs = append(errs, fmt.Errorf("%s: crash.observe must be positive", where))
+		}
+		for _, e := range run.Expect {
+			if _, err := parseCheck(e); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,177 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// ErrNotReady is returned by waitReady when a shop did not become ready in time.
+var ErrNotReady = errors.New("shop not ready")
+
+// StageInfo is one entry of GET /api/stages: the teaching text of a stage.
+type StageInfo struct {
+	ID        string `json:"id"`
+	Title     string `json:"title"`
+	Article   string `json:"article_case"`
+	Mechanism string `json:"mechanism"`
+	Defect    string `json:"defect"`
+	Available bool   `json:"available"`
+	Reason    string `json:"unavailable_reason"`
+}
+
+// shopClient speaks the shop's HTTP contract (SPEC: HTTP contract of cmd/shop).
+type shopClient struct {
+	http       *http.Client
+	adminToken string
+}
+
+func newShopClient(adminToken string) *shopClient {
+	return &shopClient{http: &http.Client{Timeout: 10 * time.Second}, adminToken: adminToken}
+}
+
+// apiError is a non-2xx answer of the shop.
+type apiError struct {
+	Status int
+	Code   string `json:"error"`
+	Text   string `json:"message"`
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("shop answered %d %s: %s", e.Status, e.Code, e.Text)
+}
+
+func (c *shopClient) do(ctx context.Context, method, rawURL string, body any, admin bool, out any) error {
+	var reader io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", method, rawURL, err)
+		}
+		reader = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, rawURL, reader)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, rawURL, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if admin && c.adminToken != "" {
+		req.Header.Set("Authorization", "Bearer "+c.adminToken)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, rawURL, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: read answer: %w", method, rawURL, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		apiErr := &apiError{Status: resp.StatusCode}
+		if json.Unmarshal(data, apiErr) != nil || apiErr.Code == "" {
+			apiErr.Text = strings.TrimSpace(string(data))
+		}
+		return fmt.Errorf("%s %s: %w", method, rawURL, apiErr)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("%s %s: decode answer: %w", method, rawURL, err)
+		}
+	}
+	return nil
+}
+
+func stageURL(base, stage, action string) string {
+	return strings.TrimRight(base, "/") + "/api/stages/" + url.PathEscape(stage) + "/" + action
+}
+
+func deductURL(base, stage, sku string) string {
+	return stageURL(base, stage, "deduct") + "?" + url.Values{"sku": {sku}, "qty": {"1"}}.Encode()
+}
+
+func (c *shopClient) stages(ctx context.Context, base string) ([]StageInfo, error) {
+	var out []StageInfo
+	if err := c.do(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/api/stages", nil, false, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *shopClient) reset(ctx context.Context, base, stage, sku string, stock, segments int) error {
+	body := map[string]any{"sku": sku, "stock": stock}
+	if segments > 0 {
+		body["segments"] = segments
+	}
+	return c.do(ctx, http.MethodPost, stageURL(base, stage, "reset"), body, true, nil)
+}
+
+func (c *shopClient) setFaults(ctx context.Context, base, stage string, f Faults) error {
+	return c.do(ctx, http.MethodPut, stageURL(base, stage, "faults"), f, true, nil)
+}
+
+func (c *shopClient) audit(ctx context.Context, base, stage, sku string) (Audit, error) {
+	var a Audit
+	err := c.do(ctx, http.MethodGet, stageURL(base, stage, "audit")+"?"+url.Values{"sku": {sku}}.Encode(), nil, false, &a)
+	return a, err
+}
+
+// deduct sends one sale attempt and returns the status code, or the
+// transport error (a crashed replica gives one, or a 502 from the proxy).
+func (c *shopClient) deduct(ctx context.Context, base, stage, sku string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, deductURL(base, stage, sku), nil)
+	if err != nil {
+		return 0, fmt.Errorf("deduct: %w", err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("deduct: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
+// serverHeader returns the Server header the target answers with, which
+// names the proxy in front of the shops (nginx says "nginx/1.22.1").
+func (c *shopClient) serverHeader(ctx context.Context, base string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/healthz", nil)
+	if err != nil {
+		return ""
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.Header.Get("Server")
+}
+
+// waitReady polls GET /readyz until it answers 200.
+func (c *shopClient) waitReady(ctx context.Context, base string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		err := c.do(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/readyz", nil, false, nil)
+		if err == nil {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s: %w", ErrNotReady, base, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

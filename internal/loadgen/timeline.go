@@ -1,0 +1,54 @@
+package loadgen
+
+import "time"
+
+// timelineBucket is the resolution of the sales-over-time chart.
+const timelineBucket = 100 * time.Millisecond
+
+// timelineBuilder counts answers into fixed buckets from the start of a
+// stage run. It is fed from one goroutine (the attack's result loop).
+type timelineBuilder struct {
+	start    time.Time
+	sales    []int
+	failures []int
+	events   []Event
+}
+
+func newTimeline(start time.Time) *timelineBuilder {
+	return &timelineBuilder{start: start}
+}
+
+func (b *timelineBuilder) bucket(at time.Time) int {
+	i := int(at.Sub(b.start) / timelineBucket)
+	if i < 0 {
+		i = 0
+	}
+	for len(b.sales) <= i {
+		b.sales = append(b.sales, 0)
+		b.failures = append(b.failures, 0)
+	}
+	return i
+}
+
+func (b *timelineBuilder) add(at time.Time, sale bool) {
+	i := b.bucket(at)
+	if sale {
+		b.sales[i]++
+	} else {
+		b.failures[i]++
+	}
+}
+
+// mark records an event and extends the timeline to cover it.
+func (b *timelineBuilder) mark(at time.Time, label string) {
+	b.bucket(at)
+	b.events = append(b.events, Event{AtMS: ms(at.Sub(b.start)), Label: label})
+}
+
+func (b *timelineBuilder) since(at time.Time) float64 { return ms(at.Sub(b.start)) }
+
+func (b *timelineBuilder) build() Timeline {
+	return Timeline{BucketMS: int(timelineBucket / time.Millisecond), Sales: b.sales, Failures: b.failures, Events: b.events}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
