@@ -47,7 +47,7 @@ func run() error {
 	fs := flag.NewFlagSet("peers", flag.ExitOnError)
 	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "contended run per contender")
 	fs.DurationVar(&cfg.warmup, "warmup", 300*time.Millisecond, "unrecorded contended run before each contender's measured one")
-	fs.DurationVar(&cfg.uncontended, "uncontended", 2*time.Second, "uncontended run per contender, split evenly with its EVALSHA baseline")
+	fs.DurationVar(&cfg.uncontended, "uncontended", 2*time.Second, "uncontended run per contender, shared in alternating blocks with its EVALSHA baseline")
 	fs.IntVar(&cfg.goroutines, "goroutines", 64, "contending goroutines (one process, one key)")
 	fs.StringVar(&cfg.selected, "contenders", "all", "comma-separated contenders to run, or all: "+strings.Join(names(allContenders(0)), ","))
 	fs.StringVar(&cfg.jsonPath, "json", "", "also write the figures to this file as JSON")

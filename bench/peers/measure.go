@@ -143,10 +143,10 @@ func (b *bench) contended(ctx context.Context, s session, requests *requestCount
 	return run, nil
 }
 
-// uncontendedRun is one goroutine's Lock+Unlock latency, measured in rounds
-// that alternate with the baseline (two EVALSHA round trips of
-// baselineScript on the bench's client), so that both see the same loopback
-// weather.
+// uncontendedRun is one goroutine's Lock+Unlock latency, measured in short
+// blocks that alternate with blocks of the baseline (two EVALSHA round trips
+// of baselineScript on the bench's client), so that both see the same
+// loopback weather, which changes from one millisecond to the next.
 type uncontendedRun struct {
 	ops, baseline []time.Duration
 	elapsed       time.Duration // time spent in the contender's blocks
@@ -154,7 +154,9 @@ type uncontendedRun struct {
 	requests      int64
 }
 
-const uncontendedRounds = 10
+// uncontendedBlock is the number of operations timed in a row before
+// switching between the contender and the baseline.
+const uncontendedBlock = 50
 
 func (b *bench) uncontended(ctx context.Context, s session, requests *requestCounter, key string, d time.Duration) (*uncontendedRun, error) {
 	l := s.Locker(key)
@@ -175,11 +177,25 @@ func (b *bench) uncontended(ctx context.Context, s session, requests *requestCou
 		}
 		return nil
 	}
-	const warmup = 20
-	for range warmup {
-		if err := errors.Join(lockUnlock(), twoEvalSHA()); err != nil {
-			return nil, err
+	timed := func(into *[]time.Duration, op func() error) (time.Duration, error) {
+		var spent time.Duration
+		for range uncontendedBlock {
+			t0 := time.Now()
+			if err := op(); err != nil {
+				return 0, err
+			}
+			took := time.Since(t0)
+			*into = append(*into, took)
+			spent += took
 		}
+		return spent, nil
+	}
+	var warm []time.Duration
+	if _, err := timed(&warm, lockUnlock); err != nil {
+		return nil, err
+	}
+	if _, err := timed(&warm, twoEvalSHA); err != nil {
+		return nil, err
 	}
 	before, err := b.stats(ctx)
 	if err != nil {
@@ -187,22 +203,8 @@ func (b *bench) uncontended(ctx context.Context, s session, requests *requestCou
 	}
 	requestsBefore := requests.Load()
 	run := &uncontendedRun{}
-	block := d / (2 * uncontendedRounds)
-	timed := func(into *[]time.Duration, op func() error) (time.Duration, error) {
-		start := time.Now()
-		for end := start.Add(block); ; {
-			t0 := time.Now()
-			if err := op(); err != nil {
-				return 0, err
-			}
-			now := time.Now()
-			*into = append(*into, now.Sub(t0))
-			if !now.Before(end) {
-				return now.Sub(start), nil
-			}
-		}
-	}
-	for round := range uncontendedRounds {
+	start := time.Now()
+	for round := 0; time.Since(start) < d; round++ {
 		// Alternate which goes first, so neither always follows the other.
 		for i := range 2 {
 			if (round+i)%2 == 0 {
@@ -361,9 +363,13 @@ func mean(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
-	var sum time.Duration
+	return sum(ds) / time.Duration(len(ds))
+}
+
+func sum(ds []time.Duration) time.Duration {
+	var total time.Duration
 	for _, d := range ds {
-		sum += d
+		total += d
 	}
-	return sum / time.Duration(len(ds))
+	return total
 }
