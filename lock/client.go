@@ -18,6 +18,8 @@ import (
 const (
 	defaultWatchdogTimeout = 30 * time.Second
 	defaultMaxLocalPasses  = 16
+	// defaultFairWaiterTimeout is Redisson's threadWaitTime.
+	defaultFairWaiterTimeout = 5 * time.Second
 	// yieldWindow is how long a cohort that released the lock for a waiting
 	// process lets that process take it before competing again.
 	yieldWindow = 10 * time.Millisecond
@@ -33,6 +35,7 @@ type options struct {
 	maxLocalPasses  int
 	waitReplicas    int
 	waitTimeout     time.Duration
+	fairWaiterTTL   time.Duration
 	onRenewal       func(name string, err error)
 }
 
@@ -68,6 +71,18 @@ func WithWaitReplicas(n int, timeout time.Duration) Option {
 	}
 }
 
+// WithFairWaiterTimeout sets how long a FairMutex waiter keeps its place in
+// the queue without refreshing it (default 5s, Redisson's threadWaitTime): a
+// live waiter refreshes it every third of that, and a dead one delays the
+// queue by at most this long.
+func WithFairWaiterTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.fairWaiterTTL = d
+		}
+	}
+}
+
 // WithRenewalObserver is called after every watchdog renewal with nil, with
 // ErrLockLost when the lock was gone, or with the Redis error. It runs on the
 // watchdog goroutine and must return quickly.
@@ -95,7 +110,11 @@ type Client struct {
 
 // New returns a Client on rdb. It starts nothing until a lock waits.
 func New(rdb redis.UniversalClient, opts ...Option) *Client {
-	o := options{watchdogTimeout: defaultWatchdogTimeout, maxLocalPasses: defaultMaxLocalPasses}
+	o := options{
+		watchdogTimeout: defaultWatchdogTimeout,
+		maxLocalPasses:  defaultMaxLocalPasses,
+		fairWaiterTTL:   defaultFairWaiterTimeout,
+	}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -137,6 +156,11 @@ func (c *Client) Close() error {
 func (c *Client) Mutex(name string) *Mutex {
 	key, channel := lockKeys(name)
 	return &Mutex{c: c, name: name, key: key, channel: channel}
+}
+
+// newOwner names a new owner of this Client: Redisson's client-id:thread-id.
+func (c *Client) newOwner() string {
+	return c.id + ":" + strconv.FormatUint(c.handles.Add(1), 10)
 }
 
 // cohort returns the cohort of key, pinned until unpin.

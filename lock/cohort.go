@@ -235,8 +235,7 @@ func (co *cohort) attempt(ctx context.Context, lease time.Duration, waiting bool
 }
 
 func (co *cohort) renew(ctx context.Context) (bool, error) {
-	n, err := renewScript.Run(ctx, co.c.rdb, []string{co.key}, ms(co.c.opts.watchdogTimeout), co.c.id).Int()
-	return n == 1, err
+	return renewOwner(ctx, co.c, co.key, co.c.id, co.c.opts.watchdogTimeout)
 }
 
 // reenter adds one level to m's hold, in Redis too (the hash field counts

@@ -1,0 +1,177 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ownedLock is a lock every handle of which acquires for itself in Redis,
+// with no cohort: FairMutex (passing it inside a process would break the
+// FIFO order) and the two halves of RWMutex. A handle is one owner and is
+// reentrant, like Mutex.
+type ownedLock struct {
+	c        *Client
+	name     string
+	channel  string // where unlocks that concern this owner are published
+	maxSleep time.Duration
+	ops      ownedOps
+	waker    *waker
+
+	mu       sync.Mutex
+	hold     *hold
+	depth    int
+	held     context.Context
+	stopHeld func(cause error)
+	lost     bool
+}
+
+// ownedOps are the scripts of one kind of owned lock.
+type ownedOps interface {
+	// acquire makes one attempt with the lock's TTL (see attemptFunc).
+	acquire(ctx context.Context, ttl time.Duration, waiting bool) (bool, time.Duration, error)
+	// release gives up one level; unlockResult's errors.
+	release(ctx context.Context, ttl time.Duration) error
+	// renew extends a watchdog hold; false when the owner no longer holds.
+	renew(ctx context.Context, ttl time.Duration) (bool, error)
+	// abandon cleans up after a wait that did not acquire.
+	abandon(ctx context.Context) error
+}
+
+func newOwnedLock(c *Client, name, channel string, maxSleep time.Duration, ops ownedOps) ownedLock {
+	return ownedLock{c: c, name: name, channel: channel, maxSleep: maxSleep, ops: ops, waker: newWaker(nil)}
+}
+
+// Lock waits until the lock is acquired or ctx is done; a watchdog keeps it.
+func (o *ownedLock) Lock(ctx context.Context) error {
+	_, err := o.TryLock(ctx, -1, 0)
+	return err
+}
+
+// LockContext is Lock returning a context that ends when the lock is lost,
+// released or its Client closed (see Mutex.LockContext).
+func (o *ownedLock) LockContext(ctx context.Context) (context.Context, error) {
+	held, _, err := o.TryLockContext(ctx, -1, 0)
+	return held, err
+}
+
+// TryLock waits at most wait (0: one attempt; negative: until ctx is done);
+// lease > 0 lets the lock expire after lease, 0 keeps it with a watchdog.
+func (o *ownedLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	ok, err := o.tryLock(ctx, wait, lease)
+	if err != nil {
+		err = fmt.Errorf("lock %s: %w", o.name, err)
+	}
+	return ok, err
+}
+
+// TryLockContext is TryLock returning the held context of LockContext.
+func (o *ownedLock) TryLockContext(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
+	ok, err := o.TryLock(ctx, wait, lease)
+	if !ok {
+		return nil, false, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.held == nil {
+		o.held, o.stopHeld = heldContext(ctx, o.hold)
+	}
+	return o.held, true, nil
+}
+
+func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	if err := context.Cause(o.c.life); err != nil {
+		return false, err
+	}
+	ttl := lease
+	if ttl <= 0 {
+		ttl = o.c.opts.watchdogTimeout
+	}
+	o.mu.Lock()
+	h := o.hold
+	o.mu.Unlock()
+	if h != nil {
+		return o.reenter(ctx, h, ttl)
+	}
+	var sent time.Time
+	ok, err := o.c.waitFor(ctx, o.waker, o.channel, time.Now(), wait, o.maxSleep,
+		func(ctx context.Context, waiting bool) (bool, time.Duration, error) {
+			sent = time.Now()
+			return o.ops.acquire(ctx, ttl, waiting)
+		})
+	o.c.subs.unsubscribe(o.channel, o.waker.listener)
+	if !ok {
+		if abandonErr := o.ops.abandon(context.WithoutCancel(ctx)); err == nil {
+			err = abandonErr
+		}
+		return false, err
+	}
+	h = o.c.newHold(o.name, sent, lease, func(ctx context.Context) (bool, error) {
+		return o.ops.renew(ctx, o.c.opts.watchdogTimeout)
+	})
+	o.mu.Lock()
+	o.hold, o.depth, o.lost = h, 1, false
+	o.mu.Unlock()
+	context.AfterFunc(h.ctx, func() { o.evict(h) })
+	return true, nil
+}
+
+func (o *ownedLock) reenter(ctx context.Context, h *hold, ttl time.Duration) (bool, error) {
+	ok, _, err := o.ops.acquire(ctx, ttl, false)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		h.end(ErrLockLost)
+		return false, fmt.Errorf("reentrant acquisition: %w", ErrLockLost)
+	}
+	o.mu.Lock()
+	o.depth++
+	o.mu.Unlock()
+	return true, nil
+}
+
+// evict forgets a hold that was lost; the next Unlock reports it.
+func (o *ownedLock) evict(h *hold) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.hold != h {
+		return
+	}
+	o.hold, o.depth, o.lost = nil, 0, true
+	o.endHeldLocked(context.Cause(h.ctx))
+}
+
+// Unlock releases one level; ErrNotHeld when this handle does not hold the
+// lock, wrapping ErrLockLost when it was lost while held.
+func (o *ownedLock) Unlock(ctx context.Context) error {
+	o.mu.Lock()
+	h := o.hold
+	if h == nil {
+		lost := o.lost
+		o.lost = false
+		o.mu.Unlock()
+		if lost {
+			return fmt.Errorf("unlock %s: %w: %w", o.name, ErrNotHeld, ErrLockLost)
+		}
+		return fmt.Errorf("unlock %s: %w", o.name, ErrNotHeld)
+	}
+	if o.depth > 1 {
+		o.depth--
+		o.mu.Unlock()
+		return o.ops.release(ctx, h.lease)
+	}
+	o.hold, o.depth = nil, 0
+	o.endHeldLocked(ErrReleased)
+	o.mu.Unlock()
+	h.end(ErrReleased) // stops the watchdog before the unlock is sent
+	return o.ops.release(ctx, h.lease)
+}
+
+func (o *ownedLock) endHeldLocked(cause error) {
+	if o.stopHeld != nil {
+		o.stopHeld(cause)
+		o.held, o.stopHeld = nil, nil
+	}
+}

@@ -1,0 +1,41 @@
+-- Acquire a fair lock: Redisson's RedissonFairLock, with waiter deadlines
+-- taken from Redis TIME rather than the client's clock.
+-- KEYS[1] lock hash, KEYS[2] waiter queue (list), KEYS[3] waiter deadlines (zset)
+-- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] waiter timeout ms, ARGV[4] '1' to queue
+-- Returns nil when acquired, else how long to sleep at most (ms).
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- Waiters that stopped refreshing their deadline died or gave up: drop them.
+while true do
+    local first = redis.call('lindex', KEYS[2], 0)
+    if not first then break end
+    local deadline = tonumber(redis.call('zscore', KEYS[3], first))
+    if deadline and deadline > now then break end
+    redis.call('lpop', KEYS[2])
+    redis.call('zrem', KEYS[3], first)
+end
+local head = redis.call('lindex', KEYS[2], 0)
+if redis.call('exists', KEYS[1]) == 0 and (not head or head == ARGV[2]) then
+    if head then
+        redis.call('lpop', KEYS[2])
+        redis.call('zrem', KEYS[3], ARGV[2])
+    end
+    redis.call('hset', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+-- Join the queue, or refresh this waiter's deadline in it.
+if ARGV[4] == '1' and redis.call('zadd', KEYS[3], now + tonumber(ARGV[3]), ARGV[2]) == 1 then
+    redis.call('rpush', KEYS[2], ARGV[2])
+end
+local ttl = redis.call('pttl', KEYS[1])
+if ttl < 0 and head then
+    -- Free, but promised to the head: wake by its deadline at the latest.
+    ttl = tonumber(redis.call('zscore', KEYS[3], head)) - now
+end
+return ttl
