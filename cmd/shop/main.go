@@ -1,0 +1,138 @@
+// Command shop is one replica of the lockstep flash-sale service: every
+// stage of the distributed-lock progression behind the HTTP contract of
+// SPEC.md. Run several behind nginx, all on one Redis.
+//
+// Every flag has an environment fallback, LOCKSTEP_<FLAG> with dashes as
+// underscores (LOCKSTEP_ADDR, LOCKSTEP_REDIS_ADDR, ...); a flag given on the
+// command line wins.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockstep/lockstep/internal/shop"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "shop:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command's flags.
+type options struct {
+	addr, redisAddr, redisPassword, replica, adminToken, logLevel string
+	redisDB, redisPoolSize, segments                              int
+	defaultStock                                                  int64
+	redisTimeout, lockWait, requestTimeout, idempotencyTTL        time.Duration
+	shutdownTimeout                                               time.Duration
+}
+
+func parseFlags(args []string, getenv func(string) string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("shop", flag.ContinueOnError)
+	hostname, _ := os.Hostname()
+	fs.StringVar(&o.addr, "addr", ":8080", "listen address")
+	fs.StringVar(&o.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis address(es), comma-separated; the first holds the stock, three or more independent masters enable redlock")
+	fs.StringVar(&o.redisPassword, "redis-password", "", "Redis password")
+	fs.IntVar(&o.redisDB, "redis-db", 0, "Redis database number")
+	fs.DurationVar(&o.redisTimeout, "redis-timeout", 300*time.Millisecond, "timeout of each Redis dial, read and write")
+	fs.IntVar(&o.redisPoolSize, "redis-pool-size", 128, "connections per Redis")
+	fs.StringVar(&o.replica, "replica", hostname, "replica name (X-Replica, sale bodies)")
+	fs.StringVar(&o.adminToken, "admin-token", "", "bearer token of the admin routes; empty: loopback clients only")
+	fs.Int64Var(&o.defaultStock, "default-stock", 500, "stock of a SKU nobody reset yet")
+	fs.IntVar(&o.segments, "segments", 16, "default segment count of the segmented stage")
+	fs.DurationVar(&o.lockWait, "lock-wait", 3*time.Second, "wait budget of the waiting locks before 423 lock_busy")
+	fs.DurationVar(&o.requestTimeout, "request-timeout", 10*time.Second, "bound of one deduct request")
+	fs.DurationVar(&o.idempotencyTTL, "idempotency-ttl", 24*time.Hour, "how long an Idempotency-Key's answer is kept")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long a shutdown waits for in-flight requests")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	// Environment first, so that flags on the command line override it.
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "LOCKSTEP_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(name); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = errors.Join(envErr, fmt.Errorf("%s: %w", name, err))
+			}
+		}
+	})
+	if envErr != nil {
+		return o, envErr
+	}
+	return o, fs.Parse(args)
+}
+
+func run(args []string) error {
+	o, err := parseFlags(args, os.Getenv)
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("log level: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("replica", o.replica)
+	slog.SetDefault(log)
+
+	var addrs []string
+	for _, a := range strings.Split(o.redisAddr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	s, err := shop.New(shop.Config{
+		RedisAddrs: addrs, RedisPassword: o.redisPassword, RedisDB: o.redisDB, RedisTimeout: o.redisTimeout,
+		RedisPoolSize: o.redisPoolSize, Replica: o.replica, AdminToken: o.adminToken, DefaultStock: o.defaultStock,
+		Segments: o.segments, LockWait: o.lockWait, RequestTimeout: o.requestTimeout, IdempotencyTTL: o.idempotencyTTL,
+		Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return errors.Join(err, s.Close())
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      o.requestTimeout + 5*time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("shop listening", "addr", ln.Addr().String(), "redis", addrs, "redlock", len(addrs) >= 3,
+		"admin_token", o.adminToken != "", "default_stock", o.defaultStock, "segments", o.segments)
+
+	select {
+	case err := <-serveErr:
+		return errors.Join(err, s.Close())
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining in-flight requests", "timeout", o.shutdownTimeout)
+	s.Drain()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	<-serveErr // http.ErrServerClosed once Shutdown began
+	err = errors.Join(err, s.Close())
+	log.Info("stopped", "err", err)
+	return err
+}

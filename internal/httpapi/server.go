@@ -1,0 +1,431 @@
+// Package httpapi is the HTTP face of one shop replica, as SPEC.md's "HTTP
+// contract of cmd/shop" describes it: the deduct, audit, reset and faults
+// routes of every stage, idempotent deducts, health and readiness, and the
+// Prometheus endpoint. Every response is JSON (errors are
+// {"error":"<code>","message":"..."}) and carries X-Replica.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/lockstep/lockstep/internal/metrics"
+	"github.com/lockstep/lockstep/inventory"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+)
+
+// Error codes of the JSON error body.
+const (
+	CodeSoldOut          = "sold_out"
+	CodeLockBusy         = "lock_busy"
+	CodeBadRequest       = "bad_request"
+	CodeUnknownStage     = "unknown_stage"
+	CodeStageUnavailable = "stage_unavailable"
+	CodeRedisUnavailable = "redis_unavailable"
+	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeNotReady         = "not_ready"
+	CodeInternal         = "internal"
+)
+
+// maxBodyBytes bounds admin request bodies.
+const maxBodyBytes = 64 << 10
+
+// Config configures a Server.
+type Config struct {
+	Inventory *inventory.Inventory
+	// Redis keeps the idempotency keys (the inventory's stock Redis).
+	Redis   redis.UniversalClient
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+	// Replica names this shop in X-Replica and in sale bodies.
+	Replica string
+	// AdminToken guards the admin routes; empty means loopback clients only.
+	AdminToken string
+	// IdempotencyTTL is how long an Idempotency-Key's answer is kept
+	// (default 24h).
+	IdempotencyTTL time.Duration
+	// RequestTimeout bounds one deduct, lock wait included (default 10s).
+	RequestTimeout time.Duration
+}
+
+// Server is one shop replica's HTTP handler.
+type Server struct {
+	cfg       Config
+	inv       *inventory.Inventory
+	metrics   *metrics.Metrics
+	log       *slog.Logger
+	idem      *idempotency
+	tokenHash *[sha256.Size]byte
+	draining  atomic.Bool
+	handler   http.Handler
+}
+
+// New builds the routes.
+func New(cfg Config) *Server {
+	if cfg.IdempotencyTTL == 0 {
+		cfg.IdempotencyTTL = 24 * time.Hour
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{
+		cfg: cfg, inv: cfg.Inventory, metrics: cfg.Metrics, log: cfg.Logger,
+		idem: &idempotency{
+			rdb: cfg.Redis, log: cfg.Logger, ttl: cfg.IdempotencyTTL,
+			// The marker outlives the longest run, so it only expires when
+			// its replica died mid-request.
+			pendingTTL: cfg.RequestTimeout + 5*time.Second,
+		},
+	}
+	if cfg.AdminToken != "" {
+		h := sha256.Sum256([]byte(cfg.AdminToken))
+		s.tokenHash = &h
+	}
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.Use(s.replicaHeader, gin.CustomRecoveryWithWriter(io.Discard, s.recovered))
+	r.NoRoute(func(c *gin.Context) { s.fail(c, http.StatusNotFound, CodeNotFound, "no such route") })
+	r.NoMethod(func(c *gin.Context) {
+		s.fail(c, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method not allowed on this route")
+	})
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{})))
+	api := r.Group("/api/stages")
+	api.GET("", s.stages)
+	api.POST("/:stage/deduct", s.deduct)
+	api.GET("/:stage/audit", s.audit)
+	api.POST("/:stage/reset", s.admin, s.reset)
+	api.PUT("/:stage/faults", s.admin, s.setFaults)
+	s.handler = r
+	return s
+}
+
+// Handler is the shop's http.Handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Drain makes readiness fail, so a load balancer stops sending requests
+// while the server shuts down.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+func (s *Server) replicaHeader(c *gin.Context) {
+	c.Header("X-Replica", s.cfg.Replica)
+	c.Next()
+}
+
+func (s *Server) recovered(c *gin.Context, v any) {
+	s.log.Error("panic in handler", "path", c.Request.URL.Path, "panic", v)
+	s.fail(c, http.StatusInternalServerError, CodeInternal, "internal error")
+}
+
+// fail answers a JSON error and stops the handler chain.
+func (s *Server) fail(c *gin.Context, status int, code, message string) {
+	c.AbortWithStatusJSON(status, errorBody{Error: code, Message: message})
+}
+
+type errorBody struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
+}
+
+// errorStatus maps an inventory error to its status and code.
+func errorStatus(err error) (int, string) {
+	switch {
+	case errors.Is(err, inventory.ErrUnknownStage):
+		return http.StatusNotFound, CodeUnknownStage
+	case errors.Is(err, inventory.ErrStageUnavailable):
+		return http.StatusServiceUnavailable, CodeStageUnavailable
+	case errors.Is(err, inventory.ErrInvalid):
+		return http.StatusBadRequest, CodeBadRequest
+	case errors.Is(err, inventory.ErrSoldOut):
+		return http.StatusConflict, CodeSoldOut
+	case errors.Is(err, inventory.ErrLockBusy):
+		return http.StatusLocked, CodeLockBusy
+	case errors.Is(err, inventory.ErrUnavailable):
+		return http.StatusServiceUnavailable, CodeRedisUnavailable
+	default:
+		return http.StatusInternalServerError, CodeInternal
+	}
+}
+
+func (s *Server) failWith(c *gin.Context, err error) {
+	status, code := errorStatus(err)
+	if status >= 500 {
+		s.log.Warn("request failed", "path", c.Request.URL.Path, "status", status, "err", err)
+	}
+	s.fail(c, status, code, err.Error())
+}
+
+func (s *Server) healthz(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok", "replica": s.cfg.Replica})
+}
+
+func (s *Server) readyz(c *gin.Context) {
+	if s.draining.Load() {
+		s.fail(c, http.StatusServiceUnavailable, CodeNotReady, "shutting down")
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 500*time.Millisecond)
+	defer cancel()
+	if err := s.inv.Ping(ctx); err != nil {
+		s.fail(c, http.StatusServiceUnavailable, CodeRedisUnavailable, err.Error())
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready", "replica": s.cfg.Replica})
+}
+
+func (s *Server) stages(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"stages": s.inv.Stages()})
+}
+
+// saleBody is the 200 answer of a deduct.
+type saleBody struct {
+	Stage     string `json:"stage"`
+	SKU       string `json:"sku"`
+	Qty       int64  `json:"qty"`
+	Remaining int64  `json:"remaining"`
+	Replica   string `json:"replica"`
+	// Segment is the segment that sold (segmented only); remaining is then
+	// that segment's.
+	Segment *int `json:"segment,omitempty"`
+}
+
+func (s *Server) deduct(c *gin.Context) {
+	stage := c.Param("stage")
+	if err := s.inv.Available(stage); err != nil {
+		s.failWith(c, err)
+		return
+	}
+	sku, qty, err := saleArgs(c)
+	if err != nil {
+		s.failWith(c, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	sell := func() answer { return s.sell(ctx, stage, sku, qty) }
+	key, keyed := c.Request.Header["Idempotency-Key"]
+	if !keyed {
+		a := sell()
+		c.Data(a.Status, "application/json; charset=utf-8", a.Body)
+		return
+	}
+	if len(key) != 1 || !validIdempotencyKey(key[0]) {
+		s.fail(c, http.StatusBadRequest, CodeBadRequest, "Idempotency-Key must be one header of 1-255 printable ASCII characters")
+		return
+	}
+	a, replayed, err := s.idem.do(ctx, stage, key[0], fmt.Sprintf("sku=%s&qty=%d", sku, qty), sell)
+	switch {
+	case errors.Is(err, errKeyReused):
+		s.fail(c, http.StatusBadRequest, CodeBadRequest, err.Error())
+		return
+	case errors.Is(err, errPending):
+		s.fail(c, http.StatusLocked, CodeLockBusy, err.Error())
+		return
+	case err != nil:
+		s.failWith(c, err)
+		return
+	}
+	if replayed {
+		s.metrics.Replay(stage)
+		c.Header("Idempotent-Replayed", "true")
+	}
+	c.Data(a.Status, "application/json; charset=utf-8", a.Body)
+}
+
+// saleArgs reads sku (default sku-1) and qty (default 1).
+func saleArgs(c *gin.Context) (string, int64, error) {
+	sku, given := c.GetQuery("sku")
+	if !given {
+		sku = inventory.DefaultSKU
+	}
+	if err := inventory.ValidateSKU(sku); err != nil {
+		return "", 0, err
+	}
+	qty := int64(1)
+	if q, given := c.GetQuery("qty"); given {
+		n, err := strconv.ParseInt(q, 10, 64)
+		if err != nil {
+			return "", 0, fmt.Errorf("%w: qty %q is not an integer", inventory.ErrInvalid, q)
+		}
+		qty = n
+	}
+	if err := inventory.ValidateQty(qty); err != nil {
+		return "", 0, err
+	}
+	return sku, qty, nil
+}
+
+// sell runs one sale and renders its answer.
+func (s *Server) sell(ctx context.Context, stage, sku string, qty int64) answer {
+	start := time.Now()
+	sale, err := s.inv.Deduct(ctx, stage, sku, qty)
+	status, body := http.StatusOK, any(saleBody{
+		Stage: stage, SKU: sku, Qty: qty, Remaining: sale.Remaining, Replica: s.cfg.Replica, Segment: sale.Segment,
+	})
+	result := metrics.ResultSold
+	if err != nil {
+		var code string
+		status, code = errorStatus(err)
+		body = errorBody{Error: code, Message: err.Error()}
+		switch status {
+		case http.StatusConflict:
+			result = metrics.ResultSoldOut
+		case http.StatusLocked:
+			result = metrics.ResultBusy
+		default:
+			result = metrics.ResultError
+			s.log.Warn("deduct failed", "stage", stage, "sku", sku, "status", status, "err", err)
+		}
+	}
+	s.metrics.Request(stage, result, time.Since(start))
+	encoded, err := json.Marshal(body)
+	if err != nil {
+		return answer{Status: http.StatusInternalServerError, Body: []byte(`{"error":"internal","message":"encode answer"}`)}
+	}
+	return answer{Status: status, Body: encoded}
+}
+
+// auditBody is the answer of GET audit.
+type auditBody struct {
+	Stage string `json:"stage"`
+	SKU   string `json:"sku"`
+	inventory.Audit
+}
+
+func (s *Server) audit(c *gin.Context) {
+	stage := c.Param("stage")
+	sku, given := c.GetQuery("sku")
+	if !given {
+		sku = inventory.DefaultSKU
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	a, err := s.inv.Audit(ctx, stage, sku)
+	if err != nil {
+		s.failWith(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, auditBody{Stage: stage, SKU: sku, Audit: a})
+}
+
+// resetBody is the body of POST reset.
+type resetBody struct {
+	SKU      *string `json:"sku"`
+	Stock    *int64  `json:"stock"`
+	Segments int     `json:"segments"`
+}
+
+func (s *Server) reset(c *gin.Context) {
+	stage := c.Param("stage")
+	if err := s.inv.Available(stage); err != nil {
+		s.failWith(c, err)
+		return
+	}
+	var body resetBody
+	if err := decodeStrict(c, &body); err != nil {
+		s.fail(c, http.StatusBadRequest, CodeBadRequest, err.Error())
+		return
+	}
+	if body.Stock == nil {
+		s.fail(c, http.StatusBadRequest, CodeBadRequest, `"stock" is required`)
+		return
+	}
+	sku := inventory.DefaultSKU
+	if body.SKU != nil {
+		sku = *body.SKU
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	if err := s.inv.Reset(ctx, stage, sku, *body.Stock, body.Segments); err != nil {
+		s.failWith(c, err)
+		return
+	}
+	s.log.Info("reset", "stage", stage, "sku", sku, "stock", *body.Stock, "segments", body.Segments)
+	a, err := s.inv.Audit(ctx, stage, sku)
+	if err != nil {
+		s.failWith(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, auditBody{Stage: stage, SKU: sku, Audit: a})
+}
+
+func (s *Server) setFaults(c *gin.Context) {
+	stage := c.Param("stage")
+	if err := s.inv.Available(stage); err != nil {
+		s.failWith(c, err)
+		return
+	}
+	var f inventory.Faults
+	if err := decodeStrict(c, &f); err != nil {
+		s.fail(c, http.StatusBadRequest, CodeBadRequest, err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	if err := s.inv.SetFaults(ctx, stage, f); err != nil {
+		s.failWith(c, err)
+		return
+	}
+	s.log.Info("faults set", "stage", stage, "faults", f)
+	c.JSON(http.StatusOK, gin.H{"stage": stage, "faults": f})
+}
+
+// decodeStrict reads one JSON object, refusing unknown fields, trailing
+// data and bodies over maxBodyBytes.
+func decodeStrict(c *gin.Context, v any) error {
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBodyBytes))
+	if err != nil {
+		return fmt.Errorf("read body: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("malformed JSON body: %w", err)
+	}
+	if dec.More() {
+		return errors.New("malformed JSON body: more than one value")
+	}
+	return nil
+}
+
+// admin lets through a request with the admin token, or, with no token
+// configured, a loopback client. It compares hashes in constant time, so
+// the comparison leaks neither the token nor its length.
+func (s *Server) admin(c *gin.Context) {
+	if s.tokenHash == nil {
+		host, _, err := net.SplitHostPort(c.Request.RemoteAddr)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			s.fail(c, http.StatusForbidden, CodeForbidden, "admin routes accept only loopback clients when no admin token is configured")
+		}
+		return
+	}
+	token, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	sum := sha256.Sum256([]byte(token))
+	if !ok || subtle.ConstantTimeCompare(sum[:], s.tokenHash[:]) != 1 {
+		c.Header("WWW-Authenticate", `Bearer realm="lockstep admin"`)
+		s.fail(c, http.StatusUnauthorized, CodeUnauthorized, "admin routes need Authorization: Bearer <admin token>")
+	}
+}

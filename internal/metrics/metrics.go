@@ -1,0 +1,167 @@
+// Package metrics is the Prometheus instrumentation of the shop: request
+// outcomes and durations, lock waits and acquisitions, watchdog renewals,
+// foreign unlocks, and the audit of every stage as gauges read from Redis at
+// scrape time. Every metric has the prefix lockstep_ and the label stage.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/lockstep/lockstep/inventory"
+	"github.com/lockstep/lockstep/lock"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Request results, the values of the result label of lockstep_requests_total.
+const (
+	ResultSold    = "sold"
+	ResultSoldOut = "sold_out"
+	ResultBusy    = "lock_busy"
+	ResultError   = "error"
+)
+
+// auditTimeout bounds the Redis reads of one scrape.
+const auditTimeout = 2 * time.Second
+
+// Auditor is what the stock gauges are read from.
+type Auditor interface {
+	Stages() []inventory.Info
+	SKUs(ctx context.Context, stage string) ([]string, error)
+	Audit(ctx context.Context, stage, sku string) (inventory.Audit, error)
+}
+
+// Metrics is one shop's registry and instruments. It implements
+// inventory.Observer.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	requests     *prometheus.CounterVec
+	replays      *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	lockWait     *prometheus.HistogramVec
+	acquisitions *prometheus.CounterVec
+	renewals     *prometheus.CounterVec
+	foreign      *prometheus.CounterVec
+}
+
+// New registers the instruments on a fresh registry (one per shop, so
+// several shops can live in one test process), with the stock gauges read
+// from auditor at each scrape.
+func New(auditor Auditor, log *slog.Logger) *Metrics {
+	buckets := prometheus.ExponentialBuckets(0.0001, 2, 17) // 100µs .. 6.5s
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockstep_requests_total", Help: "Deduct requests by outcome (sold, sold_out, lock_busy, error); idempotent replays are not counted here.",
+		}, []string{"stage", "result"}),
+		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockstep_idempotent_replays_total", Help: "Deduct requests answered with the stored answer of an earlier request with the same Idempotency-Key.",
+		}, []string{"stage"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lockstep_request_duration_seconds", Help: "Deduct request duration.", Buckets: buckets,
+		}, []string{"stage"}),
+		lockWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lockstep_lock_wait_seconds", Help: "Time spent acquiring the stage's lock, whatever the outcome.", Buckets: buckets,
+		}, []string{"stage"}),
+		acquisitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockstep_lock_acquisitions_total", Help: "Lock acquisitions by result (acquired, busy, error).",
+		}, []string{"stage", "result"}),
+		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockstep_watchdog_renewals_total", Help: "Watchdog renewals by result (renewed, lost, error).",
+		}, []string{"stage", "result"}),
+		foreign: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockstep_foreign_unlocks_total", Help: "Unlocks that deleted a lock another owner held (seen with GETDEL).",
+		}, []string{"stage"}),
+	}
+	m.Registry.MustRegister(
+		m.requests, m.replays, m.duration, m.lockWait, m.acquisitions, m.renewals, m.foreign,
+		&stockCollector{auditor: auditor, log: log},
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// Request records one executed deduct request.
+func (m *Metrics) Request(stage, result string, d time.Duration) {
+	m.requests.WithLabelValues(stage, result).Inc()
+	m.duration.WithLabelValues(stage).Observe(d.Seconds())
+}
+
+// Replay records a deduct answered from the idempotency store.
+func (m *Metrics) Replay(stage string) { m.replays.WithLabelValues(stage).Inc() }
+
+// LockAcquire implements inventory.Observer.
+func (m *Metrics) LockAcquire(stage string, wait time.Duration, result inventory.LockResult) {
+	m.lockWait.WithLabelValues(stage).Observe(wait.Seconds())
+	m.acquisitions.WithLabelValues(stage, string(result)).Inc()
+}
+
+// WatchdogRenewal implements inventory.Observer.
+func (m *Metrics) WatchdogRenewal(stage string, err error) {
+	result := "renewed"
+	switch {
+	case errors.Is(err, lock.ErrLockLost):
+		result = "lost"
+	case err != nil:
+		result = "error"
+	}
+	m.renewals.WithLabelValues(stage, result).Inc()
+}
+
+// ForeignUnlock implements inventory.Observer.
+func (m *Metrics) ForeignUnlock(stage string) { m.foreign.WithLabelValues(stage).Inc() }
+
+var (
+	stockDesc    = prometheus.NewDesc("lockstep_stock", "Units left, from the audit in Redis.", []string{"stage", "sku"}, nil)
+	soldDesc     = prometheus.NewDesc("lockstep_sold", "Units sold, from the audit in Redis.", []string{"stage", "sku"}, nil)
+	oversoldDesc = prometheus.NewDesc("lockstep_oversold", "Units sold beyond the initial stock: max(0, sold - initial).", []string{"stage", "sku"}, nil)
+	consistDesc  = prometheus.NewDesc("lockstep_consistent", "1 when stock + sold == initial, else 0 (lost updates).", []string{"stage", "sku"}, nil)
+)
+
+// stockCollector reads the audit of every available stage's tracked SKUs
+// at scrape time, so every replica reports the same global figures.
+type stockCollector struct {
+	auditor Auditor
+	log     *slog.Logger
+}
+
+func (c *stockCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{stockDesc, soldDesc, oversoldDesc, consistDesc} {
+		ch <- d
+	}
+}
+
+func (c *stockCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), auditTimeout)
+	defer cancel()
+	for _, info := range c.auditor.Stages() {
+		if !info.Available {
+			continue
+		}
+		skus, err := c.auditor.SKUs(ctx, info.ID)
+		if err != nil {
+			c.log.Warn("metrics: list skus", "stage", info.ID, "err", err)
+			return
+		}
+		for _, sku := range skus {
+			a, err := c.auditor.Audit(ctx, info.ID, sku)
+			if err != nil {
+				c.log.Warn("metrics: audit", "stage", info.ID, "sku", sku, "err", err)
+				return
+			}
+			consistent := 0.0
+			if a.Consistent {
+				consistent = 1
+			}
+			ch <- prometheus.MustNewConstMetric(stockDesc, prometheus.GaugeValue, float64(a.Stock), info.ID, sku)
+			ch <- prometheus.MustNewConstMetric(soldDesc, prometheus.GaugeValue, float64(a.Sold), info.ID, sku)
+			ch <- prometheus.MustNewConstMetric(oversoldDesc, prometheus.GaugeValue, float64(a.Oversold), info.ID, sku)
+			ch <- prometheus.MustNewConstMetric(consistDesc, prometheus.GaugeValue, consistent, info.ID, sku)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+// Package shop assembles one shop replica — Redis clients, inventory,
+// metrics and HTTP routes — from its configuration, for cmd/shop and for
+// tests that run several replicas in one process.
+package shop
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/lockstep/lockstep/internal/httpapi"
+	"github.com/lockstep/lockstep/internal/metrics"
+	"github.com/lockstep/lockstep/inventory"
+	"github.com/redis/go-redis/v9"
+)
+
+// Config configures one replica. Zero values take the defaults noted.
+type Config struct {
+	// RedisAddrs: the first holds the stock; three or more are also the
+	// independent masters of redlock.
+	RedisAddrs    []string
+	RedisPassword string
+	RedisDB       int
+	// RedisTimeout bounds each dial, read and write (default 300ms), so a
+	// dead Redis answers 503 within a second.
+	RedisTimeout time.Duration
+	// RedisPoolSize is each Redis client's pool (default 128: one
+	// connection per concurrent request, which lock waits hold longer).
+	RedisPoolSize int
+
+	Replica        string
+	AdminToken     string
+	DefaultStock   int64
+	Segments       int
+	LockWait       time.Duration
+	RequestTimeout time.Duration
+	IdempotencyTTL time.Duration
+	Logger         *slog.Logger
+	// Exit ends the process for the crash-while-holding fault (os.Exit).
+	Exit func(code int)
+}
+
+// Shop is one replica.
+type Shop struct {
+	Inventory *inventory.Inventory
+	Metrics   *metrics.Metrics
+	server    *httpapi.Server
+	clients   []*redis.Client
+}
+
+// New connects (lazily: go-redis dials on first use) and builds the replica.
+func New(cfg Config) (*Shop, error) {
+	if len(cfg.RedisAddrs) == 0 {
+		return nil, errors.New("shop: no Redis address")
+	}
+	if cfg.RedisTimeout == 0 {
+		cfg.RedisTimeout = 300 * time.Millisecond
+	}
+	if cfg.RedisPoolSize == 0 {
+		cfg.RedisPoolSize = 128
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Shop{}
+	for _, addr := range cfg.RedisAddrs {
+		s.clients = append(s.clients, redis.NewClient(&redis.Options{
+			Addr:                  addr,
+			Password:              cfg.RedisPassword,
+			DB:                    cfg.RedisDB,
+			DialTimeout:           cfg.RedisTimeout,
+			ReadTimeout:           cfg.RedisTimeout,
+			WriteTimeout:          cfg.RedisTimeout,
+			PoolTimeout:           cfg.RedisTimeout,
+			ContextTimeoutEnabled: true,
+			PoolSize:              cfg.RedisPoolSize,
+			// One retry hides a pooled connection that a Redis restart closed;
+			// with the short backoff the worst case stays under a second.
+			MaxRetries:      1,
+			MinRetryBackoff: 8 * time.Millisecond,
+			MaxRetryBackoff: 64 * time.Millisecond,
+		}))
+	}
+	stock := s.clients[0]
+	var masters []redis.UniversalClient
+	if len(s.clients) >= 3 {
+		for _, c := range s.clients {
+			masters = append(masters, c)
+		}
+	}
+	var auditor lateAuditor
+	s.Metrics = metrics.New(&auditor, cfg.Logger)
+	inv, err := inventory.New(inventory.Config{
+		Redis: stock, RedlockRedis: masters, DefaultStock: cfg.DefaultStock, DefaultSegments: cfg.Segments,
+		LockWait: cfg.LockWait, Observer: s.Metrics, Logger: cfg.Logger, Exit: cfg.Exit,
+	})
+	if err != nil {
+		s.closeClients()
+		return nil, fmt.Errorf("shop: %w", err)
+	}
+	auditor.Inventory = inv
+	s.Inventory = inv
+	s.server = httpapi.New(httpapi.Config{
+		Inventory: inv, Redis: stock, Metrics: s.Metrics, Logger: cfg.Logger, Replica: cfg.Replica,
+		AdminToken: cfg.AdminToken, IdempotencyTTL: cfg.IdempotencyTTL, RequestTimeout: cfg.RequestTimeout,
+	})
+	return s, nil
+}
+
+// lateAuditor lets the metrics, which the inventory reports to, read the
+// inventory's audit once it exists.
+type lateAuditor struct{ *inventory.Inventory }
+
+// Handler serves the shop's routes.
+func (s *Shop) Handler() http.Handler { return s.server.Handler() }
+
+// Drain makes readiness fail ahead of a shutdown.
+func (s *Shop) Drain() { s.server.Drain() }
+
+// Close releases the inventory (fault follower, lock clients) and the
+// Redis clients. Call it after the HTTP server has drained.
+func (s *Shop) Close() error {
+	err := s.Inventory.Close()
+	return errors.Join(err, s.closeClients())
+}
+
+func (s *Shop) closeClients() error {
+	var errs []error
+	for _, c := range s.clients {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}

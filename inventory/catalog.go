@@ -1,0 +1,96 @@
+package inventory
+
+// Info is what GET /api/stages teaches about a stage.
+type Info struct {
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	ArticleCase string `json:"article_case"`
+	Mechanism   string `json:"mechanism"`
+	Defect      string `json:"defect"`
+	// Lease is the article's default lock lease the lock_ttl fault overrides
+	// ("" when the stage's lock has none).
+	Lease       string `json:"default_lock_ttl,omitempty"`
+	Available   bool   `json:"available"`
+	Unavailable string `json:"unavailable_reason,omitempty"`
+	Faults      Faults `json:"faults"`
+}
+
+type catalogEntry struct {
+	Info
+	// redisLock: the stage holds a lock in Redis, so crash_holding_lock
+	// means something.
+	redisLock bool
+}
+
+// catalog is the progression of seed 000 (cases 1.1-1.6 and its closing
+// idea), seeds 001-004 on Redisson and RedLock, and the atomic script
+// beyond the articles. Order matters: it is the order the workshop runs.
+var catalog = []catalogEntry{
+	{Info: Info{
+		ID: "naive", Title: "GET then SET, no lock", ArticleCase: "000 §1.1",
+		Mechanism: "GET stock, business work, SET stock-1 (with INCRBY sold in one MULTI/EXEC); nothing serialises the read-modify-write.",
+		Defect:    "Concurrent requests read the same stock and each write stock-1: lost updates, so sold grows past what stock lost and past the initial stock. Oversells even on one replica.",
+	}},
+	{Info: Info{
+		ID: "synchronized", Title: "Process-local mutex (Java synchronized)", ArticleCase: "000 §1.2",
+		Mechanism: "The read-modify-write runs under one mutex of the shop process, as synchronized(this) in the article.",
+		Defect:    "The mutex lives in one JVM/process: correct with a single replica, but each replica behind nginx has its own, so two or more replicas oversell.",
+	}},
+	{Info: Info{
+		ID: "setnx", Title: "SETNX lock, DEL in finally", ArticleCase: "000 §1.3",
+		Mechanism: "SETNX lock key with no expiry; busy answers at once (the article's error_code); DEL in a deferred (finally) release.",
+		Defect:    "A replica killed while holding the lock (kill -9, redeploy) never runs finally: the key has no TTL, so no sale succeeds until someone deletes it (reset).",
+	}, redisLock: true},
+	{Info: Info{
+		ID: "setnx-expire", Title: "SET NX EX with a TTL, plain DEL", ArticleCase: "000 §1.4",
+		Mechanism: "SET lock NX EX 10 (the article's 10 s), busy answers at once, plain delete in finally.",
+		Defect:    "Work longer than the TTL: the lock expires, a second request takes it, and the first one's DEL removes the second one's lock (a foreign unlock), letting a third in. Two holders at once oversell.",
+		Lease:     setnxExpireTTL.String(),
+	}, redisLock: true},
+	{Info: Info{
+		ID: "uuid-lua", Title: "SET NX PX <uuid>, Lua compare-and-delete", ArticleCase: "000 §1.5, 003",
+		Mechanism: "SET lock <uuid> NX PX 30000; release with a Lua script that deletes only if the value is still ours; busy answers at once.",
+		Defect:    "No more foreign deletes, but nothing extends the TTL: work longer than it still lets a second holder in while the first is in its critical section, and they oversell.",
+		Lease:     uuidLuaTTL.String(),
+	}, redisLock: true},
+	{Info: Info{
+		ID: "watchdog", Title: "Redisson RLock with watchdog", ArticleCase: "000 §1.6, 001, 002, 003, 004",
+		Mechanism: "Reentrant hash lock (HINCRBY/PEXPIRE/PTTL in Lua), renewed by a watchdog every lease/3 while held, unlock PUBLISHes to waiters blocked on pub/sub with a bounded wait.",
+		Defect:    "Correct, even with slow work and after a crash (the lock expires within the watchdog timeout), but every sale of a SKU is serialised behind one lock, so throughput is bounded by one critical section at a time.",
+		Lease:     watchdogTimeout.String(),
+	}, redisLock: true},
+	{Info: Info{
+		ID: "segmented", Title: "Segmented stock, one watchdog lock per segment", ArticleCase: "000 end (锁分段, lock striping)",
+		Mechanism: "Stock split into N segments (default 16) with keys tagged {sku:i}, each under its own watchdog lock; a sale picks a random segment and walks the others when it cannot serve, answering sold out only when no segment can.",
+		Defect:    "Correct and about N times the throughput of watchdog until Redis or the CPU saturates; a multi-unit sale is served from one segment, so it can be refused while the units are spread thin over several.",
+		Lease:     watchdogTimeout.String(),
+	}, redisLock: true},
+	{Info: Info{
+		ID: "atomic", Title: "One Lua script, no lock", ArticleCase: "beyond the articles",
+		Mechanism: "A single Lua script checks the stock and deducts it with INCRBY sold, atomically inside Redis; business work happens before it, outside any lock.",
+		Defect:    "None for stock: it is the throughput ceiling, what any lock costs. It gives up the read-modify-write shape, so work that must see the stock cannot run inside it.",
+	}},
+	{Info: Info{
+		ID: "redlock", Title: "RedLock over independent masters", ArticleCase: "001, 003",
+		Mechanism: "The watchdog lock taken on a majority of N >= 3 independent Redis masters within the wait budget, released on all of them.",
+		Defect:    "Survives one master failing, at the cost of N round trips per acquisition; still no fencing, so a paused holder can outlive its lease.",
+		Lease:     watchdogTimeout.String(),
+	}, redisLock: true},
+}
+
+// catalogIndex maps a stage id to its catalog position.
+var catalogIndex = func() map[string]int {
+	m := make(map[string]int, len(catalog))
+	for i, e := range catalog {
+		m[e.ID] = i
+	}
+	return m
+}()
+
+func stageIDs() []string {
+	ids := make([]string, len(catalog))
+	for i, e := range catalog {
+		ids[i] = e.ID
+	}
+	return ids
+}

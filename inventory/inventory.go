@@ -1,0 +1,345 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/lockstep/lockstep/lock"
+	"github.com/lockstep/lockstep/segments"
+	"github.com/redis/go-redis/v9"
+)
+
+// Limits of a request.
+const (
+	MaxQty   = 100
+	MaxStock = 1_000_000_000
+	// DefaultSKU is the SKU of a request that names none.
+	DefaultSKU = "sku-1"
+)
+
+// skuPattern keeps SKUs short and free of the braces and colons that would
+// break the keys' hash tags.
+var skuPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// ValidateSKU reports a SKU the shop does not accept.
+func ValidateSKU(sku string) error {
+	if !skuPattern.MatchString(sku) {
+		return fmt.Errorf("%w: sku must be 1-64 characters of A-Z a-z 0-9 . _ -", ErrInvalid)
+	}
+	return nil
+}
+
+// ValidateQty reports a quantity outside [1, MaxQty].
+func ValidateQty(qty int64) error {
+	if qty < 1 || qty > MaxQty {
+		return fmt.Errorf("%w: qty must be within [1, %d], got %d", ErrInvalid, MaxQty, qty)
+	}
+	return nil
+}
+
+// LockResult is the outcome of one lock acquisition.
+type LockResult string
+
+const (
+	LockAcquired LockResult = "acquired"
+	LockBusy     LockResult = "busy"
+	LockError    LockResult = "error"
+)
+
+// Observer is told what the stages' locks do, for metrics.
+type Observer interface {
+	LockAcquire(stage string, wait time.Duration, result LockResult)
+	// WatchdogRenewal gets nil, lock.ErrLockLost or the Redis error.
+	WatchdogRenewal(stage string, err error)
+	ForeignUnlock(stage string)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) LockAcquire(string, time.Duration, LockResult) {}
+func (nopObserver) WatchdogRenewal(string, error)                 {}
+func (nopObserver) ForeignUnlock(string)                          {}
+
+// Config configures an Inventory.
+type Config struct {
+	// Redis holds the stock, the faults and the locks of every stage but
+	// redlock's.
+	Redis redis.UniversalClient
+	// RedlockRedis are independent Redis masters for redlock's locks; with
+	// fewer than three the stage is unavailable.
+	RedlockRedis []redis.UniversalClient
+	// DefaultStock is the stock a never-reset SKU starts with (default 500).
+	DefaultStock int64
+	// DefaultSegments is the segment count of segmented (default 16).
+	DefaultSegments int
+	// LockWait is how long the waiting stages (synchronized, watchdog,
+	// segmented, redlock) wait for their lock before answering busy
+	// (default 3s).
+	LockWait time.Duration
+	// FaultRefresh is how often faults are re-read from Redis besides the
+	// pub/sub announcements (default 1s).
+	FaultRefresh time.Duration
+	Observer     Observer
+	Logger       *slog.Logger
+	// Exit ends the process for the crash-while-holding fault (default
+	// os.Exit). Tests inject one that returns.
+	Exit func(code int)
+}
+
+func (c *Config) setDefaults() {
+	if c.DefaultStock == 0 {
+		c.DefaultStock = 500
+	}
+	if c.DefaultSegments == 0 {
+		c.DefaultSegments = segments.DefaultCount
+	}
+	if c.LockWait == 0 {
+		c.LockWait = 3 * time.Second
+	}
+	if c.FaultRefresh == 0 {
+		c.FaultRefresh = time.Second
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Exit == nil {
+		c.Exit = os.Exit
+	}
+}
+
+// Inventory runs every stage against Redis.
+type Inventory struct {
+	cfg     Config
+	stages  map[string]stage
+	faults  *faultBook
+	health  *health
+	clients []*lockClients
+}
+
+// New builds every stage and starts following the faults. Close stops it.
+func New(cfg Config) (*Inventory, error) {
+	cfg.setDefaults()
+	switch {
+	case cfg.Redis == nil:
+		return nil, errors.New("inventory: no Redis client")
+	case cfg.DefaultStock < 0 || cfg.DefaultStock > MaxStock:
+		return nil, fmt.Errorf("inventory: default stock %d out of [0, %d]", cfg.DefaultStock, MaxStock)
+	case cfg.DefaultSegments < 1 || cfg.DefaultSegments > segments.MaxCount:
+		return nil, fmt.Errorf("inventory: default segments %d out of [1, %d]", cfg.DefaultSegments, segments.MaxCount)
+	}
+	inv := &Inventory{cfg: cfg, stages: make(map[string]stage)}
+	inv.faults = newFaultBook(cfg.Redis, cfg.Logger, stageIDs(), cfg.FaultRefresh)
+	inv.health = newHealth(cfg.Redis)
+	seller := func(id string) *seller {
+		return &seller{
+			id: id, store: store{rdb: cfg.Redis, stage: id}, faults: inv.faults, obs: cfg.Observer,
+			log: cfg.Logger, exit: cfg.Exit, defaultStock: cfg.DefaultStock,
+		}
+	}
+	watchdog := func(id string, rdb redis.UniversalClient) *lockClients {
+		c := newLockClients(rdb, lock.WithRenewalObserver(func(_ string, err error) { cfg.Observer.WatchdogRenewal(id, err) }))
+		inv.clients = append(inv.clients, c)
+		return c
+	}
+	inv.stages["naive"] = &guardedStage{seller: seller("naive"), guard: noGuard{}}
+	inv.stages["synchronized"] = &guardedStage{seller: seller("synchronized"), guard: newLocalGuard(cfg.LockWait), locking: true}
+	inv.stages["setnx"] = &guardedStage{seller: seller("setnx"), guard: setnxGuard(cfg.Redis), locking: true, crashes: true}
+	inv.stages["setnx-expire"] = &guardedStage{seller: seller("setnx-expire"), guard: expiringGuard(cfg.Redis), locking: true, crashes: true}
+	inv.stages["uuid-lua"] = &guardedStage{seller: seller("uuid-lua"), guard: tokenGuard(cfg.Redis), locking: true, crashes: true}
+	inv.stages["watchdog"] = &guardedStage{
+		seller: seller("watchdog"), guard: watchdogGuard{clients: watchdog("watchdog", cfg.Redis), health: inv.health, wait: cfg.LockWait},
+		locking: true, crashes: true,
+	}
+	inv.stages["segmented"] = &segmentedStage{
+		seller: seller("segmented"), guard: watchdogGuard{clients: watchdog("segmented", cfg.Redis), health: inv.health, wait: cfg.LockWait},
+		defaultSegments: cfg.DefaultSegments, counts: make(map[string]cachedCount),
+	}
+	inv.stages["atomic"] = &atomicStage{seller: seller("atomic")}
+	if len(cfg.RedlockRedis) >= 3 {
+		masters := make([]*lockClients, len(cfg.RedlockRedis))
+		for i, rdb := range cfg.RedlockRedis {
+			masters[i] = watchdog("redlock", rdb)
+		}
+		inv.stages["redlock"] = &guardedStage{
+			seller: seller("redlock"), guard: redlockGuard{clients: masters, health: inv.health, wait: cfg.LockWait},
+			locking: true, crashes: true, dropLocks: dropOn(cfg.RedlockRedis),
+		}
+	}
+	return inv, nil
+}
+
+// dropOn deletes a lock key on every master.
+func dropOn(masters []redis.UniversalClient) func(ctx context.Context, key string) error {
+	return func(ctx context.Context, key string) error {
+		var errs []error
+		for _, rdb := range masters {
+			if err := rdb.Del(ctx, key).Err(); err != nil {
+				errs = append(errs, unavailable("drop lock", err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// Close stops following the faults and closes the lock clients. Locks
+// still held are left to expire, as after a crash; call it once requests
+// have drained.
+func (inv *Inventory) Close() error {
+	inv.faults.close()
+	inv.health.close()
+	var errs []error
+	for _, c := range inv.clients {
+		errs = append(errs, c.close())
+	}
+	return errors.Join(errs...)
+}
+
+func (inv *Inventory) stage(id string) (stage, error) {
+	if s, ok := inv.stages[id]; ok {
+		return s, nil
+	}
+	if _, known := catalogIndex[id]; known {
+		return nil, fmt.Errorf("%w: %s: %s", ErrStageUnavailable, id, inv.unavailableReason(id))
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownStage, id)
+}
+
+func (inv *Inventory) unavailableReason(id string) string {
+	if id == "redlock" {
+		return fmt.Sprintf("needs at least 3 independent Redis masters, this shop has %d", len(inv.cfg.RedlockRedis))
+	}
+	return "not configured"
+}
+
+// Available reports whether the shop runs stageID: nil, or an error
+// wrapping ErrUnknownStage or ErrStageUnavailable.
+func (inv *Inventory) Available(stageID string) error {
+	_, err := inv.stage(stageID)
+	return err
+}
+
+// Deduct makes one sale attempt of qty units of sku on a stage.
+func (inv *Inventory) Deduct(ctx context.Context, stageID, sku string, qty int64) (Sale, error) {
+	s, err := inv.stage(stageID)
+	if err != nil {
+		return Sale{}, err
+	}
+	if err := errors.Join(ValidateSKU(sku), ValidateQty(qty)); err != nil {
+		return Sale{}, err
+	}
+	return s.deduct(ctx, sku, qty, inv.faults.get(stageID))
+}
+
+// Audit reads the accounting of sku on a stage.
+func (inv *Inventory) Audit(ctx context.Context, stageID, sku string) (Audit, error) {
+	s, err := inv.stage(stageID)
+	if err != nil {
+		return Audit{}, err
+	}
+	if err := ValidateSKU(sku); err != nil {
+		return Audit{}, err
+	}
+	return s.audit(ctx, sku)
+}
+
+// Reset sets sku's stock on a stage, zeroes its sales and drops its locks.
+// segments (0: the default) applies to segmented only.
+func (inv *Inventory) Reset(ctx context.Context, stageID, sku string, stock int64, segmentCount int) error {
+	s, err := inv.stage(stageID)
+	if err != nil {
+		return err
+	}
+	if err := ValidateSKU(sku); err != nil {
+		return err
+	}
+	if stock < 0 || stock > MaxStock {
+		return fmt.Errorf("%w: stock must be within [0, %d], got %d", ErrInvalid, MaxStock, stock)
+	}
+	if segmentCount < 0 || segmentCount > segments.MaxCount {
+		return fmt.Errorf("%w: segments must be within [1, %d], got %d", ErrInvalid, segments.MaxCount, segmentCount)
+	}
+	if err := s.reset(ctx, sku, stock, segmentCount); err != nil {
+		return err
+	}
+	if err := inv.cfg.Redis.SAdd(ctx, skusKey(stageID), sku).Err(); err != nil {
+		return unavailable("track sku", err)
+	}
+	return nil
+}
+
+func skusKey(stage string) string { return "lockstep:" + stage + ":skus" }
+
+// SKUs lists the SKUs of a stage that were ever reset, and the default SKU:
+// the ones whose accounting the metrics report.
+func (inv *Inventory) SKUs(ctx context.Context, stageID string) ([]string, error) {
+	skus, err := inv.cfg.Redis.SMembers(ctx, skusKey(stageID)).Result()
+	if err != nil {
+		return nil, unavailable("list skus", err)
+	}
+	for _, s := range skus {
+		if s == DefaultSKU {
+			return skus, nil
+		}
+	}
+	return append(skus, DefaultSKU), nil
+}
+
+// Faults returns the faults a stage runs with on this replica.
+func (inv *Inventory) Faults(stageID string) (Faults, error) {
+	if _, err := inv.stage(stageID); err != nil {
+		return Faults{}, err
+	}
+	return inv.faults.get(stageID), nil
+}
+
+// SetFaults sets a stage's faults on every replica.
+func (inv *Inventory) SetFaults(ctx context.Context, stageID string, f Faults) error {
+	if _, err := inv.stage(stageID); err != nil {
+		return err
+	}
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	if f.CrashHoldingLock && !catalog[catalogIndex[stageID]].redisLock {
+		return fmt.Errorf("%w: crash_holding_lock: stage %s holds no Redis lock", ErrInvalid, stageID)
+	}
+	return inv.faults.set(ctx, stageID, f)
+}
+
+// Ping checks every Redis the shop uses.
+func (inv *Inventory) Ping(ctx context.Context) error {
+	var errs []error
+	for i, rdb := range append([]redis.UniversalClient{inv.cfg.Redis}, inv.cfg.RedlockRedis...) {
+		if i > 0 && rdb == inv.cfg.Redis {
+			continue // the stock Redis is usually the first redlock master too
+		}
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			errs = append(errs, unavailable("ping", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stages describes every stage, in the order of the progression.
+func (inv *Inventory) Stages() []Info {
+	out := make([]Info, len(catalog))
+	for i, e := range catalog {
+		info := e.Info
+		if _, ok := inv.stages[info.ID]; ok {
+			info.Available = true
+			info.Faults = inv.faults.get(info.ID)
+		} else {
+			info.Unavailable = inv.unavailableReason(info.ID)
+		}
+		out[i] = info
+	}
+	return out
+}

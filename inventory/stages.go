@@ -1,0 +1,261 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lockstep/lockstep/lock"
+)
+
+// releaseTimeout bounds the unlock after a sale; it runs on a context
+// detached from the request so a client hanging up does not leave the lock.
+const releaseTimeout = time.Second
+
+// crashExitCode is the status a crash-while-holding exit reports: the
+// status a shell shows for kill -9.
+const crashExitCode = 137
+
+// Sale is a successful deduction.
+type Sale struct {
+	Remaining int64 // stock left in the SKU, or in the segment that sold
+	Segment   *int  // the segment that sold (segmented only)
+}
+
+// Audit is the accounting of one SKU of one stage, read from Redis, so it
+// is the same whichever replica answers.
+type Audit struct {
+	Counts
+	Oversold   int64    `json:"oversold"`   // max(0, sold - initial)
+	Consistent bool     `json:"consistent"` // stock + sold == initial
+	Segments   []Counts `json:"segments,omitempty"`
+}
+
+func auditOf(c Counts, segments []Counts) Audit {
+	return Audit{
+		Counts:     c,
+		Oversold:   max(0, c.Sold-c.Initial),
+		Consistent: c.Stock+c.Sold == c.Initial,
+		Segments:   segments,
+	}
+}
+
+// stage is one implementation of the progression.
+type stage interface {
+	deduct(ctx context.Context, sku string, qty int64, f Faults) (Sale, error)
+	reset(ctx context.Context, sku string, stock int64, segments int) error
+	audit(ctx context.Context, sku string) (Audit, error)
+}
+
+// seller is what every stage's sale path shares: the store, the faults, and
+// the lock bookkeeping.
+type seller struct {
+	id           string
+	store        store
+	faults       *faultBook
+	obs          Observer
+	log          *slog.Logger
+	exit         func(code int)
+	defaultStock int64
+}
+
+// lockKey is the key of tag's lock.
+func (s *seller) lockKey(tag string) string { return s.store.keys(tag).lock }
+
+// acquire takes g's lock of tag and records the wait and its outcome.
+func (s *seller) acquire(ctx context.Context, g guard, tag string, f Faults) (context.Context, func(context.Context) error, error) {
+	start := time.Now()
+	held, release, err := g.acquire(ctx, s.lockKey(tag), f)
+	result := LockAcquired
+	switch {
+	case errors.Is(err, ErrLockBusy):
+		result = LockBusy
+	case err != nil:
+		result = LockError
+	}
+	s.obs.LockAcquire(s.id, time.Since(start), result)
+	return held, release, err
+}
+
+// crashIfArmed exits the process while it holds the lock when this replica
+// claims the stage's armed crash fault.
+func (s *seller) crashIfArmed(ctx context.Context, f Faults) error {
+	if !f.CrashHoldingLock {
+		return nil
+	}
+	claimed, err := s.faults.claimCrash(ctx, s.id)
+	if err != nil || !claimed {
+		return err
+	}
+	s.log.Error("crash_holding_lock fault: exiting while holding the lock", "stage", s.id)
+	s.exit(crashExitCode)
+	return ErrCrashed
+}
+
+// release unlocks after a sale and counts a deleted foreign lock.
+func (s *seller) release(ctx context.Context, tag string, release func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	err := release(ctx)
+	switch {
+	case err == nil:
+	case errors.Is(err, lock.ErrForeignUnlock):
+		s.obs.ForeignUnlock(s.id)
+		if err := s.store.countForeignUnlock(ctx, tag); err != nil {
+			s.log.Warn("count foreign unlock", "stage", s.id, "err", err)
+		}
+	case errors.Is(err, lock.ErrNotHeld):
+		// Expired (or reset) during the sale: the stage's defect, seen in the audit.
+		s.log.Debug("unlock: lock no longer held", "stage", s.id, "tag", tag)
+	default:
+		s.log.Warn("unlock", "stage", s.id, "tag", tag, "err", err)
+	}
+}
+
+// readModifyWrite is the articles' sale: GET the stock, do the business
+// work, SET the new stock (with INCRBY sold, in one transaction). It gives
+// up before the write when held says the lock was lost.
+func (s *seller) readModifyWrite(ctx, held context.Context, tag string, qty int64, f Faults, stock int64) (int64, error) {
+	if stock < qty {
+		return 0, ErrSoldOut
+	}
+	if err := sleep(held, f.workTime()); err != nil {
+		return 0, heldError(ctx, err)
+	}
+	if held.Err() != nil {
+		return 0, heldError(ctx, context.Cause(held))
+	}
+	if err := s.store.commit(ctx, tag, stock-qty, qty); err != nil {
+		return 0, err
+	}
+	return stock - qty, nil
+}
+
+// heldError explains why a sale stopped before its write: the request
+// ended, or the lock was lost.
+func heldError(ctx context.Context, cause error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: request ended during the sale: %w", ErrLockBusy, context.Cause(ctx))
+	}
+	return fmt.Errorf("%w: lock lost before the stock write, nothing sold: %w", ErrLockBusy, cause)
+}
+
+// stockOf reads tag's stock, giving a never-reset SKU its default stock.
+func (s *seller) stockOf(ctx context.Context, tag string) (int64, error) {
+	stock, err := s.store.stock(ctx, tag)
+	if !errors.Is(err, errNoStock) {
+		return stock, err
+	}
+	if err := s.store.initialise(ctx, tag, s.defaultStock); err != nil {
+		return 0, err
+	}
+	return s.store.stock(ctx, tag)
+}
+
+func (s *seller) resetSKU(ctx context.Context, sku string, stock int64) error {
+	return s.store.reset(ctx, sku, stock)
+}
+
+func (s *seller) auditSKU(ctx context.Context, sku string) (Audit, error) {
+	c, err := s.store.counts(ctx, sku, s.defaultStock)
+	if err != nil {
+		return Audit{}, err
+	}
+	return auditOf(c, nil), nil
+}
+
+// guardedStage is every stage with the read-modify-write under a guard:
+// naive (none), synchronized (process mutex), setnx, setnx-expire, uuid-lua,
+// watchdog and redlock.
+type guardedStage struct {
+	*seller
+	guard guard
+	// locking is false for naive, which has no lock to measure.
+	locking bool
+	// crashes is true for the stages whose lock lives in Redis, where a
+	// crash while holding it means something.
+	crashes bool
+	// dropLocks deletes the lock of a SKU on reset where it lives outside
+	// the stock's Redis (redlock).
+	dropLocks func(ctx context.Context, key string) error
+}
+
+func (s *guardedStage) deduct(ctx context.Context, sku string, qty int64, f Faults) (Sale, error) {
+	var (
+		held    context.Context
+		release func(context.Context) error
+		err     error
+	)
+	if s.locking {
+		held, release, err = s.acquire(ctx, s.guard, sku, f)
+	} else {
+		held, release, err = s.guard.acquire(ctx, s.lockKey(sku), f)
+	}
+	if err != nil {
+		return Sale{}, err
+	}
+	if s.crashes {
+		if err := s.crashIfArmed(ctx, f); err != nil {
+			if errors.Is(err, ErrCrashed) {
+				return Sale{}, err // holding the lock, as a killed process would
+			}
+			s.release(ctx, sku, release)
+			return Sale{}, err
+		}
+	}
+	defer s.release(ctx, sku, release)
+	stock, err := s.stockOf(ctx, sku)
+	if err != nil {
+		return Sale{}, err
+	}
+	remaining, err := s.readModifyWrite(ctx, held, sku, qty, f, stock)
+	if err != nil {
+		return Sale{}, err
+	}
+	return Sale{Remaining: remaining}, nil
+}
+
+func (s *guardedStage) reset(ctx context.Context, sku string, stock int64, _ int) error {
+	if err := s.resetSKU(ctx, sku, stock); err != nil {
+		return err
+	}
+	if s.dropLocks != nil {
+		return s.dropLocks(ctx, s.lockKey(sku))
+	}
+	return nil
+}
+
+func (s *guardedStage) audit(ctx context.Context, sku string) (Audit, error) {
+	return s.auditSKU(ctx, sku)
+}
+
+// atomicStage checks and deducts in one Lua script: no lock, no race, and
+// the throughput ceiling of the workshop.
+type atomicStage struct{ *seller }
+
+func (s *atomicStage) deduct(ctx context.Context, sku string, qty int64, f Faults) (Sale, error) {
+	if err := sleep(ctx, f.workTime()); err != nil {
+		return Sale{}, heldError(ctx, err)
+	}
+	remaining, err := s.store.atomicDeduct(ctx, sku, qty)
+	if errors.Is(err, errNoStock) {
+		if err := s.store.initialise(ctx, sku, s.defaultStock); err != nil {
+			return Sale{}, err
+		}
+		remaining, err = s.store.atomicDeduct(ctx, sku, qty)
+	}
+	if err != nil {
+		return Sale{}, err
+	}
+	return Sale{Remaining: remaining}, nil
+}
+
+func (s *atomicStage) reset(ctx context.Context, sku string, stock int64, _ int) error {
+	return s.resetSKU(ctx, sku, stock)
+}
+
+func (s *atomicStage) audit(ctx context.Context, sku string) (Audit, error) {
+	return s.auditSKU(ctx, sku)
+}

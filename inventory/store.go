@@ -1,0 +1,197 @@
+package inventory
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed scripts/*.lua
+var scriptFiles embed.FS
+
+func loadScript(name string) *redis.Script {
+	src, err := scriptFiles.ReadFile("scripts/" + name)
+	if err != nil {
+		panic(fmt.Sprintf("inventory: embedded script %s: %v", name, err)) // a build defect, caught by every test
+	}
+	return redis.NewScript(string(src))
+}
+
+var (
+	initScript         = loadScript("init.lua")
+	atomicDeductScript = loadScript("atomic_deduct.lua")
+	claimCrashScript   = loadScript("claim_crash.lua")
+)
+
+// errNoStock reports that a SKU (or segment) has no stock keys yet.
+var errNoStock = errors.New("inventory: no stock yet")
+
+// unavailable wraps a Redis error so callers can branch on ErrUnavailable.
+func unavailable(op string, err error) error {
+	return fmt.Errorf("inventory: %s: %w: %w", op, ErrUnavailable, err)
+}
+
+// store is the stock of one stage in Redis. A tag is what goes between the
+// braces of the keys: the SKU, or "<sku>:<segment>" for a segment.
+type store struct {
+	rdb   redis.UniversalClient
+	stage string
+}
+
+type stockKeys struct {
+	initial, stock, sold, foreign, lock string
+}
+
+func (s *store) keys(tag string) stockKeys {
+	prefix := "lockstep:" + s.stage + ":{" + tag + "}:"
+	return stockKeys{
+		initial: prefix + "initial",
+		stock:   prefix + "stock",
+		sold:    prefix + "sold",
+		foreign: prefix + "foreign-unlocks",
+		lock:    prefix + "lock",
+	}
+}
+
+// stock reads the current stock; errNoStock when the tag was never
+// initialised.
+func (s *store) stock(ctx context.Context, tag string) (int64, error) {
+	n, err := s.rdb.Get(ctx, s.keys(tag).stock).Int64()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return 0, errNoStock
+	case err != nil:
+		return 0, unavailable("get stock", err)
+	}
+	return n, nil
+}
+
+// initialise gives tag its initial stock unless it has one already.
+func (s *store) initialise(ctx context.Context, tag string, stock int64) error {
+	k := s.keys(tag)
+	if err := initScript.Run(ctx, s.rdb, []string{k.initial, k.stock, k.sold}, stock).Err(); err != nil {
+		return unavailable("initialise stock", err)
+	}
+	return nil
+}
+
+// commit records a sale: the new stock and the sold units in one
+// transaction, so a crash can never leave one without the other.
+func (s *store) commit(ctx context.Context, tag string, newStock, qty int64) error {
+	k := s.keys(tag)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, k.stock, newStock, 0)
+		p.IncrBy(ctx, k.sold, qty)
+		return nil
+	})
+	if err != nil {
+		return unavailable("commit sale", err)
+	}
+	return nil
+}
+
+// atomicDeduct checks and deducts in one script: the remaining stock,
+// ErrSoldOut or errNoStock.
+func (s *store) atomicDeduct(ctx context.Context, tag string, qty int64) (int64, error) {
+	k := s.keys(tag)
+	remaining, err := atomicDeductScript.Run(ctx, s.rdb, []string{k.stock, k.sold}, qty).Int64()
+	switch {
+	case err != nil:
+		return 0, unavailable("atomic deduct", err)
+	case remaining == -1:
+		return 0, ErrSoldOut
+	case remaining == -2:
+		return 0, errNoStock
+	}
+	return remaining, nil
+}
+
+// reset sets the stock, zeroes the sales and drops the lock in one
+// transaction.
+func (s *store) reset(ctx context.Context, tag string, stock int64) error {
+	k := s.keys(tag)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, k.initial, stock, 0)
+		p.Set(ctx, k.stock, stock, 0)
+		p.Set(ctx, k.sold, 0, 0)
+		p.Del(ctx, k.foreign, k.lock)
+		return nil
+	})
+	if err != nil {
+		return unavailable("reset", err)
+	}
+	return nil
+}
+
+// drop deletes every key of tag (a segment that a reset removed).
+func (s *store) drop(ctx context.Context, p redis.Cmdable, tag string) {
+	k := s.keys(tag)
+	p.Del(ctx, k.initial, k.stock, k.sold, k.foreign, k.lock)
+}
+
+// countForeignUnlock records that a lock of tag was deleted while another
+// owner held it.
+func (s *store) countForeignUnlock(ctx context.Context, tag string) error {
+	if err := s.rdb.Incr(ctx, s.keys(tag).foreign).Err(); err != nil {
+		return unavailable("count foreign unlock", err)
+	}
+	return nil
+}
+
+// Counts is the accounting of one SKU or segment.
+type Counts struct {
+	Initial        int64 `json:"initial"`
+	Stock          int64 `json:"stock"`
+	Sold           int64 `json:"sold"`
+	ForeignUnlocks int64 `json:"foreign_unlocks"`
+}
+
+func (c Counts) add(o Counts) Counts {
+	return Counts{c.Initial + o.Initial, c.Stock + o.Stock, c.Sold + o.Sold, c.ForeignUnlocks + o.ForeignUnlocks}
+}
+
+// queueCounts reads tag's counts atomically (MGET: one slot), or queues the
+// read when p is a pipeline.
+func (s *store) queueCounts(ctx context.Context, p redis.Cmdable, tag string) *redis.SliceCmd {
+	k := s.keys(tag)
+	return p.MGet(ctx, k.initial, k.stock, k.sold, k.foreign)
+}
+
+// parseCounts reads an MGET of queueCounts; ok is false when the tag was
+// never initialised.
+func parseCounts(cmd *redis.SliceCmd) (c Counts, ok bool, err error) {
+	vals, err := cmd.Result()
+	if err != nil {
+		return Counts{}, false, unavailable("read counts", err)
+	}
+	if vals[0] == nil {
+		return Counts{}, false, nil
+	}
+	fields := []*int64{&c.Initial, &c.Stock, &c.Sold, &c.ForeignUnlocks}
+	for i, v := range vals {
+		if v == nil {
+			continue
+		}
+		str, _ := v.(string)
+		n, err := strconv.ParseInt(str, 10, 64)
+		if err != nil {
+			return Counts{}, false, fmt.Errorf("inventory: counter %d holds %q: %w", i, str, err)
+		}
+		*fields[i] = n
+	}
+	return c, true, nil
+}
+
+// counts reads tag's counts; a never-initialised tag reads as its default.
+func (s *store) counts(ctx context.Context, tag string, defaultStock int64) (Counts, error) {
+	cmd := s.queueCounts(ctx, s.rdb, tag)
+	c, ok, err := parseCounts(cmd)
+	if err != nil || ok {
+		return c, err
+	}
+	return Counts{Initial: defaultStock, Stock: defaultStock}, nil
+}
