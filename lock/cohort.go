@@ -167,7 +167,6 @@ func (co *cohort) lead(ctx context.Context, m *Mutex, start time.Time, wait, lea
 	co.holder, co.hold, m.depth = m, h, 1
 	co.passes, co.foreignWaiter = 0, false
 	m.lost.Store(false)
-	context.AfterFunc(h.ctx, func() { co.evict(h) })
 	return true, nil
 }
 
@@ -176,9 +175,6 @@ func (co *cohort) lead(ctx context.Context, m *Mutex, start time.Time, wait, lea
 // the next queued handle goes to Redis for it. The evicted holder learns it
 // from its held context and from its Unlock.
 func (co *cohort) evict(h *hold) {
-	if !errors.Is(context.Cause(h.ctx), ErrLockLost) {
-		return // released, or the Client closed
-	}
 	co.mu.Lock()
 	m := co.holder
 	if co.hold != h || m == nil {
@@ -231,7 +227,7 @@ func (co *cohort) attempt(ctx context.Context, lease time.Duration, waiting bool
 		_, _ = unlockScript.Run(context.WithoutCancel(ctx), co.c.rdb, co.keys(), ms(ttl), co.c.id).Result()
 		return nil, 0, err
 	}
-	return co.c.newHold(co.key, sent, lease, co.renew), 0, nil
+	return co.c.newHold(co.key, sent, lease, co.renew, co.evict), 0, nil
 }
 
 func (co *cohort) renew(ctx context.Context) (bool, error) {
@@ -257,6 +253,7 @@ func (co *cohort) reenter(ctx context.Context, m *Mutex, lease time.Duration) (b
 		return false, err
 	case !acquired:
 		h.end(ErrLockLost)
+		co.evict(h)
 		return false, fmt.Errorf("lock %s: reentrant acquisition: %w", co.key, ErrLockLost)
 	}
 	co.mu.Lock()

@@ -15,19 +15,24 @@ type hold struct {
 	end      context.CancelCauseFunc
 }
 
-// newHold starts a hold acquired by a request sent at sent. A lease hold ends
-// by itself when the lease runs out; a watchdog hold is renewed by renew
-// every timeout/3 until it ends.
-func (c *Client) newHold(name string, sent time.Time, lease time.Duration, renew func(context.Context) (bool, error)) *hold {
+// newHold starts a hold acquired by a request sent at sent. A lease hold
+// ends by itself when the lease runs out; a watchdog hold is renewed by renew
+// every timeout/3 until it ends. When the hold ends because the lock was lost,
+// lost is called with it (on a goroutine of the hold's).
+func (c *Client) newHold(name string, sent time.Time, lease time.Duration, renew func(context.Context) (bool, error), lost func(*hold)) *hold {
+	ctx, cancel := context.WithCancelCause(c.life)
 	if lease > 0 {
-		ended, end := context.WithCancelCause(c.life)
-		ctx, stop := context.WithDeadlineCause(ended, sent.Add(lease), ErrLockLost)
-		return &hold{lease: lease, ctx: ctx, end: func(cause error) { end(cause); stop() }}
+		h := &hold{lease: lease, ctx: ctx}
+		expiry := time.AfterFunc(time.Until(sent.Add(lease)), func() {
+			cancel(ErrLockLost)
+			lost(h)
+		})
+		h.end = func(cause error) { expiry.Stop(); cancel(cause) }
+		return h
 	}
-	ctx, end := context.WithCancelCause(c.life)
-	h := &hold{lease: c.opts.watchdogTimeout, watchdog: true, ctx: ctx, end: end}
+	h := &hold{lease: c.opts.watchdogTimeout, watchdog: true, ctx: ctx, end: cancel}
 	c.goroutines.Add(1)
-	go c.watchdog(name, h, sent, renew)
+	go c.watchdog(name, h, sent, renew, lost)
 	return h
 }
 
@@ -37,7 +42,7 @@ func (h *hold) alive() bool { return h != nil && h.ctx.Err() == nil }
 // the hold at once; renewals that fail on Redis errors are retried until the
 // lock would have expired, and then the hold ends too: its holder is told the
 // moment it can no longer be sure it holds the lock.
-func (c *Client) watchdog(name string, h *hold, sent time.Time, renew func(context.Context) (bool, error)) {
+func (c *Client) watchdog(name string, h *hold, sent time.Time, renew func(context.Context) (bool, error), lost func(*hold)) {
 	defer c.goroutines.Done()
 	expires := sent.Add(h.lease)
 	interval := h.lease / 3
@@ -66,12 +71,14 @@ func (c *Client) watchdog(name string, h *hold, sent time.Time, renew func(conte
 		case err == nil:
 			c.renewalObserved(name, ErrLockLost)
 			h.end(ErrLockLost)
+			lost(h)
 			return
 		default:
 			c.renewalObserved(name, err)
 			left := time.Until(expires)
 			if left <= 0 {
 				h.end(ErrLockLost)
+				lost(h)
 				return
 			}
 			timer.Reset(min(renewRetry, left))

@@ -107,13 +107,11 @@ func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 		}
 		return false, err
 	}
-	h = o.c.newHold(o.name, sent, lease, func(ctx context.Context) (bool, error) {
-		return o.ops.renew(ctx, o.c.opts.watchdogTimeout)
-	})
+	renew := func(ctx context.Context) (bool, error) { return o.ops.renew(ctx, o.c.opts.watchdogTimeout) }
 	o.mu.Lock()
-	o.hold, o.depth, o.lost = h, 1, false
-	o.mu.Unlock()
-	context.AfterFunc(h.ctx, func() { o.evict(h) })
+	defer o.mu.Unlock()
+	// Under mu, so that a loss reported at once finds the hold in place.
+	o.hold, o.depth, o.lost = o.c.newHold(o.name, sent, lease, renew, o.evict), 1, false
 	return true, nil
 }
 
@@ -124,6 +122,7 @@ func (o *ownedLock) reenter(ctx context.Context, h *hold, ttl time.Duration) (bo
 	}
 	if !ok {
 		h.end(ErrLockLost)
+		o.evict(h)
 		return false, fmt.Errorf("reentrant acquisition: %w", ErrLockLost)
 	}
 	o.mu.Lock()
