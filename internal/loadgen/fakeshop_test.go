@@ -93,13 +93,19 @@ func (f *fakeShop) handler(name string) http.Handler {
 	mux.HandleFunc("GET /readyz", withReplica(func(w http.ResponseWriter, r *http.Request) { reply(w, 200, map[string]string{"status": "ok"}) }))
 	mux.HandleFunc("GET /healthz", withReplica(func(w http.ResponseWriter, r *http.Request) { reply(w, 200, map[string]string{"status": "ok"}) }))
 	mux.HandleFunc("GET /api/stages", withReplica(func(w http.ResponseWriter, r *http.Request) {
-		reply(w, 200, []StageInfo{
+		infos := []StageInfo{
 			{ID: "racy", Title: "GET then SET", Article: "000 §1.1", Mechanism: "GET/SET", Defect: "oversells", Available: true},
 			{ID: "atomic", Title: "atomic", Available: true},
 			{ID: "stuck", Title: "stuck", Available: true},
 			{ID: "expiring", Title: "expiring", Available: true},
 			{ID: "absent", Title: "absent", Reason: "needs three Redis masters"},
-		})
+		}
+		f.mu.Lock()
+		for i := range infos {
+			infos[i].Faults = f.stage(infos[i].ID).faults
+		}
+		f.mu.Unlock()
+		reply(w, 200, map[string][]StageInfo{"stages": infos})
 	}))
 	mux.HandleFunc("POST /api/stages/{stage}/reset", withReplica(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {

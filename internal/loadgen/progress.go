@@ -3,10 +3,22 @@ package loadgen
 import (
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 )
+
+// IsTerminal reports whether w is a character device, where progress can
+// redraw one line instead of printing a line a second.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
 
 // progress shows what the run is doing while it runs: on a terminal it
 // redraws one status line, elsewhere (CI logs) it prints a line a second.

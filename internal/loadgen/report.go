@@ -188,6 +188,23 @@ func (rep *Report) WriteFiles(dir string) error {
 	return nil
 }
 
+// Publish writes report.json and report.html into dir, then prints the
+// table and where the report is.
+func Publish(rep *Report, dir string, w io.Writer) error {
+	if err := rep.WriteFiles(dir); err != nil {
+		return err
+	}
+	if err := rep.WriteTable(w); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(filepath.Join(dir, "report.html"))
+	if err != nil {
+		return fmt.Errorf("report path: %w", err)
+	}
+	_, err = fmt.Fprintf(w, "report: %s (and report.json next to it)\n", abs)
+	return err
+}
+
 // WriteTable prints the results table.
 func (rep *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -170,7 +170,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) StageRun 
 	if err := r.shop.reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
 		return fail(fmt.Errorf("reset: %w", err))
 	}
-	if err := r.shop.setFaults(ctx, base, run.Stage, run.Faults); err != nil {
+	if err := r.applyFaults(ctx, base, run.Stage, run.Faults); err != nil {
 		return fail(fmt.Errorf("faults: %w", err))
 	}
 	start := time.Now()
@@ -235,12 +235,12 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 	faults := run.Faults
 	faults.SlowRatio, faults.Slow = 0, 0
 	faults.CrashHoldingLock = true
-	if err := r.shop.setFaults(ctx, base, run.Stage, faults); err != nil {
+	if err := r.applyFaults(ctx, base, run.Stage, faults); err != nil {
 		return fmt.Errorf("arm crash: %w", err)
 	}
 	crash := &CrashReport{}
 	row.Crash = crash
-	status, err := r.shop.deduct(ctx, base, run.Stage, sku)
+	status, err := r.triggerCrash(ctx, base, run.Stage, sku)
 	crashAt := time.Now()
 	switch {
 	case err != nil:
@@ -250,6 +250,9 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 	default:
 		crash.TriggerAnswer = fmt.Sprintf("status %d: the replica did not crash", status)
 	}
+	// The replica that crashed disarmed the fault in Redis; this also
+	// clears it when nothing crashed. Not awaited: the crashed replica is
+	// restarting, and waiting for it would delay the observation.
 	faults.CrashHoldingLock = false
 	if err := r.shop.setFaults(ctx, base, run.Stage, faults); err != nil {
 		return fmt.Errorf("disarm crash: %w", err)
@@ -297,6 +300,52 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 	sold := err == nil && classify(uint16(status)) == outcomeSale
 	crash.SaleAfterReset = &sold
 	tl.add(time.Now(), sold)
+	return nil
+}
+
+// triggerCrashAttempts bounds the sales sent to trigger an armed crash:
+// without the replicas' URLs the loadgen cannot wait for every replica to
+// hear of the fault, and one that has not yet just sells.
+const triggerCrashAttempts = 10
+
+// triggerCrash sends sale attempts until one does not sell: the crash (a
+// transport error, or a 502 from the proxy) or an unexpected answer.
+func (r *runner) triggerCrash(ctx context.Context, base, stage, sku string) (int, error) {
+	for attempt := 1; ; attempt++ {
+		status, err := r.shop.deduct(ctx, base, stage, sku)
+		if err != nil || classify(uint16(status)) != outcomeSale || attempt == triggerCrashAttempts {
+			return status, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// applyFaults sets the stage's faults and, when the replicas' URLs are
+// known, waits until every replica applies them: the shop stores faults in
+// Redis and replicas hear of a change over pub/sub, a moment later.
+func (r *runner) applyFaults(ctx context.Context, base, stage string, f Faults) error {
+	if err := r.shop.setFaults(ctx, base, stage, f); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	for _, replica := range r.cfg.ReplicaURLs {
+		for {
+			stages, err := r.shop.stages(ctx, replica)
+			if err == nil && slices.ContainsFunc(stages, func(s StageInfo) bool { return s.ID == stage && s.Faults == f }) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s did not apply the faults: %w", replica, errors.Join(err, ctx.Err()))
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
 	return nil
 }
 

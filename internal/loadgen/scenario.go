@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -202,6 +203,21 @@ func ParseScenario(data []byte) (*Scenario, error) {
 		return nil, err
 	}
 	return &sc, nil
+}
+
+// Only keeps the runs of the given stages, in scenario order.
+func (sc *Scenario) Only(stages []string) error {
+	var kept []RunSpec
+	for _, run := range sc.Runs {
+		if slices.Contains(stages, run.Stage) {
+			kept = append(kept, run)
+		}
+	}
+	if len(kept) == 0 {
+		return fmt.Errorf("scenario %q has no run of %s", sc.Name, strings.Join(stages, ", "))
+	}
+	sc.Runs = kept
+	return nil
 }
 
 // merge returns c with its unset fields taken from defaults.

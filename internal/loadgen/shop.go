@@ -25,6 +25,8 @@ type StageInfo struct {
 	Defect    string `json:"defect"`
 	Available bool   `json:"available"`
 	Reason    string `json:"unavailable_reason"`
+	// Faults are the knobs the answering replica applies right now.
+	Faults Faults `json:"faults"`
 }
 
 // shopClient speaks the shop's HTTP contract (SPEC: HTTP contract of cmd/shop).
@@ -100,11 +102,13 @@ func deductURL(base, stage, sku string) string {
 }
 
 func (c *shopClient) stages(ctx context.Context, base string) ([]StageInfo, error) {
-	var out []StageInfo
+	var out struct {
+		Stages []StageInfo `json:"stages"`
+	}
 	if err := c.do(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/api/stages", nil, false, &out); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return out.Stages, nil
 }
 
 func (c *shopClient) reset(ctx context.Context, base, stage, sku string, stock, segments int) error {

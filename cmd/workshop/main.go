@@ -1,0 +1,268 @@
+// Command workshop brings a whole local lockstep workshop up with nothing
+// but Go: a private Redis (redis-server from PATH on a free loopback port,
+// else an embedded one), N shop replicas as separate processes (restarted
+// when one exits, e.g. after a crash while holding a lock), nginx in front
+// of them (or a Go round-robin proxy when nginx is not installed), then
+// walks the scenario's stages with the load generator, prints the results
+// table and writes the report. Every process it started is stopped on exit
+// and on Ctrl-C.
+//
+//	go run ./cmd/workshop                 # the default scenario
+//	go run ./cmd/workshop --keep          # and leave it running to explore
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/scenarios"
+)
+
+func main() {
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	handled := make(chan struct{})
+	go func() {
+		defer close(handled)
+		select {
+		case <-signals:
+			cancel()
+		case <-done:
+			return
+		}
+		fmt.Fprintln(os.Stderr, "\nworkshop: interrupted; stopping every process it started")
+		for {
+			select {
+			case <-signals:
+				fmt.Fprintln(os.Stderr, "workshop: still stopping, a few seconds at most")
+			case <-done:
+				return
+			}
+		}
+	}()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	interrupted := ctx.Err() != nil
+	close(done)
+	<-handled
+	signal.Stop(signals)
+	cancel()
+	switch {
+	case interrupted:
+		os.Exit(130)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "workshop:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	replicas, redisMasters               int
+	scenario, out, proxy, redis, shopBin string
+	adminToken                           string
+	keep                                 bool
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("workshop", flag.ContinueOnError)
+	fs.IntVar(&o.replicas, "replicas", 3, "shop replicas, each a separate process")
+	fs.StringVar(&o.scenario, "scenario", "", "scenario file (YAML or JSON); empty: the built-in scenarios/default.yaml")
+	fs.StringVar(&o.out, "out", "out/workshop", "directory for report.json, report.html and workshop.json")
+	fs.BoolVar(&o.keep, "keep", false, "leave everything running after the run, until Ctrl-C, to explore by hand")
+	fs.StringVar(&o.proxy, "proxy", proxyAuto, "front proxy: auto (nginx when installed), nginx or go")
+	fs.StringVar(&o.redis, "redis", redisAuto, "Redis: auto (redis-server when on PATH), server or embedded")
+	fs.IntVar(&o.redisMasters, "redis-masters", 3, "independent Redis masters; the first holds the stock, three or more make the redlock stage available")
+	fs.StringVar(&o.shopBin, "shop-bin", "", "shop binary to run; empty: go build ./cmd/shop into a temporary directory")
+	fs.StringVar(&o.adminToken, "admin-token", "", "admin token of the shops; empty: a random one")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.replicas < 1 || o.redisMasters < 1 {
+		return o, errors.New("--replicas and --redis-masters must be at least 1")
+	}
+	return o, nil
+}
+
+// state is written to workshop.json once everything is up: where each
+// piece listens and its PIDs, for exploring by hand (--keep) and for tests.
+type state struct {
+	PID        int            `json:"pid"`
+	WorkDir    string         `json:"work_dir"`
+	AdminToken string         `json:"admin_token"`
+	Proxy      stateProxy     `json:"proxy"`
+	Replicas   []stateReplica `json:"replicas"`
+	Redis      stateRedis     `json:"redis"`
+}
+
+type stateProxy struct {
+	Kind string `json:"kind"`
+	URL  string `json:"url"`
+	PIDs []int  `json:"pids"`
+}
+
+type stateReplica struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	PID  int    `json:"pid"`
+}
+
+type stateRedis struct {
+	Kind  string   `json:"kind"`
+	Addrs []string `json:"addrs"`
+	PIDs  []int    `json:"pids"`
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	sc, scenarioName, err := scenarios.Load(o.scenario)
+	if err != nil {
+		return err
+	}
+	if o.adminToken == "" {
+		o.adminToken = randomToken()
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	workDir, err := os.MkdirTemp("", "lockstep-workshop-")
+	if err != nil {
+		return fmt.Errorf("work dir: %w", err)
+	}
+	defer os.RemoveAll(workDir) // runs last, after every process stopped
+
+	say := func(format string, args ...any) { fmt.Fprintf(stderr, "workshop: "+format+"\n", args...) }
+	rs, err := startRedis(ctx, o.redis, o.redisMasters, workDir)
+	if err != nil {
+		return err
+	}
+	defer rs.stop()
+	if rs.embedded != nil {
+		banner := strings.Repeat("!", 78)
+		fmt.Fprintf(stderr, "%s\n!! %s\n%s\n", banner, embeddedWarning, banner)
+	}
+	say("Redis: %s at %s", rs.component, strings.Join(rs.addrs, ", "))
+
+	if o.shopBin == "" {
+		say("building the shop (go build %s)", shopPackage)
+	}
+	bin, err := shopBinary(ctx, o.shopBin, workDir)
+	if err != nil {
+		return err
+	}
+	replicas, err := startReplicas(ctx, bin, o.replicas, rs.addrs, o.adminToken, workDir, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, r := range replicas {
+			r.sup.stop(syscall.SIGTERM)
+		}
+	}()
+	var upstreams, replicaURLs []string
+	for _, r := range replicas {
+		upstreams = append(upstreams, r.addr)
+		replicaURLs = append(replicaURLs, r.url())
+	}
+	say("%d shop replicas: %s", len(replicas), strings.Join(replicaURLs, ", "))
+
+	proxy, err := startProxy(ctx, o.proxy, upstreams, workDir)
+	if err != nil {
+		return err
+	}
+	defer proxy.stop()
+	say("proxy: %s at %s", proxy.component, proxy.url)
+
+	st := state{
+		PID: os.Getpid(), WorkDir: workDir, AdminToken: o.adminToken,
+		Proxy: stateProxy{Kind: proxy.component.Kind, URL: proxy.url, PIDs: proxy.pids()},
+		Redis: stateRedis{Kind: rs.component.Kind, Addrs: rs.addrs, PIDs: rs.pids()},
+	}
+	for _, r := range replicas {
+		st.Replicas = append(st.Replicas, stateReplica{Name: r.name, URL: r.url(), PID: r.sup.pid()})
+	}
+	if err := writeJSON(filepath.Join(o.out, "workshop.json"), st); err != nil {
+		return err
+	}
+
+	say("running scenario %s", scenarioName)
+	rep, runErr := loadgen.Run(ctx, loadgen.Config{
+		Target:       proxy.url,
+		ReplicaURLs:  replicaURLs,
+		AdminToken:   o.adminToken,
+		RedisAddr:    rs.addrs[0],
+		Redis:        rs.component,
+		Proxy:        proxy.component,
+		Scenario:     sc,
+		ScenarioFile: scenarioName,
+		Progress:     stderr,
+		Interactive:  loadgen.IsTerminal(stderr),
+		Processes: func() map[string][]int {
+			m := map[string][]int{"shop": nil, "redis": rs.pids()}
+			for _, r := range replicas {
+				if pid := r.sup.pid(); pid != 0 {
+					m["shop"] = append(m["shop"], pid)
+				}
+			}
+			if pids := proxy.pids(); pids != nil {
+				m["nginx"] = pids
+			}
+			return m
+		},
+		Logger: log,
+	})
+	if rep != nil {
+		if err := loadgen.Publish(rep, o.out, stdout); err != nil {
+			return errors.Join(runErr, err)
+		}
+	}
+	for _, r := range replicas {
+		if n := r.sup.restartCount(); n > 0 {
+			say("%s was restarted %d time(s) (crash steps exit a replica on purpose)", r.name, n)
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if o.keep {
+		say("still running until Ctrl-C. Try:\n  curl -s %s/api/stages\n  curl -s -XPOST '%s/api/stages/naive/deduct?sku=sku-1'\n  admin token: %s (see %s)",
+			proxy.url, proxy.url, o.adminToken, filepath.Join(o.out, "workshop.json"))
+		<-ctx.Done()
+	}
+	return nil
+}
+
+func randomToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b)
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

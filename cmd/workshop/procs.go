@@ -1,0 +1,200 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// stopGrace is how long a child gets to exit after its polite signal before
+// its whole process group is killed.
+const stopGrace = 5 * time.Second
+
+// process is one child process of the workshop, in a process group of its
+// own so that stopping it also stops what it forked (nginx's workers), and
+// so that a Ctrl-C on the terminal reaches only the workshop, which then
+// stops the children in order.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{} // closed once Wait returned
+	err  error         // Wait's result, set before done closes
+}
+
+// startProcess starts bin with its output appended to logPath.
+func startProcess(name, bin string, args, env []string, logPath string) (*process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s: log: %w", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Pdeathsig: if the workshop itself is killed outright (SIGKILL), the
+	// kernel kills the child too instead of leaving it running. (It fires
+	// when the forking OS thread exits; the Go runtime keeps its threads.)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends sig to the process, waits up to stopGrace, then kills its
+// whole group; it returns once the process has exited and its group is
+// empty, so nothing it forked outlives it.
+func (p *process) stop(sig syscall.Signal) {
+	pgid := p.pid() // Setpgid: the group id is the leader's pid
+	if !p.exited() {
+		_ = p.cmd.Process.Signal(sig)
+		select {
+		case <-p.done:
+		case <-time.After(stopGrace):
+		}
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	<-p.done
+	deadline := time.Now().Add(stopGrace)
+	for len(groupPIDs(pgid)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// groupPIDs lists the live processes of process group pgid, from /proc.
+func groupPIDs(pgid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesised command: state, ppid, pgrp, ...
+		end := strings.LastIndexByte(string(b), ')')
+		fields := strings.Fields(string(b[end+1:]))
+		if len(fields) < 3 || fields[0] == "Z" {
+			continue
+		}
+		if g, err := strconv.Atoi(fields[2]); err == nil && g == pgid {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// supervised keeps a process running: when it exits on its own (a replica
+// that crashed while holding a lock) it is started again.
+type supervised struct {
+	name  string
+	start func() (*process, error)
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	current  *process
+	stopping bool
+	restarts int
+	stopped  chan struct{}
+}
+
+// restartDelay spaces restarts so a child that cannot start does not spin.
+const restartDelay = 100 * time.Millisecond
+
+func supervise(name string, log *slog.Logger, start func() (*process, error)) (*supervised, error) {
+	p, err := start()
+	if err != nil {
+		return nil, err
+	}
+	s := &supervised{name: name, start: start, log: log, current: p, stopped: make(chan struct{})}
+	go s.loop()
+	return s, nil
+}
+
+func (s *supervised) loop() {
+	defer close(s.stopped)
+	for {
+		s.mu.Lock()
+		p := s.current
+		s.mu.Unlock()
+		<-p.done
+		time.Sleep(restartDelay)
+		s.mu.Lock()
+		if s.stopping {
+			s.mu.Unlock()
+			return
+		}
+		s.restarts++
+		s.log.Warn("process exited; restarting it", "name", s.name, "exit", fmt.Sprint(p.err), "restarts", s.restarts)
+		next, err := s.start()
+		if err != nil {
+			s.log.Error("restart failed; giving up on it", "name", s.name, "err", err)
+			s.mu.Unlock()
+			return
+		}
+		s.current = next
+		s.mu.Unlock()
+	}
+}
+
+// pid is the running process's pid, or 0 between an exit and its restart.
+func (s *supervised) pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current.exited() {
+		return 0
+	}
+	return s.current.pid()
+}
+
+func (s *supervised) restartCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarts
+}
+
+// stop ends supervision and stops the process.
+func (s *supervised) stop(sig syscall.Signal) {
+	s.mu.Lock()
+	s.stopping = true
+	p := s.current
+	s.mu.Unlock()
+	// Restarts happen under s.mu after checking stopping, so p is the last
+	// process this supervisor will ever start.
+	p.stop(sig)
+	<-s.stopped
+}
+
+// errExited is returned when a child exits while the workshop waits for it.
+var errExited = errors.New("exited during start-up")

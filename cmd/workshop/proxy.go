@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/nginx"
+)
+
+// Proxy modes of the --proxy flag.
+const (
+	proxyAuto  = "auto"
+	proxyNginx = "nginx"
+	proxyGo    = "go"
+)
+
+// frontProxy is what the load generator talks to: nginx, or the built-in
+// round-robin proxy when nginx is not installed.
+type frontProxy struct {
+	url       string
+	component loadgen.Component
+	nginx     *process
+	server    *http.Server
+	rr        *roundRobin
+}
+
+// nginxBinary finds nginx on PATH or where Debian installs it (/usr/sbin is
+// not on every user's PATH).
+func nginxBinary() (string, error) {
+	if bin, err := exec.LookPath("nginx"); err == nil {
+		return bin, nil
+	}
+	const debian = "/usr/sbin/nginx"
+	if st, err := os.Stat(debian); err == nil && st.Mode()&0o111 != 0 {
+		return debian, nil
+	}
+	return "", errors.New("nginx not found on PATH or in /usr/sbin")
+}
+
+func startProxy(ctx context.Context, mode string, upstreams []string, dir string) (*frontProxy, error) {
+	bin, lookErr := nginxBinary()
+	switch {
+	case mode == proxyGo, mode == proxyAuto && lookErr != nil:
+		return startGoProxy(upstreams)
+	case mode == proxyNginx && lookErr != nil:
+		return nil, fmt.Errorf("--proxy nginx: %w", lookErr)
+	case mode != proxyAuto && mode != proxyNginx:
+		return nil, fmt.Errorf("--proxy %q: want auto, nginx or go", mode)
+	}
+	return startNginx(ctx, bin, upstreams, dir)
+}
+
+// startNginx renders nginx/nginx.conf into a private prefix and runs nginx
+// in the foreground, in its own process group with its workers.
+func startNginx(ctx context.Context, bin string, upstreams []string, dir string) (*frontProxy, error) {
+	prefix := filepath.Join(dir, "nginx")
+	for _, d := range []string{"logs", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(prefix, d), 0o755); err != nil {
+			return nil, fmt.Errorf("nginx prefix: %w", err)
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	var conf bytes.Buffer
+	if err := nginx.Render(&conf, nginx.Config{Listen: listen, Upstreams: upstreams, WorkerProcesses: 1}); err != nil {
+		return nil, err
+	}
+	confPath := filepath.Join(prefix, "nginx.conf")
+	if err := os.WriteFile(confPath, conf.Bytes(), 0o644); err != nil {
+		return nil, fmt.Errorf("write nginx.conf: %w", err)
+	}
+	p, err := startProcess("nginx", bin, []string{"-p", prefix, "-c", confPath, "-g", "daemon off;"}, nil, filepath.Join(prefix, "logs", "stdout.log"))
+	if err != nil {
+		return nil, err
+	}
+	fp := &frontProxy{
+		url:       "http://" + listen,
+		component: loadgen.Component{Kind: "nginx", Version: nginxVersion(bin), Addr: "http://" + listen},
+		nginx:     p,
+	}
+	if err := waitHTTPReady(ctx, fp.url+"/healthz", nil); err != nil {
+		fp.stop()
+		log, _ := os.ReadFile(filepath.Join(prefix, "logs", "error.log"))
+		return nil, fmt.Errorf("nginx: %w\n%s", err, log)
+	}
+	return fp, nil
+}
+
+// nginxVersion parses `nginx -v`, which prints "nginx version: nginx/1.22.1"
+// on stderr.
+func nginxVersion(bin string) string {
+	out, err := exec.Command(bin, "-v").CombinedOutput()
+	if err != nil {
+		return ""
+	}
+	_, v, _ := strings.Cut(strings.TrimSpace(string(out)), "nginx/")
+	return v
+}
+
+// startGoProxy serves a round-robin reverse proxy on a free loopback port.
+func startGoProxy(upstreams []string) (*frontProxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("go proxy: %w", err)
+	}
+	rr := &roundRobin{
+		upstreams: upstreams,
+		transport: &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute},
+	}
+	srv := &http.Server{Handler: rr, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }() // ends when stop shuts the server down
+	url := "http://" + ln.Addr().String()
+	return &frontProxy{
+		url:       url,
+		component: loadgen.Component{Kind: "go round-robin proxy", Note: "nginx not installed; runs inside the workshop, so its CPU counts as the loadgen's", Addr: url},
+		server:    srv,
+		rr:        rr,
+	}, nil
+}
+
+// roundRobin sends each request to the next upstream, like nginx's
+// default. Like nginx's proxy_next_upstream error, a request whose
+// connection was refused goes to the next upstream; one that reached an
+// upstream is never sent twice.
+type roundRobin struct {
+	upstreams []string
+	transport *http.Transport
+	next      atomic.Uint64
+}
+
+const maxProxiedBody = 1 << 20
+
+func (rr *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxProxiedBody))
+	if err != nil {
+		http.Error(w, "proxy: read body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var lastErr error
+	for range rr.upstreams {
+		upstream := rr.upstreams[rr.next.Add(1)%uint64(len(rr.upstreams))]
+		out := r.Clone(r.Context())
+		out.RequestURI = ""
+		out.URL.Scheme, out.URL.Host = "http", upstream
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.ContentLength = int64(len(body))
+		resp, err := rr.transport.RoundTrip(out)
+		if err != nil {
+			lastErr = err
+			var opErr *net.OpError
+			if errors.As(err, &opErr) && opErr.Op == "dial" {
+				continue
+			}
+			break
+		}
+		for k, vs := range resp.Header {
+			w.Header()[k] = vs
+		}
+		w.Header().Set("Server", "lockstep-workshop-proxy")
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+		resp.Body.Close()
+		return
+	}
+	http.Error(w, "proxy: "+lastErr.Error(), http.StatusBadGateway)
+}
+
+// pids lists nginx's master and workers (none for the Go proxy).
+func (p *frontProxy) pids() []int {
+	if p.nginx == nil {
+		return nil
+	}
+	return groupPIDs(p.nginx.pid())
+}
+
+func (p *frontProxy) stop() {
+	if p.nginx != nil {
+		p.nginx.stop(syscall.SIGQUIT) // nginx's graceful shutdown
+	}
+	if p.server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+		defer cancel()
+		_ = p.server.Shutdown(ctx)
+		p.server.Close()
+		p.rr.transport.CloseIdleConnections()
+	}
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// shopPackage is what the workshop builds when no --shop-bin is given.
+const shopPackage = "github.com/lockstep/lockstep/cmd/shop"
+
+// buildShop compiles cmd/shop once into dir with the go command, so every
+// replica runs the real binary as a separate OS process.
+func buildShop(ctx context.Context, dir string) (string, error) {
+	out := filepath.Join(dir, "shop")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, shopPackage)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s(run the workshop from the lockstep checkout, or pass --shop-bin)", shopPackage, err, msg)
+	}
+	return out, nil
+}
+
+// replica is one shop process, restarted when it exits.
+type replica struct {
+	name string
+	addr string
+	sup  *supervised
+}
+
+func (r *replica) url() string { return "http://" + r.addr }
+
+// startReplicas starts n shop processes on free loopback ports, all on the
+// same Redis, and waits until each is ready.
+func startReplicas(ctx context.Context, bin string, n int, redisAddrs []string, adminToken, dir string, log *slog.Logger) ([]*replica, error) {
+	var replicas []*replica
+	stopAll := func() {
+		for _, r := range replicas {
+			r.sup.stop(syscall.SIGTERM)
+		}
+	}
+	for i := range n {
+		port, err := freePort()
+		if err != nil {
+			stopAll()
+			return nil, err
+		}
+		r := &replica{name: fmt.Sprintf("shop-%d", i+1), addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+		env := []string{
+			"LOCKSTEP_ADDR=" + r.addr,
+			"LOCKSTEP_REDIS_ADDR=" + strings.Join(redisAddrs, ","),
+			"LOCKSTEP_REDIS_PASSWORD=",
+			"LOCKSTEP_REPLICA=" + r.name,
+			"LOCKSTEP_ADMIN_TOKEN=" + adminToken,
+			"LOCKSTEP_LOG_LEVEL=warn",
+		}
+		logPath := filepath.Join(dir, r.name+".log")
+		r.sup, err = supervise(r.name, log, func() (*process, error) {
+			return startProcess(r.name, bin, nil, env, logPath)
+		})
+		if err != nil {
+			stopAll()
+			return nil, err
+		}
+		replicas = append(replicas, r)
+	}
+	for _, r := range replicas {
+		if err := waitHTTPReady(ctx, r.url()+"/readyz", r.sup); err != nil {
+			stopAll()
+			return nil, fmt.Errorf("%s: %w (log: %s)", r.name, err, filepath.Join(dir, r.name+".log"))
+		}
+	}
+	return replicas, nil
+}
+
+// waitHTTPReady polls url until it answers 200. sup, when given, is checked
+// so a replica that keeps exiting fails fast instead of timing out.
+func waitHTTPReady(ctx context.Context, url string, sup *supervised) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return fmt.Errorf("readiness: %w", err)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		if sup != nil && sup.restartCount() > 2 {
+			return fmt.Errorf("not ready: %w, restarted %d times", errExited, sup.restartCount())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready: %w (last: %w)", ctx.Err(), err)
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+// shopBinary returns --shop-bin when given (checked to be executable),
+// else a fresh build.
+func shopBinary(ctx context.Context, flagValue, dir string) (string, error) {
+	if flagValue == "" {
+		return buildShop(ctx, dir)
+	}
+	st, err := os.Stat(flagValue)
+	if err != nil {
+		return "", fmt.Errorf("--shop-bin: %w", err)
+	}
+	if st.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("--shop-bin %s is not executable", flagValue)
+	}
+	return filepath.Abs(flagValue)
+}
