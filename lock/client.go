@@ -151,6 +151,18 @@ func (c *Client) Close() error {
 	return err
 }
 
+// startTask registers a timer callback's work so that Close waits for it;
+// false once the Client is closed.
+func (c *Client) startTask() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.goroutines.Add(1)
+	return true
+}
+
 // Mutex returns a handle on the reentrant lock called name. Each handle is one
 // owner; handles are cheap, so take one per goroutine or per request.
 func (c *Client) Mutex(name string) *Mutex {

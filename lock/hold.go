@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,73 +17,87 @@ type hold struct {
 }
 
 // newHold starts a hold acquired by a request sent at sent. A lease hold
-// ends by itself when the lease runs out; a watchdog hold is renewed by renew
-// every timeout/3 until it ends. When the hold ends because the lock was lost,
-// lost is called with it (on a goroutine of the hold's).
+// ends by itself when the lease runs out; a watchdog hold is renewed every
+// timeout/3 until it ends. When the hold ends because the lock was lost,
+// lost is called with it.
+//
+// Neither costs a goroutine while nothing is due: both run on timers, and
+// each timer callback registers with the Client so that Close waits for it.
 func (c *Client) newHold(name string, sent time.Time, lease time.Duration, renew func(context.Context) (bool, error), lost func(*hold)) *hold {
 	ctx, cancel := context.WithCancelCause(c.life)
+	h := &hold{lease: lease, ctx: ctx}
+	var timer *time.Timer
 	if lease > 0 {
-		h := &hold{lease: lease, ctx: ctx}
-		expiry := time.AfterFunc(time.Until(sent.Add(lease)), func() {
-			cancel(ErrLockLost)
-			lost(h)
+		timer = time.AfterFunc(time.Until(sent.Add(lease)), func() {
+			if c.startTask() {
+				defer c.goroutines.Done()
+				cancel(ErrLockLost)
+				lost(h)
+			}
 		})
-		h.end = func(cause error) { expiry.Stop(); cancel(cause) }
-		return h
+	} else {
+		h.lease, h.watchdog = c.opts.watchdogTimeout, true
+		w := &watchdog{c: c, name: name, h: h, expires: sent.Add(h.lease), renew: renew, lost: lost}
+		timer = time.AfterFunc(forever, w.tick)
+		w.timer.Store(timer) // before it can fire
+		timer.Reset(h.lease / 3)
 	}
-	h := &hold{lease: c.opts.watchdogTimeout, watchdog: true, ctx: ctx, end: cancel}
-	c.goroutines.Add(1)
-	go c.watchdog(name, h, sent, renew, lost)
+	h.end = func(cause error) {
+		cancel(cause)
+		timer.Stop()
+	}
 	return h
 }
 
 func (h *hold) alive() bool { return h != nil && h.ctx.Err() == nil }
 
-// watchdog renews h until it ends. A renewal that finds the lock gone ends
-// the hold at once; renewals that fail on Redis errors are retried until the
-// lock would have expired, and then the hold ends too: its holder is told the
-// moment it can no longer be sure it holds the lock.
-func (c *Client) watchdog(name string, h *hold, sent time.Time, renew func(context.Context) (bool, error), lost func(*hold)) {
+// watchdog renews a hold until it ends. A renewal that finds the lock gone
+// ends the hold at once; renewals that fail on Redis errors are retried until
+// the lock would have expired, and then the hold ends too: its holder is told
+// the moment it can no longer be sure it holds the lock.
+type watchdog struct {
+	c       *Client
+	name    string
+	h       *hold
+	expires time.Time // the lock is certainly held until then
+	renew   func(context.Context) (bool, error)
+	lost    func(*hold)
+	timer   atomic.Pointer[time.Timer]
+}
+
+func (w *watchdog) tick() {
+	c, h := w.c, w.h
+	if h.ctx.Err() != nil || !c.startTask() {
+		return
+	}
 	defer c.goroutines.Done()
-	expires := sent.Add(h.lease)
-	interval := h.lease / 3
-	timer := time.NewTimer(interval)
-	defer timer.Stop()
-	for {
-		select {
-		case <-h.ctx.Done():
-			return
-		case <-timer.C:
-		}
-		sent := time.Now()
-		ctx, cancel := context.WithDeadline(h.ctx, expires)
-		renewed, err := renew(ctx)
-		cancel()
-		if h.ctx.Err() != nil {
-			// Released or closed while the renewal was in flight: whatever
-			// it found says nothing about the next holder (Redisson #7272).
-			return
-		}
-		switch {
-		case err == nil && renewed:
-			expires = sent.Add(h.lease)
-			c.renewalObserved(name, nil)
-			timer.Reset(interval)
-		case err == nil:
-			c.renewalObserved(name, ErrLockLost)
+	sent := time.Now()
+	ctx, cancel := context.WithDeadline(h.ctx, w.expires)
+	renewed, err := w.renew(ctx)
+	cancel()
+	if h.ctx.Err() != nil {
+		// Released or closed while the renewal was in flight: whatever it
+		// found says nothing about the next holder (Redisson #7272).
+		return
+	}
+	switch {
+	case err == nil && renewed:
+		w.expires = sent.Add(h.lease)
+		c.renewalObserved(w.name, nil)
+		w.timer.Load().Reset(h.lease / 3)
+	case err == nil:
+		c.renewalObserved(w.name, ErrLockLost)
+		h.end(ErrLockLost)
+		w.lost(h)
+	default:
+		c.renewalObserved(w.name, err)
+		left := time.Until(w.expires)
+		if left <= 0 {
 			h.end(ErrLockLost)
-			lost(h)
+			w.lost(h)
 			return
-		default:
-			c.renewalObserved(name, err)
-			left := time.Until(expires)
-			if left <= 0 {
-				h.end(ErrLockLost)
-				lost(h)
-				return
-			}
-			timer.Reset(min(renewRetry, left))
 		}
+		w.timer.Load().Reset(min(renewRetry, left))
 	}
 }
 
