@@ -46,7 +46,7 @@ type grant struct {
 
 func newCohort(c *Client, key, channel string) *cohort {
 	co := &cohort{c: c, key: key, channel: channel}
-	co.waker = newWaker(co.announced)
+	co.waker = newWaker(c.id, co.announced)
 	return co
 }
 

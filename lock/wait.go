@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -15,12 +16,16 @@ type waker struct {
 	listener *listener
 }
 
-// newWaker returns a waker woken by "u" messages; other payloads go to
+// newWaker returns a waker woken by unlock messages ("u", then the releasing
+// owner), except those of self when it is not empty; other payloads go to
 // other, when given.
-func newWaker(other func(payload string)) *waker {
+func newWaker(self string, other func(payload string)) *waker {
 	w := &waker{notify: make(chan struct{}, 1)}
 	w.listener = &listener{deliver: func(payload string) {
-		if payload == "u" {
+		if strings.HasPrefix(payload, "u") {
+			if self != "" && payload[1:] == self {
+				return
+			}
 			select {
 			case w.notify <- struct{}{}:
 			default:

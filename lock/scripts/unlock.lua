@@ -11,5 +11,7 @@ if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
     return 0
 end
 redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], 'u')
+-- The message names the releasing owner, so its own waiters can tell
+-- their Client's unlocks from those of others.
+redis.call('publish', KEYS[2], 'u' .. ARGV[2])
 return 1
