@@ -157,7 +157,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer rs.stop()
 	if rs.embedded != nil {
 		banner := strings.Repeat("!", 78)
-		fmt.Fprintf(stderr, "%s\n!! %s\n%s\n", banner, embeddedWarning, banner)
+		fmt.Fprintf(stderr, "%s\n!! %s: %s\n%s\n", banner, rs.component.Note, embeddedWarning, banner)
 	}
 	say("Redis: %s at %s", rs.component, strings.Join(rs.addrs, ", "))
 

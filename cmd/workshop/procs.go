@@ -39,9 +39,10 @@ func startProcess(name, bin string, args, env []string, logPath string) (*proces
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Pdeathsig: if the workshop itself is killed outright (SIGKILL), the
-	// kernel kills the child too instead of leaving it running. (It fires
-	// when the forking OS thread exits; the Go runtime keeps its threads.)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// kernel signals the child instead of leaving it running. SIGTERM, not
+	// SIGKILL: nginx's master must live long enough to stop its workers.
+	// (It fires when the forking OS thread exits; Go keeps its threads.)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)

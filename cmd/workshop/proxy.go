@@ -54,8 +54,10 @@ func nginxBinary() (string, error) {
 func startProxy(ctx context.Context, mode string, upstreams []string, dir string) (*frontProxy, error) {
 	bin, lookErr := nginxBinary()
 	switch {
-	case mode == proxyGo, mode == proxyAuto && lookErr != nil:
-		return startGoProxy(upstreams)
+	case mode == proxyGo:
+		return startGoProxy(upstreams, "chosen with --proxy go")
+	case mode == proxyAuto && lookErr != nil:
+		return startGoProxy(upstreams, "nginx not installed")
 	case mode == proxyNginx && lookErr != nil:
 		return nil, fmt.Errorf("--proxy nginx: %w", lookErr)
 	case mode != proxyAuto && mode != proxyNginx:
@@ -115,7 +117,8 @@ func nginxVersion(bin string) string {
 }
 
 // startGoProxy serves a round-robin reverse proxy on a free loopback port.
-func startGoProxy(upstreams []string) (*frontProxy, error) {
+// why ends up in the report next to the proxy's name.
+func startGoProxy(upstreams []string, why string) (*frontProxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("go proxy: %w", err)
@@ -129,7 +132,7 @@ func startGoProxy(upstreams []string) (*frontProxy, error) {
 	url := "http://" + ln.Addr().String()
 	return &frontProxy{
 		url:       url,
-		component: loadgen.Component{Kind: "go round-robin proxy", Note: "nginx not installed; runs inside the workshop, so its CPU counts as the loadgen's", Addr: url},
+		component: loadgen.Component{Kind: "go round-robin proxy", Note: why + "; runs inside the workshop, so its CPU counts as the loadgen's", Addr: url},
 		server:    srv,
 		rr:        rr,
 	}, nil

@@ -75,10 +75,21 @@ func startReplicas(ctx context.Context, bin string, n int, redisAddrs []string, 
 	for _, r := range replicas {
 		if err := waitHTTPReady(ctx, r.url()+"/readyz", r.sup); err != nil {
 			stopAll()
-			return nil, fmt.Errorf("%s: %w (log: %s)", r.name, err, filepath.Join(dir, r.name+".log"))
+			return nil, fmt.Errorf("%s: %w; the end of its log:\n%s", r.name, err, logTail(filepath.Join(dir, r.name+".log")))
 		}
 	}
 	return replicas, nil
+}
+
+// logTail returns the last few lines of a log, for errors: the work
+// directory holding it is removed when the workshop exits.
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-10):], "\n")
 }
 
 // waitHTTPReady polls url until it answers 200. sup, when given, is checked
