@@ -36,7 +36,7 @@ func main() {
 
 type options struct {
 	target, replicaURLs, adminToken, redisAddr, redisPassword string
-	scenario, out, only                                       string
+	scenario, out, only, render                               string
 }
 
 func parseFlags(args []string, getenv func(string) string) (options, error) {
@@ -50,6 +50,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.scenario, "scenario", "", "scenario file (YAML or JSON); empty: the built-in scenarios/default.yaml")
 	fs.StringVar(&o.only, "only", "", "run only these stages of the scenario, comma-separated")
 	fs.StringVar(&o.out, "out", "out/loadgen", "directory for report.json and report.html")
+	fs.StringVar(&o.render, "render", "", "attack nothing: print the table and rewrite report.html (into --out) from this earlier report.json")
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		name := "LOCKSTEP_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
@@ -69,6 +70,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	o, err := parseFlags(args, getenv)
 	if err != nil {
 		return err
+	}
+	if o.render != "" {
+		rep, err := loadgen.ReadReport(o.render)
+		if err != nil {
+			return err
+		}
+		return loadgen.Publish(rep, o.out, stdout)
 	}
 	sc, name, err := scenarios.Load(o.scenario)
 	if err != nil {

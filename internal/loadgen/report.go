@@ -188,6 +188,19 @@ func (rep *Report) WriteFiles(dir string) error {
 	return nil
 }
 
+// ReadReport reads a report.json written by WriteFiles.
+func ReadReport(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read report: %w", err)
+	}
+	var rep Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, fmt.Errorf("report %s: %w", path, err)
+	}
+	return &rep, nil
+}
+
 // Publish writes report.json and report.html into dir, then prints the
 // table and where the report is.
 func Publish(rep *Report, dir string, w io.Writer) error {

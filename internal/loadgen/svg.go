@@ -197,7 +197,7 @@ func timelineChart(r *StageRun) template.HTML {
 	fmt.Fprintf(&d, " L%.1f,%.1f Z", x(spanMS), y(0))
 	s.path(d.String(), "sales-area")
 
-	for _, ev := range tl.Events {
+	for i, ev := range tl.Events {
 		class := "event"
 		switch ev.Label {
 		case "crash":
@@ -207,7 +207,14 @@ func timelineChart(r *StageRun) template.HTML {
 		}
 		ex := x(ev.AtMS)
 		s.line(ex, top, ex, height-bottom, class)
-		s.text(ex+3, top+10, "start", class+" event-label", ev.Label)
+		// Labels of close events (a crash, then the first sale 200 ms later)
+		// go on separate lines; near the right edge they go left of the line.
+		ly := top + 10 + float64(i%3)*12
+		if ex > width-right-70 {
+			s.text(ex-3, ly, "end", class+" event-label", ev.Label)
+		} else {
+			s.text(ex+3, ly, "start", class+" event-label", ev.Label)
+		}
 	}
 	return s.html()
 }
