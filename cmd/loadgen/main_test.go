@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFlagsFallBackToEnvironment(t *testing.T) {
+	env := map[string]string{"LOCKSTEP_TARGET": "http://nginx:80", "LOCKSTEP_REPLICA_URLS": "http://a:1,http://b:2", "LOCKSTEP_ADMIN_TOKEN": "secret"}
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		wantTarget string
+	}{
+		{"environment", nil, "http://nginx:80"},
+		{"flag wins", []string{"--target", "http://other:81"}, "http://other:81"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseFlags(tc.args, func(k string) string { return env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.target != tc.wantTarget || o.adminToken != "secret" || len(splitList(o.replicaURLs)) != 2 {
+				t.Errorf("got %+v", o)
+			}
+		})
+	}
+}
+
+func TestRenderRewritesTheReportFromJSON(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "report.json")
+	report := `{"scenario":"old","redis":{"kind":"redis-server","version":"7.0.15"},"proxy":{"kind":"nginx"},
+	"stages":[{"stage":"naive","via":"proxy","replicas":3,"requests":10,"sales":12,"sales_per_sec":100,"oversold":2,
+	"timeline":{"bucket_ms":100,"sales":[5,7],"failures":[0,0]}}]}`
+	if err := os.WriteFile(src, []byte(report), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "again")
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"--render", src, "--out", out}, func(string) string { return "" }, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "naive") || !strings.Contains(stdout.String(), "redis-server 7.0.15") {
+		t.Errorf("table:\n%s", stdout.String())
+	}
+	html, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), `data-chart="timeline"`) {
+		t.Error("report.html has no sales-over-time chart")
+	}
+}
