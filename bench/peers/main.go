@@ -77,8 +77,8 @@ func run() error {
 			return err
 		}
 	}
-	if bad := violations(rep.Results); len(bad) > 0 {
-		return fmt.Errorf("mutual exclusion violated: %s", strings.Join(bad, "; "))
+	if bad := failures(rep.Results); len(bad) > 0 {
+		return fmt.Errorf("%s", strings.Join(bad, "; "))
 	}
 	return nil
 }
@@ -113,9 +113,12 @@ func measureAll(ctx context.Context, cfg config, selected []contender) (*report,
 	}
 	for _, c := range selected {
 		slog.Info("measuring", "contender", c.name, "redis", srv.Addr)
-		r, err := b.measure(ctx, c, target{addr: srv.Addr, version: srv.Version, lease: cfg.lease}, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.name, err)
+		r := b.measure(ctx, c, target{addr: srv.Addr, version: srv.Version, lease: cfg.lease}, cfg)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if r.Error != "" {
+			slog.Error("contender failed", "contender", c.name, "err", r.Error)
 		}
 		rep.Results = append(rep.Results, r)
 	}
@@ -124,38 +127,56 @@ func measureAll(ctx context.Context, cfg config, selected []contender) (*report,
 }
 
 // measure runs one contender: warm-up, contended run, uncontended run, each
-// on its own key, with one client session.
-func (b *bench) measure(ctx context.Context, c contender, t target, cfg config) (result, error) {
+// on its own key, with one client session. A phase that fails is recorded
+// in the result, with the figures of the phases before it.
+func (b *bench) measure(ctx context.Context, c contender, t target, cfg config) result {
+	r := result{Name: c.name, About: c.about, Peer: c.peer}
+	if err := b.measureInto(ctx, &r, c, t, cfg); err != nil {
+		r.Error = err.Error()
+	}
+	return r
+}
+
+func (b *bench) measureInto(ctx context.Context, r *result, c contender, t target, cfg config) (err error) {
 	t.requests = &requestCounter{}
 	s, err := c.open(t)
 	if err != nil {
-		return result{}, err
+		return err
 	}
-	defer s.Close()
+	defer func() { err = errors.Join(err, closeWithin(s, b.stallLimit)) }()
 	key := "peers:" + c.name
 	if cfg.warmup > 0 {
 		if _, err := b.contended(ctx, s, t.requests, key+":warmup", cfg.goroutines, cfg.warmup); err != nil {
-			return result{}, fmt.Errorf("warm-up: %w", err)
+			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	contended, err := b.contended(ctx, s, t.requests, key+":contended", cfg.goroutines, cfg.duration)
 	if err != nil {
-		return result{}, fmt.Errorf("contended: %w", err)
+		return fmt.Errorf("contended: %w", err)
 	}
+	r.Contended = summarizeContended(contended)
 	if err := ctx.Err(); err != nil {
-		return result{}, err
+		return err
 	}
 	uncontended, err := b.uncontended(ctx, s, t.requests, key+":uncontended", cfg.uncontended)
 	if err != nil {
-		return result{}, fmt.Errorf("uncontended: %w", err)
+		return fmt.Errorf("uncontended: %w", err)
 	}
-	return result{
-		Name:        c.name,
-		About:       c.about,
-		Peer:        c.peer,
-		Contended:   summarizeContended(contended),
-		Uncontended: summarizeUncontended(uncontended),
-	}, nil
+	r.Uncontended = summarizeUncontended(uncontended)
+	return nil
+}
+
+// closeWithin closes s, giving up after limit: a session whose goroutines
+// are stuck in the library may never close.
+func closeWithin(s session, limit time.Duration) error {
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		return err
+	case <-time.After(limit):
+		return fmt.Errorf("close did not return within %v", limit)
+	}
 }
 
 func names(cs []contender) []string {

@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +25,11 @@ import (
 type bench struct {
 	work     *redis.Client
 	baseline *redis.Script
+	// stallLimit is how long past its planned end a phase may run before
+	// the contender is reported as stalled: a Lock on a free lock, or an
+	// Unlock, that does not return.
+	stallLimit time.Duration
+	stacks     io.Writer // where a stall dumps the goroutines' stacks
 }
 
 // baselineScript is the cheapest script there is: two EVALSHA round trips of
@@ -29,7 +37,12 @@ type bench struct {
 const baselineScript = "return 1"
 
 func newBench(ctx context.Context, addr string) (*bench, error) {
-	b := &bench{work: redis.NewClient(&redis.Options{Addr: addr}), baseline: redis.NewScript(baselineScript)}
+	b := &bench{
+		work:       redis.NewClient(&redis.Options{Addr: addr}),
+		baseline:   redis.NewScript(baselineScript),
+		stallLimit: 10 * time.Second,
+		stacks:     os.Stderr,
+	}
 	if err := b.baseline.Load(ctx, b.work).Err(); err != nil {
 		b.work.Close()
 		return nil, fmt.Errorf("load baseline script: %w", err)
@@ -124,7 +137,16 @@ func (b *bench) contended(ctx context.Context, s session, requests *requestCount
 			}
 		})
 	}
-	wg.Wait()
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(time.Until(start.Add(d + b.stallLimit))):
+		// A goroutine stuck in a library cannot be stopped; show where it is
+		// and leave it behind: the command exits after the report.
+		b.dumpGoroutines()
+		return nil, fmt.Errorf("stalled: goroutines still in Lock or Unlock %v after the run ended (stacks on stderr)", b.stallLimit)
+	}
 	run.elapsed = time.Since(start)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -154,11 +176,37 @@ type uncontendedRun struct {
 	requests      int64
 }
 
+func (b *bench) dumpGoroutines() {
+	_ = pprof.Lookup("goroutine").WriteTo(b.stacks, 1)
+}
+
 // uncontendedBlock is the number of operations timed in a row before
 // switching between the contender and the baseline.
 const uncontendedBlock = 50
 
 func (b *bench) uncontended(ctx context.Context, s session, requests *requestCounter, key string, d time.Duration) (*uncontendedRun, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type outcome struct {
+		run *uncontendedRun
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		run, err := b.uncontendedRounds(ctx, s, requests, key, d)
+		done <- outcome{run, err}
+	}()
+	select {
+	case o := <-done:
+		return o.run, o.err
+	case <-time.After(d + b.stallLimit):
+		// As in contended: show where it is stuck, cancel, and leave it.
+		b.dumpGoroutines()
+		return nil, fmt.Errorf("stalled: Lock or Unlock of a free lock still running %v after the run's end (stacks on stderr)", b.stallLimit)
+	}
+}
+
+func (b *bench) uncontendedRounds(ctx context.Context, s session, requests *requestCounter, key string, d time.Duration) (*uncontendedRun, error) {
 	l := s.Locker(key)
 	lockUnlock := func() error {
 		if err := l.Lock(ctx); err != nil {

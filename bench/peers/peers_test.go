@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -45,6 +47,69 @@ func TestContendersExclude(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStalledContenderIsReported checks that a library call that never
+// returns ends the phase with an error instead of hanging the comparison.
+func TestStalledContenderIsReported(t *testing.T) {
+	srv := startTestRedis(t)
+	b, err := newBench(t.Context(), srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.stallLimit, b.stacks = 200*time.Millisecond, io.Discard
+	for _, tc := range []struct {
+		name   string
+		hangIn string
+		phase  func(s session) error
+	}{
+		{"contended, Unlock hangs", "unlock", func(s session) error {
+			_, err := b.contended(t.Context(), s, &requestCounter{}, "test:stall", 4, 50*time.Millisecond)
+			return err
+		}},
+		{"uncontended, Lock ignores ctx", "lock", func(s session) error {
+			_, err := b.uncontended(t.Context(), s, &requestCounter{}, "test:stall", 50*time.Millisecond)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &hangingSession{hangIn: tc.hangIn, release: make(chan struct{})}
+			defer close(s.release)
+			start := time.Now()
+			err := tc.phase(s)
+			if err == nil || !strings.Contains(err.Error(), "stalled") {
+				t.Fatalf("err = %v, want a stall", err)
+			}
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("stall reported after %v", took)
+			}
+		})
+	}
+}
+
+// hangingSession's lockers never return from the call named by hangIn
+// until release is closed, whatever their context says.
+type hangingSession struct {
+	hangIn  string
+	release chan struct{}
+}
+
+func (s *hangingSession) Locker(string) locker { return s }
+func (s *hangingSession) Close() error         { return nil }
+
+func (s *hangingSession) Lock(context.Context) error {
+	if s.hangIn == "lock" {
+		<-s.release
+	}
+	return nil
+}
+
+func (s *hangingSession) Unlock(context.Context) error {
+	if s.hangIn == "unlock" {
+		<-s.release
+	}
+	return nil
 }
 
 // startTestRedis starts the command's own server; without redis-server the

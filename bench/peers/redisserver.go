@@ -72,6 +72,8 @@ func launchRedis(ctx context.Context, bin, cpus, dir string) (*redisServer, erro
 	}
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// If this command dies without stopping the server, the server dies too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)

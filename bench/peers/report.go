@@ -28,11 +28,13 @@ type report struct {
 }
 
 type result struct {
-	Name        string             `json:"name"`
-	About       string             `json:"about"`
-	Peer        bool               `json:"peer"`
-	Contended   contendedFigures   `json:"contended"`
-	Uncontended uncontendedFigures `json:"uncontended"`
+	Name  string `json:"name"`
+	About string `json:"about"`
+	Peer  bool   `json:"peer"`
+	// Error is why a phase failed; the phases before it have figures.
+	Error       string              `json:"error,omitempty"`
+	Contended   *contendedFigures   `json:"contended,omitempty"`
+	Uncontended *uncontendedFigures `json:"uncontended,omitempty"`
 }
 
 // Durations are in microseconds.
@@ -111,9 +113,9 @@ type ratios struct {
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-func summarizeContended(run *contendedRun) contendedFigures {
+func summarizeContended(run *contendedRun) *contendedFigures {
 	slices.Sort(run.waits)
-	f := contendedFigures{
+	f := &contendedFigures{
 		Acquisitions:    run.acquisitions,
 		Seconds:         run.elapsed.Seconds(),
 		AcqPerSec:       float64(run.acquisitions) / run.elapsed.Seconds(),
@@ -140,12 +142,12 @@ func summarizeContended(run *contendedRun) contendedFigures {
 	return f
 }
 
-func summarizeUncontended(run *uncontendedRun) uncontendedFigures {
+func summarizeUncontended(run *uncontendedRun) *uncontendedFigures {
 	slices.Sort(run.ops)
 	slices.Sort(run.baseline)
 	ops := int64(len(run.ops))
 	baselineEvalSHAs := 2 * int64(len(run.baseline))
-	f := uncontendedFigures{
+	f := &uncontendedFigures{
 		Ops:          len(run.ops),
 		OpsPerSec:    float64(ops) / run.elapsed.Seconds(),
 		Mean:         us(mean(run.ops)),
@@ -164,12 +166,13 @@ func summarizeUncontended(run *uncontendedRun) uncontendedFigures {
 }
 
 // computeRatios compares the "lockstep" row with the peer of highest
-// acquisitions/s; nil when either is missing.
+// acquisitions/s; nil when either has no contended figures.
 func computeRatios(results []result) *ratios {
 	var own, best *result
 	for i := range results {
 		r := &results[i]
 		switch {
+		case r.Contended == nil:
 		case r.Name == lockstepDefault:
 			own = r
 		case r.Peer && (best == nil || r.Contended.AcqPerSec > best.Contended.AcqPerSec):
@@ -179,26 +182,32 @@ func computeRatios(results []result) *ratios {
 	if own == nil || best == nil {
 		return nil
 	}
-	return &ratios{
+	rt := &ratios{
 		BestPeer:         best.Name,
+		BestPeerFairness: best.Contended.Fairness,
 		AcqPerSec:        own.Contended.AcqPerSec / best.Contended.AcqPerSec,
 		WaitP99:          own.Contended.WaitP99 / best.Contended.WaitP99,
 		WaitPerAcq:       own.Contended.WaitPerAcq / best.Contended.WaitPerAcq,
 		WaitMax:          own.Contended.WaitMax / best.Contended.WaitMax,
 		CmdsPerAcq:       own.Contended.CmdsPerAcq,
-		Uncontended:      own.Uncontended.VsBaseline,
-		UncontendedP50:   own.Uncontended.P50 / own.Uncontended.BaselineP50,
-		BestPeerFairness: best.Contended.Fairness,
 	}
+	if u := own.Uncontended; u != nil {
+		rt.Uncontended, rt.UncontendedP50 = u.VsBaseline, u.P50/u.BaselineP50
+	}
+	return rt
 }
 
-// violations lists the results that broke mutual exclusion or lost an INCR.
-func violations(results []result) []string {
+// failures lists the contenders that failed a phase, broke mutual exclusion
+// or lost an INCR.
+func failures(results []result) []string {
 	var bad []string
 	for _, r := range results {
-		if r.Contended.Overlaps != 0 || r.Contended.Counter != r.Contended.Acquisitions {
-			bad = append(bad, fmt.Sprintf("%s: %d overlaps, counter %d for %d acquisitions",
-				r.Name, r.Contended.Overlaps, r.Contended.Counter, r.Contended.Acquisitions))
+		if r.Error != "" {
+			bad = append(bad, fmt.Sprintf("%s failed: %s", r.Name, r.Error))
+		}
+		if c := r.Contended; c != nil && (c.Overlaps != 0 || c.Counter != c.Acquisitions) {
+			bad = append(bad, fmt.Sprintf("%s violated mutual exclusion: %d overlaps, counter %d for %d acquisitions",
+				r.Name, c.Overlaps, c.Counter, c.Acquisitions))
 		}
 	}
 	return bad
@@ -210,10 +219,20 @@ func (rep *report) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "contender\tacq/s\twait p50\twait p99\twait max\twait/acq\tfairness\tcmds/acq\treqs/acq\toverlaps\tcounter ok\tuncont mean\tp50\tp99\tops/s\t÷ 2×EVALSHA\t")
 	for _, r := range rep.Results {
-		c, u := r.Contended, r.Uncontended
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%d\t%t\t%s\t%s\t%s\t%.0f\t%.2f\t\n",
-			r.Name, c.AcqPerSec, fmtUs(c.WaitP50), fmtUs(c.WaitP99), fmtUs(c.WaitMax), fmtUs(c.WaitPerAcq), c.Fairness, c.CmdsPerAcq, c.ReqsPerAcq,
-			c.Overlaps, c.Counter == c.Acquisitions, fmtUs(u.Mean), fmtUs(u.P50), fmtUs(u.P99), u.OpsPerSec, u.VsBaseline)
+		cells := []string{r.Name}
+		if c := r.Contended; c != nil {
+			cells = append(cells, fmt.Sprintf("%.0f", c.AcqPerSec), fmtUs(c.WaitP50), fmtUs(c.WaitP99), fmtUs(c.WaitMax),
+				fmtUs(c.WaitPerAcq), fmt.Sprintf("%.2f", c.Fairness), fmt.Sprintf("%.2f", c.CmdsPerAcq),
+				fmt.Sprintf("%.2f", c.ReqsPerAcq), fmt.Sprint(c.Overlaps), fmt.Sprint(c.Counter == c.Acquisitions))
+		} else {
+			cells = append(cells, slices.Repeat([]string{"-"}, 10)...)
+		}
+		if u := r.Uncontended; u != nil {
+			cells = append(cells, fmtUs(u.Mean), fmtUs(u.P50), fmtUs(u.P99), fmt.Sprintf("%.0f", u.OpsPerSec), fmt.Sprintf("%.2f", u.VsBaseline))
+		} else {
+			cells = append(cells, slices.Repeat([]string{"-"}, 5)...)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\ncmds/acq: Δ INFO total_commands_processed − 1 INFO − the INCRs, ÷ acquisitions (counts redis.call inside scripts); reqs/acq: commands the contender's client wrote ÷ acquisitions")
@@ -221,13 +240,23 @@ func (rep *report) print(w io.Writer) {
 	fmt.Fprintln(w, "uncontended baseline: two EVALSHA round trips of `return 1`, timed in blocks alternating with each contender's")
 	fmt.Fprintln(w, "\nserver commands per contended acquisition, by name:")
 	for _, r := range rep.Results {
-		fmt.Fprintf(w, "  %-22s %s\n", r.Name, fmtShares(r.Contended.Commands))
+		if r.Contended != nil {
+			fmt.Fprintf(w, "  %-22s %s\n", r.Name, fmtShares(r.Contended.Commands))
+		}
+	}
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			fmt.Fprintf(w, "\nFAILED %s: %s\n", r.Name, r.Error)
+		}
 	}
 	if rt := rep.Ratios; rt != nil {
 		fmt.Fprintf(w, "\nlockstep vs best peer (%s, fairness %.2f): acq/s ×%.2f (target ≥ 2), p99 wait ×%.2f (target ≤ 0.5), wait/acq ×%.2f, wait max ×%.2f\n",
 			rt.BestPeer, rt.BestPeerFairness, rt.AcqPerSec, rt.WaitP99, rt.WaitPerAcq, rt.WaitMax)
-		fmt.Fprintf(w, "lockstep cmds/acq %.2f (target ≤ 4); uncontended Lock+Unlock ÷ 2×EVALSHA: mean %.2f, p50 %.2f (target ≤ 1.3)\n",
-			rt.CmdsPerAcq, rt.Uncontended, rt.UncontendedP50)
+		fmt.Fprintf(w, "lockstep cmds/acq %.2f (target ≤ 4)", rt.CmdsPerAcq)
+		if rt.Uncontended > 0 {
+			fmt.Fprintf(w, "; uncontended Lock+Unlock ÷ 2×EVALSHA: mean %.2f, p50 %.2f (target ≤ 1.3)", rt.Uncontended, rt.UncontendedP50)
+		}
+		fmt.Fprintln(w)
 	}
 }
 
