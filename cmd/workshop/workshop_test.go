@@ -302,16 +302,31 @@ func countColour(img image.Image, rgb [3]uint32) int {
 func near(a, b uint32) bool { return a+4 >= b && b+4 >= a }
 
 // TestInterruptStopsEveryProcess sends SIGINT to a workshop in the middle of
-// a stage and checks that no redis-server, shop or nginx process it started
-// is left, nor its work directory. It lets the workshop build the shop
-// itself, so that path is exercised too.
+// a stage, and to one left running with --keep, and checks that no
+// redis-server, shop or nginx process it started is left, nor its work
+// directory. It lets the workshop build the shop itself, so that path is
+// exercised too.
 func TestInterruptStopsEveryProcess(t *testing.T) {
 	redistest.Binary(t)
 	require(t, "nginx", "nginx", "/usr/sbin/nginx")
+	for _, tc := range []struct {
+		name string
+		args []string
+		// waitFor is printed once the moment to interrupt has come.
+		waitFor string
+	}{
+		{"mid-stage", []string{"--scenario", "testdata/interrupt.yaml"}, "[1/1] atomic"},
+		{"kept running", []string{"--scenario", "testdata/keep.yaml", "--keep"}, "still running until Ctrl-C"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { interruptWorkshop(t, tc.args, tc.waitFor) })
+	}
+}
+
+func interruptWorkshop(t *testing.T, args []string, waitFor string) {
 	bins := buildBinaries(t)
 	out := t.TempDir()
 	var stderr syncBuffer
-	cmd := exec.Command(bins.workshop, "--scenario", "testdata/interrupt.yaml", "--out", out)
+	cmd := exec.Command(bins.workshop, append(args, "--out", out)...)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -332,16 +347,16 @@ func TestInterruptStopsEveryProcess(t *testing.T) {
 		}
 	})
 
-	// Wait until the attack runs (the state file is written before it).
+	// The state file is written before the scenario starts.
 	deadline := time.Now().Add(90 * time.Second)
-	for !strings.Contains(stderr.String(), "[1/1] atomic") {
+	for !strings.Contains(stderr.String(), waitFor) {
 		select {
 		case <-exited:
 			t.Fatalf("workshop exited early: %v\n%s", waitErr, stderr.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("workshop did not start attacking in time:\n%s", stderr.String())
+			t.Fatalf("workshop did not print %q in time:\n%s", waitFor, stderr.String())
 		}
 	}
 	var st state
