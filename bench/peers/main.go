@@ -27,6 +27,7 @@ type config struct {
 	warmup      time.Duration
 	uncontended time.Duration
 	goroutines  int
+	rounds      int
 	selected    string
 	jsonPath    string
 	redisBin    string
@@ -49,6 +50,7 @@ func run() error {
 	fs.DurationVar(&cfg.warmup, "warmup", 300*time.Millisecond, "unrecorded contended run before each contender's measured one")
 	fs.DurationVar(&cfg.uncontended, "uncontended", 2*time.Second, "uncontended run per contender, shared in alternating blocks with its EVALSHA baseline")
 	fs.IntVar(&cfg.goroutines, "goroutines", 64, "contending goroutines (one process, one key)")
+	fs.IntVar(&cfg.rounds, "rounds", 1, "passes over the contenders, each starting one later; several give median ratios")
 	fs.StringVar(&cfg.selected, "contenders", "all", "comma-separated contenders to run, or all: "+strings.Join(names(allContenders(0)), ","))
 	fs.StringVar(&cfg.jsonPath, "json", "", "also write the figures to this file as JSON")
 	fs.StringVar(&cfg.redisBin, "redis-server", "redis-server", "redis-server binary")
@@ -62,6 +64,9 @@ func run() error {
 	selected, err := selectContenders(allContenders(cfg.fastBackoff), cfg.selected)
 	if err != nil {
 		return err
+	}
+	if cfg.rounds < 1 || cfg.goroutines < 1 {
+		return fmt.Errorf("-rounds and -goroutines must be at least 1")
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -77,7 +82,11 @@ func run() error {
 			return err
 		}
 	}
-	if bad := failures(rep.Results); len(bad) > 0 {
+	var bad []string
+	for _, rd := range rep.Rounds {
+		bad = append(bad, failures(rd.Results)...)
+	}
+	if len(bad) > 0 {
 		return fmt.Errorf("%s", strings.Join(bad, "; "))
 	}
 	return nil
@@ -111,18 +120,28 @@ func measureAll(ctx context.Context, cfg config, selected []contender) (*report,
 		UncontendedFor: cfg.uncontended.String(),
 		Lease:          cfg.lease.String(),
 	}
-	for _, c := range selected {
-		slog.Info("measuring", "contender", c.name, "redis", srv.Addr)
-		r := b.measure(ctx, c, target{addr: srv.Addr, version: srv.Version, lease: cfg.lease}, cfg)
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	for n := range cfg.rounds {
+		// Each round starts one contender later, so that a slow spell on the
+		// shared machine does not always fall on the same neighbours.
+		rd := round{Results: make([]result, len(selected))}
+		for k := range selected {
+			i := (n + k) % len(selected)
+			c := selected[i]
+			slog.Info("measuring", "round", n+1, "contender", c.name, "redis", srv.Addr)
+			r := b.measure(ctx, c, target{addr: srv.Addr, version: srv.Version, lease: cfg.lease}, cfg)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if r.Error != "" {
+				slog.Error("contender failed", "round", n+1, "contender", c.name, "err", r.Error)
+			}
+			rd.RunOrder = append(rd.RunOrder, c.name)
+			rd.Results[i] = r
 		}
-		if r.Error != "" {
-			slog.Error("contender failed", "contender", c.name, "err", r.Error)
-		}
-		rep.Results = append(rep.Results, r)
+		rd.Ratios = computeRatios(rd.Results)
+		rep.Rounds = append(rep.Rounds, rd)
 	}
-	rep.Ratios = computeRatios(rep.Results)
+	rep.MedianRatios = medianRatios(rep.Rounds)
 	return rep, nil
 }
 

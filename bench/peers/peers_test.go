@@ -191,3 +191,29 @@ func TestJainIndex(t *testing.T) {
 		}
 	}
 }
+
+func TestRatiosPickTheFastestPeer(t *testing.T) {
+	row := func(name string, peer bool, acqPerSec, p99 float64) result {
+		return result{Name: name, Peer: peer, Contended: &contendedFigures{AcqPerSec: acqPerSec, WaitP99: p99, WaitPerAcq: 1, WaitMax: 1}}
+	}
+	stalled := result{Name: "stalled-peer", Peer: true, Error: "stalled"}
+	results := []result{row("slow", true, 100, 10), stalled, row("fast", true, 400, 40), row(lockstepDefault, false, 800, 20), row("lockstep-nocohort", false, 9000, 1)}
+	rt := computeRatios(results)
+	if rt == nil || rt.BestPeer != "fast" || rt.AcqPerSec != 2 || rt.WaitP99 != 0.5 {
+		t.Fatalf("ratios = %+v, want best peer fast, acq/s ×2, p99 ×0.5", rt)
+	}
+	if computeRatios(results[:3]) != nil {
+		t.Error("ratios without a lockstep row")
+	}
+	other := *rt
+	other.BestPeer, other.AcqPerSec = "slow", 4
+	third := *rt
+	third.AcqPerSec = 3
+	med := medianRatios([]round{{Ratios: rt}, {Ratios: &other}, {}, {Ratios: &third}})
+	if med == nil || med.AcqPerSec != 3 || med.BestPeer != "fast / slow" {
+		t.Errorf("median ratios = %+v, want acq/s ×3 over fast / slow", med)
+	}
+	if medianRatios([]round{{Ratios: rt}}) != nil {
+		t.Error("median of one round")
+	}
+}

@@ -23,8 +23,17 @@ type report struct {
 	UncontendedFor string    `json:"uncontended_duration"`
 	Lease          string    `json:"lease"`
 	Command        string    `json:"command"`
-	Results        []result  `json:"results"`
-	Ratios         *ratios   `json:"ratios,omitempty"`
+	Rounds         []round   `json:"rounds"`
+	// MedianRatios are the rounds' ratios' medians, when there are several.
+	MedianRatios *ratios `json:"median_ratios,omitempty"`
+}
+
+// round is one pass over the contenders; results are in the order of the
+// -contenders list whatever order they ran in.
+type round struct {
+	RunOrder []string `json:"run_order"`
+	Results  []result `json:"results"`
+	Ratios   *ratios  `json:"ratios,omitempty"`
 }
 
 type result struct {
@@ -214,11 +223,28 @@ func failures(results []result) []string {
 }
 
 func (rep *report) print(w io.Writer) {
-	fmt.Fprintf(w, "redis %s (cpus %s), bench cpus %s, GOMAXPROCS %d; contended: %d goroutines, one key, lock → INCR → unlock for %s; uncontended: 1 goroutine for %s\n\n",
+	fmt.Fprintf(w, "redis %s (cpus %s), bench cpus %s, GOMAXPROCS %d; contended: %d goroutines, one key, lock → INCR → unlock for %s; uncontended: 1 goroutine for %s\n",
 		rep.RedisVersion, orAny(rep.RedisCPUs), rep.BenchCPUs, rep.GOMAXPROCS, rep.Goroutines, rep.Duration, rep.UncontendedFor)
+	for i, rd := range rep.Rounds {
+		if len(rep.Rounds) > 1 {
+			fmt.Fprintf(w, "\nround %d of %d (ran %s)", i+1, len(rep.Rounds), strings.Join(rd.RunOrder, ", "))
+		}
+		fmt.Fprintln(w)
+		rd.print(w)
+	}
+	fmt.Fprintln(w, "\ncmds/acq: Δ INFO total_commands_processed − 1 INFO − the INCRs, ÷ acquisitions (counts redis.call inside scripts); reqs/acq: commands the contender's client wrote ÷ acquisitions")
+	fmt.Fprintln(w, "wait quantiles: completed acquisitions only; wait max and wait/acq (all time spent in Lock ÷ acquisitions) include the waits still open at the end; fairness: Jain's index of acquisitions per goroutine (1 = equal shares)")
+	fmt.Fprintln(w, "uncontended baseline: two EVALSHA round trips of `return 1`, timed in blocks alternating with each contender's")
+	if rt := rep.MedianRatios; rt != nil {
+		fmt.Fprintf(w, "\nmedians over %d rounds:\n", len(rep.Rounds))
+		rt.print(w)
+	}
+}
+
+func (rd *round) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "contender\tacq/s\twait p50\twait p99\twait max\twait/acq\tfairness\tcmds/acq\treqs/acq\toverlaps\tcounter ok\tuncont mean\tp50\tp99\tops/s\t÷ 2×EVALSHA\t")
-	for _, r := range rep.Results {
+	for _, r := range rd.Results {
 		cells := []string{r.Name}
 		if c := r.Contended; c != nil {
 			cells = append(cells, fmt.Sprintf("%.0f", c.AcqPerSec), fmtUs(c.WaitP50), fmtUs(c.WaitP99), fmtUs(c.WaitMax),
@@ -235,29 +261,84 @@ func (rep *report) print(w io.Writer) {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\ncmds/acq: Δ INFO total_commands_processed − 1 INFO − the INCRs, ÷ acquisitions (counts redis.call inside scripts); reqs/acq: commands the contender's client wrote ÷ acquisitions")
-	fmt.Fprintln(w, "wait quantiles: completed acquisitions only; wait max and wait/acq (all time spent in Lock ÷ acquisitions) include the waits still open at the end; fairness: Jain's index of acquisitions per goroutine (1 = equal shares)")
-	fmt.Fprintln(w, "uncontended baseline: two EVALSHA round trips of `return 1`, timed in blocks alternating with each contender's")
 	fmt.Fprintln(w, "\nserver commands per contended acquisition, by name:")
-	for _, r := range rep.Results {
+	for _, r := range rd.Results {
 		if r.Contended != nil {
 			fmt.Fprintf(w, "  %-22s %s\n", r.Name, fmtShares(r.Contended.Commands))
 		}
 	}
-	for _, r := range rep.Results {
+	for _, r := range rd.Results {
 		if r.Error != "" {
-			fmt.Fprintf(w, "\nFAILED %s: %s\n", r.Name, r.Error)
+			fmt.Fprintf(w, "FAILED %s: %s\n", r.Name, r.Error)
 		}
 	}
-	if rt := rep.Ratios; rt != nil {
-		fmt.Fprintf(w, "\nlockstep vs best peer (%s, fairness %.2f): acq/s ×%.2f (target ≥ 2), p99 wait ×%.2f (target ≤ 0.5), wait/acq ×%.2f, wait max ×%.2f\n",
-			rt.BestPeer, rt.BestPeerFairness, rt.AcqPerSec, rt.WaitP99, rt.WaitPerAcq, rt.WaitMax)
-		fmt.Fprintf(w, "lockstep cmds/acq %.2f (target ≤ 4)", rt.CmdsPerAcq)
-		if rt.Uncontended > 0 {
-			fmt.Fprintf(w, "; uncontended Lock+Unlock ÷ 2×EVALSHA: mean %.2f, p50 %.2f (target ≤ 1.3)", rt.Uncontended, rt.UncontendedP50)
-		}
+	if rd.Ratios != nil {
 		fmt.Fprintln(w)
+		rd.Ratios.print(w)
 	}
+}
+
+func (rt *ratios) print(w io.Writer) {
+	fmt.Fprintf(w, "lockstep vs best peer (%s, fairness %.2f): acq/s ×%.2f (target ≥ 2), p99 wait ×%.2f (target ≤ 0.5), wait/acq ×%.2f, wait max ×%.2f\n",
+		rt.BestPeer, rt.BestPeerFairness, rt.AcqPerSec, rt.WaitP99, rt.WaitPerAcq, rt.WaitMax)
+	fmt.Fprintf(w, "lockstep cmds/acq %.2f (target ≤ 4)", rt.CmdsPerAcq)
+	if rt.Uncontended > 0 {
+		fmt.Fprintf(w, "; uncontended Lock+Unlock ÷ 2×EVALSHA: mean %.2f, p50 %.2f (target ≤ 1.3)", rt.Uncontended, rt.UncontendedP50)
+	}
+	fmt.Fprintln(w)
+}
+
+// medianRatios takes each ratio's median over the rounds that have it; nil
+// with fewer than two.
+func medianRatios(rounds []round) *ratios {
+	var all []*ratios
+	for _, rd := range rounds {
+		if rd.Ratios != nil {
+			all = append(all, rd.Ratios)
+		}
+	}
+	if len(all) < 2 {
+		return nil
+	}
+	med := func(field func(*ratios) float64) float64 {
+		var vals []float64
+		for _, rt := range all {
+			if v := field(rt); v > 0 {
+				vals = append(vals, v)
+			}
+		}
+		return median(vals)
+	}
+	var peers []string
+	for _, rt := range all {
+		if !slices.Contains(peers, rt.BestPeer) {
+			peers = append(peers, rt.BestPeer)
+		}
+	}
+	return &ratios{
+		BestPeer:         strings.Join(peers, " / "),
+		BestPeerFairness: med(func(rt *ratios) float64 { return rt.BestPeerFairness }),
+		AcqPerSec:        med(func(rt *ratios) float64 { return rt.AcqPerSec }),
+		WaitP99:          med(func(rt *ratios) float64 { return rt.WaitP99 }),
+		WaitPerAcq:       med(func(rt *ratios) float64 { return rt.WaitPerAcq }),
+		WaitMax:          med(func(rt *ratios) float64 { return rt.WaitMax }),
+		CmdsPerAcq:       med(func(rt *ratios) float64 { return rt.CmdsPerAcq }),
+		Uncontended:      med(func(rt *ratios) float64 { return rt.Uncontended }),
+		UncontendedP50:   med(func(rt *ratios) float64 { return rt.UncontendedP50 }),
+	}
+}
+
+// median of vals (the mean of the middle two for an even count); 0 for none.
+func median(vals []float64) float64 {
+	if len(vals) == 0 {
+		return 0
+	}
+	slices.Sort(vals)
+	mid := len(vals) / 2
+	if len(vals)%2 == 0 {
+		return (vals[mid-1] + vals[mid]) / 2
+	}
+	return vals[mid]
 }
 
 func orAny(cpus string) string {
