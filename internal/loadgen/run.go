@@ -251,10 +251,12 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 		crash.TriggerAnswer = fmt.Sprintf("status %d: the replica did not crash", status)
 	}
 	// The replica that crashed disarmed the fault in Redis; this also
-	// clears it when nothing crashed. Not awaited: the crashed replica is
-	// restarting, and waiting for it would delay the observation.
+	// clears it when nothing crashed, and tells every replica. It goes
+	// through the target, which routes around the crashed replica, and is
+	// not awaited: that replica is restarting, and waiting for it would
+	// delay the observation.
 	faults.CrashHoldingLock = false
-	if err := r.shop.setFaults(ctx, base, run.Stage, faults); err != nil {
+	if err := r.shop.setFaults(ctx, r.cfg.Target, run.Stage, faults); err != nil {
 		return fmt.Errorf("disarm crash: %w", err)
 	}
 	if !crash.Triggered {
