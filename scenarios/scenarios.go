@@ -10,7 +10,7 @@ import (
 )
 
 //go:embed default.yaml
-var defaultYAML []byte
+var defaultYAML string
 
 // DefaultName is how reports refer to the built-in scenario.
 const DefaultName = "scenarios/default.yaml (built in)"
@@ -19,7 +19,7 @@ const DefaultName = "scenarios/default.yaml (built in)"
 // is empty. It returns the scenario and the name to report it under.
 func Load(path string) (*loadgen.Scenario, string, error) {
 	if path == "" {
-		sc, err := loadgen.ParseScenario(defaultYAML)
+		sc, err := loadgen.ParseScenario([]byte(defaultYAML))
 		if err != nil {
 			return nil, "", fmt.Errorf("built-in scenario: %w", err)
 		}

@@ -131,9 +131,6 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 
 func (d Duration) String() string { return time.Duration(d).String() }
 
-// IsZero lets encoders omit unset durations.
-func (d Duration) IsZero() bool { return d == 0 }
-
 // UnmarshalYAML accepts a Go duration string.
 func (d *Duration) UnmarshalYAML(node *yaml.Node) error { return d.parse(node.Value) }
 
