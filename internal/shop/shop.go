@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/httpapi"
 	"github.com/lockstep/lockstep/internal/metrics"
+	"github.com/lockstep/lockstep/internal/redisbatch"
 	"github.com/lockstep/lockstep/inventory"
 	"github.com/redis/go-redis/v9"
 )
@@ -26,9 +27,10 @@ type Config struct {
 	// RedisTimeout bounds each dial, read and write (default 300ms), so a
 	// dead Redis answers 503 within a second.
 	RedisTimeout time.Duration
-	// RedisPoolSize is each Redis client's pool (default 128: one
-	// connection per concurrent request, which lock waits hold longer).
+	// RedisPoolSize is each Redis client's pool (default 128).
 	RedisPoolSize int
+	// NoAutoPipeline turns off sending concurrent commands as one pipeline.
+	NoAutoPipeline bool
 
 	Replica        string
 	AdminToken     string
@@ -48,6 +50,7 @@ type Shop struct {
 	Metrics   *metrics.Metrics
 	server    *httpapi.Server
 	clients   []*redis.Client
+	batchers  []*redisbatch.Batcher
 }
 
 // New connects (lazily: go-redis dials on first use) and builds the replica.
@@ -66,7 +69,7 @@ func New(cfg Config) (*Shop, error) {
 	}
 	s := &Shop{}
 	for _, addr := range cfg.RedisAddrs {
-		s.clients = append(s.clients, redis.NewClient(&redis.Options{
+		rdb := redis.NewClient(&redis.Options{
 			Addr:                  addr,
 			Password:              cfg.RedisPassword,
 			DB:                    cfg.RedisDB,
@@ -76,12 +79,19 @@ func New(cfg Config) (*Shop, error) {
 			PoolTimeout:           cfg.RedisTimeout,
 			ContextTimeoutEnabled: true,
 			PoolSize:              cfg.RedisPoolSize,
-			// One retry hides a pooled connection that a Redis restart closed;
-			// with the short backoff the worst case stays under a second.
-			MaxRetries:      1,
-			MinRetryBackoff: 8 * time.Millisecond,
-			MaxRetryBackoff: 64 * time.Millisecond,
-		}))
+			// No retries: a retried EXEC or INCRBY whose first reply was lost
+			// would count a sale twice. The pool replaces connections a
+			// Redis restart closed before handing them out.
+			MaxRetries: -1,
+			// Two dial attempts, not go-redis's five with 100ms pauses, so a
+			// refused dial answers at once and a hung one within the second.
+			DialerRetries:      2,
+			DialerRetryTimeout: 20 * time.Millisecond,
+		})
+		s.clients = append(s.clients, rdb)
+		if !cfg.NoAutoPipeline {
+			s.batchers = append(s.batchers, redisbatch.Attach(rdb))
+		}
 	}
 	stock := s.clients[0]
 	var masters []redis.UniversalClient
@@ -127,6 +137,9 @@ func (s *Shop) Close() error {
 }
 
 func (s *Shop) closeClients() error {
+	for _, b := range s.batchers {
+		b.Close()
+	}
 	var errs []error
 	for _, c := range s.clients {
 		errs = append(errs, c.Close())
