@@ -6,12 +6,11 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/proc"
 )
 
 // stopGrace is how long a child gets to exit after its polite signal before
@@ -82,38 +81,9 @@ func (p *process) stop(sig syscall.Signal) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-p.done
 	deadline := time.Now().Add(stopGrace)
-	for len(groupPIDs(pgid)) > 0 && time.Now().Before(deadline) {
+	for len(proc.Group(pgid)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// groupPIDs lists the live processes of process group pgid, from /proc.
-func groupPIDs(pgid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// Fields after the parenthesised command: state, ppid, pgrp, ...
-		end := strings.LastIndexByte(string(b), ')')
-		fields := strings.Fields(string(b[end+1:]))
-		if len(fields) < 3 || fields[0] == "Z" {
-			continue
-		}
-		if g, err := strconv.Atoi(fields[2]); err == nil && g == pgid {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 // supervised keeps a process running: when it exits on its own (a replica

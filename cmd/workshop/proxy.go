@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/proc"
 	"github.com/lockstep/lockstep/nginx"
 )
 
@@ -190,7 +191,7 @@ func (p *frontProxy) pids() []int {
 	if p.nginx == nil {
 		return nil
 	}
-	return groupPIDs(p.nginx.pid())
+	return proc.Group(p.nginx.pid())
 }
 
 func (p *frontProxy) stop() {

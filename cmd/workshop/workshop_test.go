@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/proc"
 	"github.com/lockstep/lockstep/internal/redistest"
 )
 
@@ -380,7 +381,7 @@ func interruptWorkshop(t *testing.T, args []string, waitFor string) {
 		t.Fatalf("state %+v: want 3 redis-servers, 3 replicas, an nginx master and worker", st)
 	}
 	for pid, name := range pids {
-		if !alive(pid) {
+		if !proc.Alive(pid) {
 			t.Fatalf("%s (pid %d) is not running before the interrupt", name, pid)
 		}
 	}
@@ -403,7 +404,7 @@ func interruptWorkshop(t *testing.T, args []string, waitFor string) {
 		t.Fatalf("workshop still running 30s after SIGINT:\n%s", stderr.String())
 	}
 	for pid, name := range pids {
-		if alive(pid) {
+		if proc.Alive(pid) {
 			t.Errorf("%s (pid %d) still running after the workshop exited", name, pid)
 		}
 	}
@@ -415,17 +416,6 @@ func interruptWorkshop(t *testing.T, args []string, waitFor string) {
 	}
 }
 
-// alive reports whether pid is a running process (a zombie is not).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	end := strings.LastIndexByte(string(b), ')')
-	fields := strings.Fields(string(b[end+1:]))
-	return len(fields) > 0 && fields[0] != "Z"
-}
-
 // processesUnder lists live processes whose command line mentions dir: the
 // shop binary built there, nginx -p dir/nginx.
 func processesUnder(dir string) []string {
@@ -433,12 +423,11 @@ func processesUnder(dir string) []string {
 	var found []string
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || !alive(pid) {
+		if err != nil || !proc.Alive(pid) {
 			continue
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(cmdline, []byte(dir)) {
-			found = append(found, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
+		if line, err := proc.Cmdline(pid); err == nil && strings.Contains(line, dir) {
+			found = append(found, fmt.Sprintf("%d %s", pid, line))
 		}
 	}
 	return found

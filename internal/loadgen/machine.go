@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/proc"
 )
 
 // Machine describes where the figures were measured.
@@ -70,34 +72,6 @@ func SelfCPU() (time.Duration, error) {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
-// clockTicksPerSecond is USER_HZ, which Linux fixes at 100 for /proc.
-const clockTicksPerSecond = 100
-
-// ProcessCPU returns the CPU time (user + system) process pid has used, from
-// /proc/<pid>/stat.
-func ProcessCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("process %d: %w", pid, err)
-	}
-	// The command name (field 2) may hold spaces; fields after it are plain.
-	end := strings.LastIndexByte(string(b), ')')
-	if end < 0 {
-		return 0, fmt.Errorf("process %d: malformed stat", pid)
-	}
-	fields := strings.Fields(string(b[end+1:]))
-	// fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("process %d: short stat", pid)
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("process %d: malformed cpu times", pid)
-	}
-	return time.Duration(utime+stime) * time.Second / clockTicksPerSecond, nil
-}
-
 // cpuSampler measures the cores each component uses over an interval.
 type cpuSampler struct {
 	processes func() map[string][]int
@@ -114,8 +88,8 @@ func startCPUSampler(processes func() map[string][]int) *cpuSampler {
 		s.groups = processes()
 		for _, pids := range s.groups {
 			for _, pid := range pids {
-				if t, err := ProcessCPU(pid); err == nil {
-					s.others[pid] = t
+				if st, err := proc.Read(pid); err == nil {
+					s.others[pid] = st.CPU
 				}
 			}
 		}
@@ -141,8 +115,8 @@ func (s *cpuSampler) stop() map[string]float64 {
 			if !ok {
 				continue
 			}
-			if now, err := ProcessCPU(pid); err == nil {
-				used += now - before
+			if now, err := proc.Read(pid); err == nil {
+				used += now.CPU - before
 			}
 		}
 		out[name] = used.Seconds() / wall
