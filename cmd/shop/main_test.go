@@ -1,0 +1,48 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestFlagsFallBackToEnvironment(t *testing.T) {
+	env := map[string]string{
+		"LOCKSTEP_ADDR":           ":9999",
+		"LOCKSTEP_REDIS_ADDR":     "a:1,b:2,c:3",
+		"LOCKSTEP_REDIS_PASSWORD": "pw",
+		"LOCKSTEP_REPLICA":        "shop-2",
+		"LOCKSTEP_ADMIN_TOKEN":    "tok",
+		"LOCKSTEP_LOCK_WAIT":      "250ms",
+	}
+	o, err := parseFlags([]string{"--replica", "from-flag"}, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.addr != ":9999" || o.redisAddr != "a:1,b:2,c:3" || o.redisPassword != "pw" || o.adminToken != "tok" || o.lockWait != 250*time.Millisecond {
+		t.Errorf("environment not applied: %+v", o)
+	}
+	if o.replica != "from-flag" {
+		t.Errorf("replica = %q: a flag must win over the environment", o.replica)
+	}
+}
+
+func TestFlagDefaults(t *testing.T) {
+	o, err := parseFlags(nil, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.addr != ":8080" || o.defaultStock != 500 || o.segments != 16 || o.idempotencyTTL != 24*time.Hour || o.replica == "" {
+		t.Errorf("defaults: %+v", o)
+	}
+}
+
+func TestBadEnvironmentIsAnError(t *testing.T) {
+	if _, err := parseFlags(nil, func(k string) string {
+		if k == "LOCKSTEP_LOCK_WAIT" {
+			return "soon"
+		}
+		return ""
+	}); err == nil {
+		t.Fatal("LOCKSTEP_LOCK_WAIT=soon accepted")
+	}
+}
