@@ -198,6 +198,9 @@ func (p *lockClients) get(timeout time.Duration) (*lock.Client, error) {
 func (p *lockClients) close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
 	p.closed = true
 	var errs []error
 	for _, c := range p.byTimeout {

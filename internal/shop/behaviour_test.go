@@ -107,3 +107,39 @@ func TestWorkOutlastingTheTTL(t *testing.T) {
 		}
 	}
 }
+
+// TestSegmentedWalksToTheLastUnits: a sale whose random segment is empty
+// walks to one that can serve it; sold out comes only when none can; a reset
+// to fewer segments drops the others.
+func TestSegmentedWalksToTheLastUnits(t *testing.T) {
+	r := startReplicas(t, redistest.Start(t), 1)
+	r.reset("segmented", 5, 4) // shares 2, 1, 1, 1
+	if a := r.audit("segmented"); len(a.Segments) != 4 || a.Segments[0].Stock != 2 || a.Segments[3].Stock != 1 {
+		t.Fatalf("segments after reset: %+v", a.Segments)
+	}
+	if res := r.deduct(0, "segmented", "?qty=2"); res.status != http.StatusOK || res.field("segment") != 0.0 {
+		t.Fatalf("qty 2 must come from the one segment holding 2: %d %s", res.status, res.body)
+	}
+	if res := r.deduct(0, "segmented", "?qty=2"); res.status != http.StatusConflict {
+		t.Fatalf("qty 2 with 1 unit per segment left = %d %s, want sold out", res.status, res.body)
+	}
+	for i := range 3 {
+		if res := r.deduct(0, "segmented", ""); res.status != http.StatusOK {
+			t.Fatalf("unit %d of the last 3 = %d %s", i, res.status, res.body)
+		}
+	}
+	if res := r.deduct(0, "segmented", ""); res.status != http.StatusConflict {
+		t.Fatalf("deduct with every segment empty = %d %s", res.status, res.body)
+	}
+	if a := r.audit("segmented"); a.Sold != 5 || a.Stock != 0 || !a.Consistent {
+		t.Fatalf("audit: %+v", a.Audit)
+	}
+	r.reset("segmented", 9, 2)
+	rdb := r.redis.Client(t)
+	if n := rdb.Exists(t.Context(), "lockstep:segmented:{sku-1:3}:stock").Val(); n != 0 {
+		t.Errorf("segment 3 kept its keys after a reset to 2 segments")
+	}
+	if a := r.audit("segmented"); len(a.Segments) != 2 || a.Initial != 9 || a.Stock != 9 || a.Sold != 0 {
+		t.Errorf("audit after reset to 2 segments: %+v", a.Audit)
+	}
+}

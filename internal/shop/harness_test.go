@@ -37,6 +37,23 @@ type replicas struct {
 
 type replicaOption func(*shop.Config)
 
+// withCrashClosing makes a replica's injected exit close its inventory, so
+// its lock clients stop renewing without unlocking: in process, what kill -9
+// does to the locks a replica holds.
+func withCrashClosing(r **replicas) replicaOption {
+	return func(c *shop.Config) {
+		record, name := c.Exit, c.Replica
+		c.Exit = func(code int) {
+			record(code)
+			for i, s := range (*r).shops {
+				if fmt.Sprintf("r%d", i) == name {
+					_ = s.Inventory.Close()
+				}
+			}
+		}
+	}
+}
+
 func withAdminToken(tok string) replicaOption {
 	return func(c *shop.Config) { c.AdminToken = tok }
 }

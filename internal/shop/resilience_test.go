@@ -214,3 +214,34 @@ func TestSetnxCrashLeavesTheLockStuck(t *testing.T) {
 		t.Errorf("audit: %+v", a.Audit)
 	}
 }
+
+// TestWatchdogRecoversFromACrash: a replica dying while it holds the
+// watchdog lock stops renewing it, so the others sell again once the
+// watchdog timeout (here 300ms) runs out, with nothing oversold.
+func TestWatchdogRecoversFromACrash(t *testing.T) {
+	var r *replicas
+	r = startReplicas(t, redistest.Start(t), 3, withCrashClosing(&r))
+	r.reset("watchdog", 10, 0)
+	r.setFaults("watchdog", `{"lock_ttl":"300ms","crash_holding_lock":true}`)
+	if res := r.deduct(0, "watchdog", ""); res.status != http.StatusInternalServerError {
+		t.Fatalf("deduct that crashes = %d %s", res.status, res.body)
+	}
+	crashed := time.Now()
+	for {
+		res := r.deduct(1, "watchdog", "")
+		if res.status == http.StatusOK {
+			break
+		}
+		if time.Since(crashed) > 3*time.Second {
+			t.Fatalf("no sale 3s after the crash: last answer %d %s", res.status, res.body)
+		}
+	}
+	recovery := time.Since(crashed)
+	t.Logf("first sale %v after the crash", recovery)
+	if recovery < 200*time.Millisecond {
+		t.Errorf("sold %v after the crash: the crashed holder's lock cannot have expired yet", recovery)
+	}
+	if a := r.audit("watchdog"); a.Sold != 1 || !a.Consistent {
+		t.Errorf("audit: %+v", a.Audit)
+	}
+}
