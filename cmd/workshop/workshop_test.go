@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,6 +92,29 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// runWorkshop runs the workshop to its end and returns its report, stdout
+// and stderr; args must hold --out.
+func runWorkshop(t *testing.T, timeout time.Duration, args ...string) (*loadgen.Report, string, string) {
+	t.Helper()
+	bins := buildBinaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bins.workshop, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("workshop: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	t.Logf("workshop ran in %s", time.Since(start).Round(time.Millisecond))
+	out := args[slices.Index(args, "--out")+1]
+	rep, err := loadgen.ReadReport(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, stdout.String(), stderr.String()
+}
+
 // TestWorkshopShowsTheArticlesTable runs the whole workshop (real
 // redis-server, three shop processes, nginx) on a small scenario and checks
 // the SPEC's "default workshop run" table on report.json, then opens
@@ -100,27 +124,8 @@ func TestWorkshopShowsTheArticlesTable(t *testing.T) {
 	require(t, "nginx", "nginx", "/usr/sbin/nginx")
 	bins := buildBinaries(t)
 	out := filepath.Join(t.ArtifactDir(), "report")
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
-	var stdout, stderr syncBuffer
-	cmd := exec.CommandContext(ctx, bins.workshop, "--shop-bin", bins.shop, "--scenario", "testdata/e2e.yaml", "--out", out)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("workshop ran in %s; report in %s", time.Since(start).Round(time.Millisecond), out)
-	if err != nil {
-		t.Fatalf("workshop: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	t.Logf("table:\n%s", stdout.String())
-
-	data, err := os.ReadFile(filepath.Join(out, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep loadgen.Report
-	if err := json.Unmarshal(data, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, stdout, _ := runWorkshop(t, 150*time.Second, "--shop-bin", bins.shop, "--scenario", "testdata/e2e.yaml", "--out", out)
+	t.Logf("report in %s; table:\n%s", out, stdout)
 	if rep.Redis.Kind != "redis-server" || rep.Proxy.Kind != "nginx" || rep.Params.Replicas != 3 {
 		t.Fatalf("set-up: redis %+v proxy %+v replicas %d; want redis-server, nginx, 3", rep.Redis, rep.Proxy, rep.Params.Replicas)
 	}
@@ -193,10 +198,10 @@ func TestWorkshopShowsTheArticlesTable(t *testing.T) {
 		}
 	}
 	if !rep.ExpectationsMet {
-		t.Errorf("the report's own checks failed:\n%s", stdout.String())
+		t.Errorf("the report's own checks failed:\n%s", stdout)
 	}
 	for _, want := range []string{"sales/s", "oversold", "naive", "segmented", "report: "} {
-		if !strings.Contains(stdout.String(), want) {
+		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q", want)
 		}
 	}
@@ -437,26 +442,10 @@ func processesUnder(dir string) []string {
 // the embedded Redis (announced loudly) and the Go round-robin proxy.
 func TestFallbacksEmbeddedRedisAndGoProxy(t *testing.T) {
 	bins := buildBinaries(t)
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var stdout, stderr syncBuffer
-	cmd := exec.CommandContext(ctx, bins.workshop, "--shop-bin", bins.shop, "--redis", "embedded", "--proxy", "go",
-		"--scenario", "testdata/embedded.yaml", "--out", out)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("workshop: %v\n%s\n%s", err, stdout.String(), stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "TIMINGS ARE NOT REPRESENTATIVE") {
-		t.Errorf("no loud warning about the embedded Redis:\n%s", stderr.String())
-	}
-	data, err := os.ReadFile(filepath.Join(out, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep loadgen.Report
-	if err := json.Unmarshal(data, &rep); err != nil {
-		t.Fatal(err)
+	rep, _, stderr := runWorkshop(t, 60*time.Second, "--shop-bin", bins.shop, "--redis", "embedded", "--proxy", "go",
+		"--scenario", "testdata/embedded.yaml", "--out", t.TempDir())
+	if !strings.Contains(stderr, "TIMINGS ARE NOT REPRESENTATIVE") {
+		t.Errorf("no loud warning about the embedded Redis:\n%s", stderr)
 	}
 	if rep.Redis.Kind != "embedded miniredis" || !strings.Contains(rep.Redis.Note, "not representative") || rep.Proxy.Kind != "go round-robin proxy" {
 		t.Errorf("report names redis %+v and proxy %+v", rep.Redis, rep.Proxy)
