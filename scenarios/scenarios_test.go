@@ -36,9 +36,9 @@ func TestDefaultShowsEverySpecExpectation(t *testing.T) {
 		{"synchronized", loadgen.ViaOneReplica, false, []string{"no-oversell"}},
 		{"synchronized", loadgen.ViaProxy, false, []string{"oversells"}},
 		{"setnx", loadgen.ViaProxy, true, []string{"no-oversell", "stuck-after-crash", "lock-without-ttl", "sells-after-reset"}},
-		{"setnx-expire", loadgen.ViaProxy, true, []string{"oversells-or-foreign-unlocks", "recovers-within 700ms"}},
+		{"setnx-expire", loadgen.ViaProxy, true, []string{"oversells-or-foreign-unlocks", "recovers-within 500ms"}},
 		{"uuid-lua", loadgen.ViaProxy, false, []string{"oversells", "no-foreign-unlocks"}},
-		{"watchdog", loadgen.ViaProxy, true, []string{"no-oversell", "recovers-within 700ms"}},
+		{"watchdog", loadgen.ViaProxy, true, []string{"no-oversell", "recovers-within 500ms"}},
 		{"segmented", loadgen.ViaProxy, false, []string{"no-oversell", "faster-than watchdog 3x"}},
 		{"atomic", loadgen.ViaProxy, false, []string{"no-oversell", "fastest"}},
 	} {

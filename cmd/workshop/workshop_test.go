@@ -175,14 +175,14 @@ func TestWorkshopShowsTheArticlesTable(t *testing.T) {
 			t.Errorf("setnx after the crash: lock keys %+v, sale after reset %v; want a lock without TTL and a sale once reset", r.Crash.LockKeys, r.Crash.SaleAfterReset)
 		}
 	}
-	if r := rows["setnx-expire"]; !within(r, 700) || (r.Oversold == 0 && foreign(r) == 0) {
+	if r := rows["setnx-expire"]; !within(r, 500) || (r.Oversold == 0 && foreign(r) == 0) {
 		t.Errorf("setnx-expire: recovery %v ms, oversold %d, foreign unlocks %d; want recovery within the 200ms TTL (+slack) and an oversell or a foreign unlock", r.RecoveryMS, r.Oversold, foreign(r))
 	}
 	if r := rows["uuid-lua"]; foreign(r) != 0 || r.Oversold == 0 {
 		t.Errorf("uuid-lua: foreign unlocks %d oversold %d; want 0 and > 0", foreign(r), r.Oversold)
 	}
 	watchdog := rows["watchdog"]
-	if watchdog.Oversold != 0 || !watchdog.Consistent || !within(watchdog, 700) {
+	if watchdog.Oversold != 0 || !watchdog.Consistent || !within(watchdog, 500) {
 		t.Errorf("watchdog: oversold %d consistent %t recovery %v ms; want 0, consistent, within the 200ms watchdog timeout (+slack)", watchdog.Oversold, watchdog.Consistent, watchdog.RecoveryMS)
 	}
 	if r := rows["segmented"]; r.Oversold != 0 || !r.Consistent || r.SalesPerSec < 3*watchdog.SalesPerSec {
@@ -454,7 +454,7 @@ func TestFallbacksEmbeddedRedisAndGoProxy(t *testing.T) {
 	if naive.Oversold == 0 || naive.Replicas != 3 {
 		t.Errorf("naive through the Go proxy: oversold %d over %d replicas; want > 0 over 3", naive.Oversold, naive.Replicas)
 	}
-	if watchdog.Oversold != 0 || watchdog.RecoveryMS == nil || *watchdog.RecoveryMS > 700 {
+	if watchdog.Oversold != 0 || watchdog.RecoveryMS == nil || *watchdog.RecoveryMS > 500 {
 		t.Errorf("watchdog on the embedded Redis: oversold %d recovery %v ms; want 0 and the lock expiring on time", watchdog.Oversold, watchdog.RecoveryMS)
 	}
 }
