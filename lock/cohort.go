@@ -18,6 +18,7 @@ import (
 type cohort struct {
 	c            *Client
 	key, channel string
+	keys         []string // key and channel, as the scripts take them
 	pins         int // handles acquiring or holding; guarded by Client.mu
 
 	waker *waker // wakes the leader on unlocks; tells of other Clients' waiters
@@ -45,7 +46,7 @@ type grant struct {
 }
 
 func newCohort(c *Client, key, channel string) *cohort {
-	co := &cohort{c: c, key: key, channel: channel}
+	co := &cohort{c: c, key: key, channel: channel, keys: []string{key, channel}}
 	co.waker = newWaker(c.id, co.announced)
 	return co
 }
@@ -60,7 +61,6 @@ func (co *cohort) announced(payload string) {
 	}
 }
 
-func (co *cohort) keys() []string { return []string{co.key, co.channel} }
 
 // acquire takes the lock for m, waiting at most wait (negative: until ctx is
 // done; zero: one attempt). It reports whether m now holds the lock.
@@ -219,12 +219,12 @@ func (co *cohort) attempt(ctx context.Context, lease time.Duration, waiting bool
 		ttl = co.c.opts.watchdogTimeout
 	}
 	sent := time.Now()
-	acquired, pttl, err := co.c.attempt(ctx, lockScript, co.keys(), ms(ttl), co.c.id, announce)
+	acquired, pttl, err := co.c.attempt(ctx, lockScript, co.keys, ms(ttl), co.c.id, announce)
 	if !acquired {
 		return nil, pttl, err
 	}
 	if err != nil { // acquired but not replicated: give it back
-		_, _ = unlockScript.Run(context.WithoutCancel(ctx), co.c.rdb, co.keys(), ms(ttl), co.c.id).Result()
+		_, _ = unlockScript.Run(context.WithoutCancel(ctx), co.c.rdb, co.keys, ms(ttl), co.c.id).Result()
 		return nil, 0, err
 	}
 	return co.c.newHold(co.key, sent, lease, co.renew, co.evict), 0, nil
@@ -247,7 +247,7 @@ func (co *cohort) reenter(ctx context.Context, m *Mutex, lease time.Duration) (b
 	if ttl <= 0 {
 		ttl = h.lease
 	}
-	acquired, _, err := co.c.attempt(ctx, lockScript, co.keys(), ms(ttl), co.c.id, "0") // announce: no
+	acquired, _, err := co.c.attempt(ctx, lockScript, co.keys, ms(ttl), co.c.id, "0") // announce: no
 	switch {
 	case err != nil && !acquired:
 		return false, err
@@ -300,7 +300,7 @@ func (co *cohort) release(ctx context.Context, m *Mutex) error {
 	co.mu.Unlock()
 
 	h.end(ErrReleased) // stops the watchdog before the unlock is sent
-	err := unlockScript.Run(ctx, co.c.rdb, co.keys(), ms(h.lease), co.c.id).Err()
+	err := unlockScript.Run(ctx, co.c.rdb, co.keys, ms(h.lease), co.c.id).Err()
 
 	co.mu.Lock()
 	co.releasing, co.yield = false, yield
@@ -319,7 +319,7 @@ func (co *cohort) releaseLevel(ctx context.Context, h *hold) error {
 	if !h.alive() {
 		return fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
 	}
-	return unlockResult(co.key, unlockScript.Run(ctx, co.c.rdb, co.keys(), ms(h.lease), co.c.id).Err())
+	return unlockResult(co.key, unlockScript.Run(ctx, co.c.rdb, co.keys, ms(h.lease), co.c.id).Err())
 }
 
 func unlockResult(key string, err error) error {

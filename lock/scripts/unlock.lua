@@ -3,10 +3,12 @@
 -- ARGV[1] lease in ms to keep after a reentrant release, ARGV[2] owner field
 -- Returns nil when the owner does not hold the lock, 0 when it still holds
 -- it (reentrant), 1 when the lock was released and waiters were told.
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+local levels = tonumber(redis.call('hget', KEYS[1], ARGV[2]))
+if not levels then
     return nil
 end
-if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
+if levels > 1 then
+    redis.call('hincrby', KEYS[1], ARGV[2], -1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return 0
 end
