@@ -11,6 +11,24 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
 # a font so the screenshot it keeps shows text.
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need+=(chromium)
 [ -d /usr/share/fonts/truetype/dejavu ] || need+=(fonts-dejavu-core)
+# deploy's tests run the compose set-up's observability stack for real:
+# promtool and Prometheus, and the two exporters docker-compose.yml runs.
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v prometheus-redis-exporter >/dev/null 2>&1 || need+=(prometheus-redis-exporter)
+command -v prometheus-nginx-exporter >/dev/null 2>&1 || need+=(prometheus-nginx-exporter)
+
+# k6, built from its Go module once: GOPATH/bin keeps it for later runs.
+k6_version=v1.8.1
+install_k6() {
+	local gobin
+	gobin="$(go env GOPATH)/bin"
+	if "$gobin/k6" version 2>/dev/null | grep -q "^k6 ${k6_version} "; then
+		return
+	fi
+	echo "building k6 ${k6_version} into ${gobin} (once; about two minutes)"
+	GOBIN="$gobin" GOFLAGS=-buildvcs=false go install "go.k6.io/k6@${k6_version}"
+}
+install_k6
 
 [ ${#need[@]} -eq 0 ] && exit 0
 
