@@ -312,23 +312,29 @@ func rows() []rowSpec {
 				}},
 		}},
 		{"k6 (when it runs: docker compose --profile k6 run --rm k6)", []panelSpec{
-			{kind: "timeseries", title: "k6 answers/s", width: 8, height: 8, unit: "reqps",
-				description: "What k6 counted, pushed by remote write: sales (200), sold out (409), lock busy (423).",
+			{kind: "timeseries", title: "k6 requests and sales/s", width: 6, height: 8, unit: "reqps",
+				description: "What k6 measured, pushed by remote write: every request, and the sales (200) among them.",
 				targets: []Target{
+					query(`sum(`+rate(`k6_http_reqs_total{name="deduct"}`)+`)`, "requests"),
 					query(`sum(`+rate(`k6_sales_total`)+`)`, "sales"),
-					query(`sum(`+rate(`k6_sold_out_total`)+`)`, "sold out"),
-					query(`sum(`+rate(`k6_lock_busy_total`)+`)`, "lock busy"),
 				}},
-			{kind: "timeseries", title: "k6 deduct latency", width: 8, height: 8, unit: "s",
+			{kind: "timeseries", title: "k6 answers", width: 6, height: 8, unit: "short",
+				description: "Answers k6 counted since the run began: sales (200), sold out (409), lock busy (423).",
+				targets: []Target{
+					query(`sum(k6_sales_total)`, "sales"),
+					query(`sum(k6_sold_out_total)`, "sold out"),
+					query(`sum(k6_lock_busy_total)`, "lock busy"),
+				}},
+			{kind: "timeseries", title: "k6 deduct latency", width: 6, height: 8, unit: "s",
 				targets: []Target{
 					query(`max(k6_http_req_duration_p50{name="deduct"})`, "p50"),
 					query(`max(k6_http_req_duration_p99{name="deduct"})`, "p99"),
 				}},
-			{kind: "timeseries", title: "k6 VUs and dropped iterations/s", width: 8, height: 8, unit: "short",
-				description: "Dropped iterations: buyers of the open model that found no free VU.",
+			{kind: "timeseries", title: "k6 VUs", width: 6, height: 8, unit: "short",
+				description: "VUs busy and allocated. When every allocated VU is busy, the open model drops buyers (k6's summary counts them as dropped_iterations).",
 				targets: []Target{
-					query(`sum(k6_vus)`, "VUs"),
-					query(`sum(`+rate(`k6_dropped_iterations_total`)+`)`, "dropped/s"),
+					query(`sum(k6_vus)`, "busy"),
+					query(`sum(k6_vus_max)`, "allocated"),
 				}},
 		}},
 	}

@@ -15,6 +15,12 @@ export const lockBusy = new Counter('lock_busy');
 export const oversold = new Counter('oversold');
 export const inconsistent = new Counter('inconsistent');
 
+// zeroCounters records a 0 of every answer counter, so each has a series in
+// Prometheus (and a 0 on the dashboard) even when that answer never comes.
+export function zeroCounters(stage) {
+  for (const c of [sales, soldOut, lockBusy]) c.add(0, { stage });
+}
+
 // Sold out (409) and lock busy (423) are answers of the contract, not
 // failures: http_req_failed counts only the rest (5xx, 400, 404, ...).
 http.setResponseCallback(http.expectedStatuses(200, 409, 423));

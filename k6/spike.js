@@ -9,7 +9,7 @@
 // P99_MS (latency threshold). With K6_PROMETHEUS_RW_SERVER_URL set, run it
 // with -o experimental-prometheus-rw to send the results to Prometheus.
 import exec from 'k6/execution';
-import { audit, clearFaults, deduct, reset, runID } from './lib.js';
+import { audit, clearFaults, deduct, reset, runID, zeroCounters } from './lib.js';
 
 const STAGE = __ENV.STAGE || 'atomic';
 const RAMP = __ENV.RAMP || '2s';
@@ -49,6 +49,7 @@ export const options = {
 export function setup() {
   reset(STAGE, Number(__ENV.STOCK || 1000000), Number(__ENV.SEGMENTS || 0));
   clearFaults(STAGE);
+  zeroCounters(STAGE);
   return { run: runID() };
 }
 

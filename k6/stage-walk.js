@@ -10,7 +10,7 @@
 // summary gives each stage's sales (sales{stage:...}); sales/s = sales /
 // DURATION.
 import exec from 'k6/execution';
-import { audit, clearFaults, deduct, reset, runID } from './lib.js';
+import { audit, clearFaults, deduct, reset, runID, zeroCounters } from './lib.js';
 
 const STAGES = (__ENV.STAGES || 'naive,synchronized,setnx,setnx-expire,uuid-lua,watchdog,segmented,atomic')
   .split(',').map((s) => s.trim()).filter((s) => s);
@@ -53,6 +53,7 @@ export function setup() {
   for (const stage of STAGES) {
     reset(stage, Number(__ENV.STOCK || 1000000), Number(__ENV.SEGMENTS || 0));
     clearFaults(stage);
+    zeroCounters(stage);
   }
   return { run: runID() };
 }
