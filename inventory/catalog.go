@@ -76,6 +76,12 @@ var catalog = []catalogEntry{
 		Defect:    "Survives one master failing, at the cost of N round trips per acquisition; still no fencing, so a paused holder can outlive its lease.",
 		Lease:     watchdogTimeout.String(),
 	}, redisLock: true},
+	{Info: Info{
+		ID: "fenced", Title: "Watchdog lock with fencing tokens", ArticleCase: "beyond the articles (fencing tokens)",
+		Mechanism: "The lock hands each new holder a larger token (INCR in the lock's hash slot; kept across reentrant levels); the stock GET raises the SKU's fence to the holder's token and the stock SET, one Lua script, is refused once the fence has moved past it.",
+		Defect:    "None for stock: a holder whose lock was lost to expiry, a pause (SIGSTOP) or a failover cannot write its stale read back, so nothing is oversold; the price is a script on the read and the write, and a refused sale answers lock_busy.",
+		Lease:     watchdogTimeout.String(),
+	}, redisLock: true},
 }
 
 // catalogIndex maps a stage id to its catalog position.

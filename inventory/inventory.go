@@ -163,6 +163,7 @@ func New(cfg Config) (*Inventory, error) {
 		defaultSegments: cfg.DefaultSegments, counts: make(map[string]cachedCount),
 	}
 	inv.stages["atomic"] = &atomicStage{seller: seller("atomic")}
+	inv.stages["fenced"] = &fencedStage{seller: seller("fenced"), clients: watchdog("fenced", cfg.Redis), health: inv.health, wait: cfg.LockWait}
 	if len(cfg.RedlockRedis) >= 3 {
 		masters := make([]*lockClients, len(cfg.RedlockRedis))
 		for i, rdb := range cfg.RedlockRedis {

@@ -44,6 +44,7 @@ type store struct {
 
 type stockKeys struct {
 	initial, stock, sold, foreign, lock string
+	fence                               string // fenced: the newest fencing token that read the stock
 }
 
 func (s *store) keys(tag string) stockKeys {
@@ -54,6 +55,7 @@ func (s *store) keys(tag string) stockKeys {
 		sold:    prefix + "sold",
 		foreign: prefix + "foreign-unlocks",
 		lock:    prefix + "lock",
+		fence:   prefix + "fence",
 	}
 }
 
@@ -90,6 +92,36 @@ func (s *store) commit(ctx context.Context, tag string, newStock, qty int64) err
 	})
 	if err != nil {
 		return unavailable("commit sale", err)
+	}
+	return nil
+}
+
+// fencedStock reads the stock as the holder of token and raises the fence to
+// it; errFenced when a newer holder already came through.
+func (s *store) fencedStock(ctx context.Context, tag string, token int64) (int64, error) {
+	k := s.keys(tag)
+	stock, err := fencedReadScript.Run(ctx, s.rdb, []string{k.stock, k.fence}, token).Int64()
+	switch {
+	case err != nil:
+		return 0, unavailable("fenced read", err)
+	case stock == -2:
+		return 0, errNoStock
+	case stock == -3:
+		return 0, errFenced
+	}
+	return stock, nil
+}
+
+// fencedCommit records a sale unless a holder with a newer token has read
+// the stock since; errFenced then, and nothing is written.
+func (s *store) fencedCommit(ctx context.Context, tag string, newStock, qty, token int64) error {
+	k := s.keys(tag)
+	written, err := fencedCommitScript.Run(ctx, s.rdb, []string{k.stock, k.sold, k.fence}, newStock, qty, token).Int()
+	switch {
+	case err != nil:
+		return unavailable("fenced commit", err)
+	case written == 0:
+		return errFenced
 	}
 	return nil
 }

@@ -1,0 +1,103 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+var (
+	fencedReadScript   = loadScript("fenced_read.lua")
+	fencedCommitScript = loadScript("fenced_commit.lua")
+)
+
+// errFenced: a newer lock holder came through the SKU, so this holder's
+// lock was lost; nothing was written.
+var errFenced = fmt.Errorf("%w: fenced off by a newer lock holder, nothing sold", ErrLockBusy)
+
+// fencedStage is watchdog with fencing tokens: the lock hands every holder
+// a larger token, the stock read raises the SKU's fence to it, and the stock
+// write is refused when the fence has moved past it. A holder that lost its
+// lock without knowing (expiry, SIGSTOP, failover) therefore cannot write a
+// stale read back, whatever its own clock or watchdog believe.
+type fencedStage struct {
+	*seller
+	clients *lockClients
+	health  *health
+	wait    time.Duration
+}
+
+// fencedGuard is the guard of fencedStage; the token it got lands in token.
+type fencedGuard struct {
+	stage *fencedStage
+	token *int64
+}
+
+func (g fencedGuard) acquire(ctx context.Context, key string, f Faults) (context.Context, func(context.Context) error, error) {
+	c, err := g.stage.clients.get(f.lockTTL(watchdogTimeout))
+	if err != nil {
+		return nil, nil, err
+	}
+	m := c.FencedMutex(key)
+	bounded, unbound := g.stage.health.bound(ctx)
+	held, ok, err := m.TryLockContext(bounded, g.stage.wait, 0)
+	unbound()
+	if err != nil {
+		return nil, nil, lockError(bounded, err)
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %s not free within %v", ErrLockBusy, key, g.stage.wait)
+	}
+	*g.token = m.Token()
+	return held, m.Unlock, nil
+}
+
+func (s *fencedStage) deduct(ctx context.Context, sku string, qty int64, f Faults) (Sale, error) {
+	var token int64
+	// The held context is not consulted: the fence alone must keep a holder
+	// that lost its lock from selling.
+	_, release, err := s.acquire(ctx, fencedGuard{stage: s, token: &token}, sku, f)
+	if err != nil {
+		return Sale{}, err
+	}
+	if err := s.crashIfArmed(ctx, f); err != nil {
+		if errors.Is(err, ErrCrashed) {
+			return Sale{}, err // holding the lock, as a killed process would
+		}
+		s.release(ctx, sku, release)
+		return Sale{}, err
+	}
+	defer s.release(ctx, sku, release)
+
+	stock, err := s.store.fencedStock(ctx, sku, token)
+	if errors.Is(err, errNoStock) {
+		if err := s.store.initialise(ctx, sku, s.defaultStock); err != nil {
+			return Sale{}, err
+		}
+		stock, err = s.store.fencedStock(ctx, sku, token)
+	}
+	if err != nil {
+		return Sale{}, err
+	}
+	if stock < qty {
+		return Sale{}, ErrSoldOut
+	}
+	if err := sleep(ctx, f.workTime()); err != nil {
+		return Sale{}, heldError(ctx, err)
+	}
+	if err := s.store.fencedCommit(ctx, sku, stock-qty, qty, token); err != nil {
+		return Sale{}, err
+	}
+	return Sale{Remaining: stock - qty}, nil
+}
+
+func (s *fencedStage) reset(ctx context.Context, sku string, stock int64, _ int) error {
+	// The fence and the token counter survive resets: tokens only grow, so a
+	// holder from before the reset can never write into the new stock.
+	return s.resetSKU(ctx, sku, stock)
+}
+
+func (s *fencedStage) audit(ctx context.Context, sku string) (Audit, error) {
+	return s.auditSKU(ctx, sku)
+}
