@@ -1,0 +1,20 @@
+# syntax=docker/dockerfile:1
+# lockstep's commands in one small image: shop (the default command),
+# loadgen and workshop. Static binaries on Alpine (whose busybox wget serves
+# the compose healthchecks), run as an unprivileged user.
+
+FROM golang:1.26-alpine AS build
+WORKDIR /src
+ENV CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
+COPY . .
+RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/shop ./cmd/loadgen ./cmd/workshop
+
+FROM alpine:3.22
+RUN adduser -D -H -u 10001 lockstep
+COPY --from=build /out/ /usr/local/bin/
+USER 10001:10001
+EXPOSE 8080
+CMD ["shop"]
