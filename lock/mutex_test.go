@@ -448,6 +448,31 @@ func TestUnreachableRedisCancelsHeldContextWhenLeaseRunsOut(t *testing.T) {
 	}
 }
 
+func TestWaitersLearnPromptlyThatRedisIsGone(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := newClient(t, srv)
+	waiter := New(redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 100 * time.Millisecond}))
+	t.Cleanup(func() { _ = waiter.Close() })
+	ctx := ctxTimeout(t, 10*time.Second)
+	if err := holder.Mutex("gone").Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- waiter.Mutex("gone").Lock(ctx) }() // the holder's TTL is 30s
+	time.Sleep(100 * time.Millisecond)
+	stopped := time.Now()
+	srv.Stop()
+	select {
+	case err := <-errs:
+		if err == nil {
+			t.Fatal("Lock succeeded with Redis gone")
+		}
+		t.Logf("waiter returned %v after %v", err, time.Since(stopped))
+	case <-time.After(time.Second):
+		t.Fatal("a waiter still slept 1s after Redis went away")
+	}
+}
+
 func TestWaiterDoesNotPollRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)

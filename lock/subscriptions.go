@@ -139,7 +139,11 @@ func (s *subscriptions) dispatch(ps *redis.PubSub) {
 				_ = ps.Ping(s.c.life) // a write error reconnects
 				continue
 			}
-			// Redis is unreachable: the next Receive redials; don't spin.
+			// The connection failed: unlocks published meanwhile are lost,
+			// so every waiter tries again now (and reports the error if
+			// Redis is gone), and nobody waits for a confirmation that will
+			// not come. The next Receive redials; don't spin.
+			s.connectionLost()
 			select {
 			case <-time.After(renewRetry):
 			case <-s.c.life.Done():
@@ -168,6 +172,26 @@ func (s *subscriptions) dispatch(ps *redis.PubSub) {
 				l.deliver(m.Payload)
 			}
 		}
+	}
+}
+
+// connectionLost releases every subscriber waiting for a confirmation and
+// wakes every listener as an unlock would.
+func (s *subscriptions) connectionLost() {
+	var targets []*listener
+	s.c.mu.Lock()
+	for token, ready := range s.pings {
+		close(ready)
+		delete(s.pings, token)
+	}
+	for _, sub := range s.byChannel {
+		for l := range sub.listeners {
+			targets = append(targets, l)
+		}
+	}
+	s.c.mu.Unlock()
+	for _, l := range targets {
+		l.deliver("u")
 	}
 }
 

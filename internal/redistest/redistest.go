@@ -7,7 +7,6 @@
 package redistest
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -54,14 +53,24 @@ func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	bin := Binary(t)
 	s := &Server{t: t, dir: t.TempDir(), args: extra}
-	s.port = FreePort(t)
-	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
-	s.start(bin)
 	t.Cleanup(s.Stop)
-	return s
+	// FreePort's port can be taken by another test before redis-server binds
+	// it: then pick another.
+	for attempt := 1; ; attempt++ {
+		s.port = FreePort(t)
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+		err := s.start(bin)
+		if err == nil {
+			return s
+		}
+		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+		if attempt == 5 || !strings.Contains(string(log), "Address already in use") {
+			t.Fatalf("redis-server on %s not ready: %v\n%s", s.Addr, err, log)
+		}
+	}
 }
 
-func (s *Server) start(bin string) {
+func (s *Server) start(bin string) error {
 	s.t.Helper()
 	args := append([]string{
 		"--port", strconv.Itoa(s.port),
@@ -86,29 +95,28 @@ func (s *Server) start(bin string) {
 	go func(done chan struct{}) { _ = cmd.Wait(); logFile.Close(); close(done) }(s.done)
 	if err := s.waitReady(5 * time.Second); err != nil {
 		s.Stop()
-		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-		s.t.Fatalf("redis-server on %s not ready: %v\n%s", s.Addr, err, log)
+		return err
 	}
+	return nil
 }
 
+// waitReady waits until this process answers on s.Addr: the process_id in
+// INFO proves the answer does not come from another test's server that
+// took the port first.
 func (s *Server) waitReady(timeout time.Duration) error {
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer rdb.Close()
+	want := strconv.Itoa(s.cmd.Process.Pid)
 	deadline := time.Now().Add(timeout)
 	for {
-		conn, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		info, err := rdb.InfoMap(ctx, "server").Result()
+		cancel()
 		if err == nil {
-			_ = conn.SetDeadline(time.Now().Add(time.Second))
-			_, err = conn.Write([]byte("PING\r\n"))
-			if err == nil {
-				var line string
-				line, err = bufio.NewReader(conn).ReadString('\n')
-				if err == nil && !strings.HasPrefix(line, "+PONG") {
-					err = fmt.Errorf("unexpected reply %q", line)
-				}
+			if pid := info["Server"]["process_id"]; pid != want {
+				return fmt.Errorf("port answered by redis-server pid %s, not ours (%s)", pid, want)
 			}
-			conn.Close()
-			if err == nil {
-				return nil
-			}
+			return nil
 		}
 		select {
 		case <-s.done:
@@ -137,7 +145,10 @@ func (s *Server) Stop() {
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()
-	s.start(Binary(s.t))
+	if err := s.start(Binary(s.t)); err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+		s.t.Fatalf("redis-server restart on %s: %v\n%s", s.Addr, err, log)
+	}
 }
 
 // Client returns a go-redis client for the server, closed when the test ends.
