@@ -19,7 +19,7 @@ type cohort struct {
 	c            *Client
 	key, channel string
 	keys         []string // key and channel, as the scripts take them
-	pins         int // handles acquiring or holding; guarded by Client.mu
+	pins         int      // handles acquiring or holding; guarded by Client.mu
 
 	waker *waker // wakes the leader on unlocks; tells of other Clients' waiters
 
@@ -60,7 +60,6 @@ func (co *cohort) announced(payload string) {
 		co.mu.Unlock()
 	}
 }
-
 
 // acquire takes the lock for m, waiting at most wait (negative: until ctx is
 // done; zero: one attempt). It reports whether m now holds the lock.
