@@ -2,10 +2,15 @@ GO ?= go
 
 .PHONY: test deps vet bench
 
+ARTIFACTS ?= $(CURDIR)/out/test-artifacts
+
 # The test command: installs what the suite needs, then runs every test with
-# the race detector.
+# the race detector. Test artifacts (the workshop report, its screenshot)
+# land in $(ARTIFACTS). The peer-lock comparison is a module of its own.
 test: deps vet
-	$(GO) test -race -count=1 -timeout 12m ./...
+	@mkdir -p $(ARTIFACTS)
+	$(GO) test -race -count=1 -timeout 12m -artifacts -outputdir $(ARTIFACTS) ./...
+	cd bench/peers && $(GO) test -race -count=1 ./...
 
 deps:
 	@bash scripts/install-deps.sh
