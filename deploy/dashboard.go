@@ -364,7 +364,7 @@ func NewDashboard() Dashboard {
 			// The load generator walks the stages one after the other; a
 			// stage's region is the time its deducts arrive.
 			Name: "Stage runs", Datasource: prometheusDS, Enable: true, IconColor: "rgba(255, 176, 0, 0.5)",
-			Expr: `sum by (stage) (rate(lockstep_requests_total[15s])) > 0`, Step: "5s",
+			Expr: `sum by (stage) (rate(lockstep_requests_total[$__rate_interval])) > 0`, Step: "5s",
 			TitleFormat: "{{stage}}", TagKeys: "stage", TextFormat: "stage {{stage}} under load",
 		}}},
 	}
