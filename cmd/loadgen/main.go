@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/loadgen"
 	"github.com/lockstep/lockstep/scenarios"
 )
@@ -51,19 +52,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.only, "only", "", "run only these stages of the scenario, comma-separated")
 	fs.StringVar(&o.out, "out", "out/loadgen", "directory for report.json and report.html")
 	fs.StringVar(&o.render, "render", "", "attack nothing: print the table and rewrite report.html (into --out) from this earlier report.json")
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := "LOCKSTEP_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(name); v != "" {
-			if err := fs.Set(f.Name, v); err != nil {
-				envErr = errors.Join(envErr, fmt.Errorf("%s: %w", name, err))
-			}
-		}
-	})
-	if envErr != nil {
-		return o, envErr
-	}
-	return o, fs.Parse(args)
+	return o, flagenv.Parse(fs, args, getenv)
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

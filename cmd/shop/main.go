@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/shop"
 )
 
@@ -59,20 +60,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.DurationVar(&o.idempotencyTTL, "idempotency-ttl", 24*time.Hour, "how long an Idempotency-Key's answer is kept")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long a shutdown waits for in-flight requests")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
-	// Environment first, so that flags on the command line override it.
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := "LOCKSTEP_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(name); v != "" {
-			if err := fs.Set(f.Name, v); err != nil {
-				envErr = errors.Join(envErr, fmt.Errorf("%s: %w", name, err))
-			}
-		}
-	})
-	if envErr != nil {
-		return o, envErr
-	}
-	return o, fs.Parse(args)
+	return o, flagenv.Parse(fs, args, getenv)
 }
 
 func run(args []string) error {
