@@ -70,13 +70,7 @@ func (s *fencedStage) deduct(ctx context.Context, sku string, qty int64, f Fault
 	}
 	defer s.release(ctx, sku, release)
 
-	stock, err := s.store.fencedStock(ctx, sku, token)
-	if errors.Is(err, errNoStock) {
-		if err := s.store.initialise(ctx, sku, s.defaultStock); err != nil {
-			return Sale{}, err
-		}
-		stock, err = s.store.fencedStock(ctx, sku, token)
-	}
+	stock, err := s.initialised(ctx, sku, func() (int64, error) { return s.store.fencedStock(ctx, sku, token) })
 	if err != nil {
 		return Sale{}, err
 	}

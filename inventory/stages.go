@@ -144,14 +144,20 @@ func heldError(ctx context.Context, cause error) error {
 
 // stockOf reads tag's stock, giving a never-reset SKU its default stock.
 func (s *seller) stockOf(ctx context.Context, tag string) (int64, error) {
-	stock, err := s.store.stock(ctx, tag)
+	return s.initialised(ctx, tag, func() (int64, error) { return s.store.stock(ctx, tag) })
+}
+
+// initialised runs op, and once more after giving tag its default stock
+// when op found that tag has none yet.
+func (s *seller) initialised(ctx context.Context, tag string, op func() (int64, error)) (int64, error) {
+	n, err := op()
 	if !errors.Is(err, errNoStock) {
-		return stock, err
+		return n, err
 	}
 	if err := s.store.initialise(ctx, tag, s.defaultStock); err != nil {
 		return 0, err
 	}
-	return s.store.stock(ctx, tag)
+	return op()
 }
 
 func (s *seller) resetSKU(ctx context.Context, sku string, stock int64) error {
@@ -239,13 +245,7 @@ func (s *atomicStage) deduct(ctx context.Context, sku string, qty int64, f Fault
 	if err := sleep(ctx, f.workTime()); err != nil {
 		return Sale{}, heldError(ctx, err)
 	}
-	remaining, err := s.store.atomicDeduct(ctx, sku, qty)
-	if errors.Is(err, errNoStock) {
-		if err := s.store.initialise(ctx, sku, s.defaultStock); err != nil {
-			return Sale{}, err
-		}
-		remaining, err = s.store.atomicDeduct(ctx, sku, qty)
-	}
+	remaining, err := s.initialised(ctx, sku, func() (int64, error) { return s.store.atomicDeduct(ctx, sku, qty) })
 	if err != nil {
 		return Sale{}, err
 	}
