@@ -13,7 +13,9 @@ package redisbatch
 
 import (
 	"context"
+	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 
@@ -143,12 +145,22 @@ type flushing struct{}
 // flush sends one batch; the client's read and write timeouts bound it.
 func (b *Batcher) flush(batch []*call) {
 	ctx := context.WithValue(context.Background(), flushing{}, true)
-	_, _ = b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, c := range batch {
 			_ = p.Process(ctx, c.cmd)
 		}
 		return nil
-	}) // each command carries its own reply or error
+	})
+	// A batch that went out leaves each command its own reply or error, and
+	// err is one of theirs. One that never went out, because the new
+	// connection's set-up failed with a Redis error (a wrong password:
+	// WRONGPASS), leaves the commands untouched, as if they had succeeded
+	// with empty replies: give them err.
+	if err != nil && !slices.ContainsFunc(batch, func(c *call) bool { return errors.Is(c.cmd.Err(), err) }) {
+		for _, c := range batch {
+			c.cmd.SetErr(err)
+		}
+	}
 	for _, c := range batch {
 		close(c.done)
 	}

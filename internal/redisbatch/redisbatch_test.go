@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,4 +152,30 @@ func TestCommandsAfterClose(t *testing.T) {
 	if v := rdb.Get(context.Background(), "k").Val(); v != "v" {
 		t.Fatalf("GET after Close = %q", v)
 	}
+}
+
+// A connection whose set-up fails (here AUTH with a wrong password) sends
+// no batch: every command in it gets that error, none looks like a success
+// with an empty reply.
+func TestFailedConnectionSetUpFailsTheBatch(t *testing.T) {
+	srv := redistest.Start(t)
+	if err := srv.Client(t).ConfigSet(context.Background(), "requirepass", "right").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Password: "wrong", MaxRetries: -1})
+	b := Attach(rdb)
+	t.Cleanup(func() { b.Close(); rdb.Close() })
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			if err := rdb.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+				t.Errorf("PING %d: %v, want WRONGPASS", i, err)
+			}
+			if v, err := rdb.Get(ctx, "k").Result(); err == nil || errors.Is(err, redis.Nil) {
+				t.Errorf("GET %d: %q, %v; want WRONGPASS", i, v, err)
+			}
+		})
+	}
+	wg.Wait()
 }
