@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/flagenv"
+	"github.com/lockstep/lockstep/internal/httpapi"
 	"github.com/lockstep/lockstep/internal/shop"
 )
 
@@ -97,13 +97,7 @@ func run(args []string) error {
 	if err != nil {
 		return errors.Join(err, s.Close())
 	}
-	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      o.requestTimeout + 5*time.Second,
-		IdleTimeout:       2 * time.Minute,
-	}
+	srv := httpapi.NewHTTPServer(s.Handler(), o.requestTimeout)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("shop listening", "addr", ln.Addr().String(), "redis", addrs, "redlock", len(addrs) >= 3,

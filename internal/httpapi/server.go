@@ -34,6 +34,7 @@ const (
 	CodeSoldOut          = "sold_out"
 	CodeLockBusy         = "lock_busy"
 	CodeBadRequest       = "bad_request"
+	CodePayloadTooLarge  = "payload_too_large"
 	CodeUnknownStage     = "unknown_stage"
 	CodeStageUnavailable = "stage_unavailable"
 	CodeRedisUnavailable = "redis_unavailable"
@@ -45,8 +46,12 @@ const (
 	CodeInternal         = "internal"
 )
 
-// maxBodyBytes bounds admin request bodies.
-const maxBodyBytes = 64 << 10
+// Limits of a request: the admin bodies are a few fields, the headers a
+// few short lines (nginx's own default header buffers are 8 KiB).
+const (
+	MaxBodyBytes   = 64 << 10
+	MaxHeaderBytes = 16 << 10
+)
 
 // Config configures a Server.
 type Config struct {
@@ -66,6 +71,8 @@ type Config struct {
 	RequestTimeout time.Duration
 }
 
+const defaultRequestTimeout = 10 * time.Second
+
 // Server is one shop replica's HTTP handler.
 type Server struct {
 	cfg       Config
@@ -84,7 +91,7 @@ func New(cfg Config) *Server {
 		cfg.IdempotencyTTL = 24 * time.Hour
 	}
 	if cfg.RequestTimeout == 0 {
-		cfg.RequestTimeout = 10 * time.Second
+		cfg.RequestTimeout = defaultRequestTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -345,8 +352,7 @@ func (s *Server) reset(c *gin.Context) {
 		return
 	}
 	var body resetBody
-	if err := decodeStrict(c, &body); err != nil {
-		s.fail(c, http.StatusBadRequest, CodeBadRequest, err.Error())
+	if !s.decodeBody(c, &body) {
 		return
 	}
 	if body.Stock == nil {
@@ -379,8 +385,7 @@ func (s *Server) setFaults(c *gin.Context) {
 		return
 	}
 	var f inventory.Faults
-	if err := decodeStrict(c, &f); err != nil {
-		s.fail(c, http.StatusBadRequest, CodeBadRequest, err.Error())
+	if !s.decodeBody(c, &f) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.RequestTimeout)
@@ -393,39 +398,98 @@ func (s *Server) setFaults(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"stage": stage, "faults": f})
 }
 
-// decodeStrict reads one JSON object, refusing unknown fields, trailing
-// data and bodies over maxBodyBytes.
-func decodeStrict(c *gin.Context, v any) error {
-	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBodyBytes))
-	if err != nil {
-		return fmt.Errorf("read body: %w", err)
+// decodeBody reads the body as one JSON object into v, refusing unknown
+// fields, other JSON values (null would silently mean "all zero") and
+// trailing data with 400 bad_request, and bodies over MaxBodyBytes with 413
+// payload_too_large. It answers the failure itself and reports whether v
+// was filled.
+func (s *Server) decodeBody(c *gin.Context, v any) bool {
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		s.fail(c, http.StatusRequestEntityTooLarge, CodePayloadTooLarge, fmt.Sprintf("the body must be at most %d bytes", MaxBodyBytes))
+		return false
+	case err != nil:
+		s.fail(c, http.StatusBadRequest, CodeBadRequest, "read body: "+err.Error())
+		return false
+	}
+	if err := decodeObject(raw, v); err != nil {
+		s.fail(c, http.StatusBadRequest, CodeBadRequest, err.Error())
+		return false
+	}
+	return true
+}
+
+func decodeObject(raw []byte, v any) error {
+	if trimmed := bytes.TrimLeft(raw, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
+		return errors.New("malformed JSON body: want one JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("malformed JSON body: %w", err)
 	}
-	if dec.More() {
-		return errors.New("malformed JSON body: more than one value")
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("malformed JSON body: data after the object")
 	}
 	return nil
 }
 
+// forwardingHeaders are what a proxy adds to a request it passes on
+// (nginx.conf sets X-Forwarded-For on every request).
+var forwardingHeaders = []string{"X-Forwarded-For", "X-Real-Ip", "Forwarded"}
+
 // admin lets through a request with the admin token, or, with no token
-// configured, a loopback client. It compares hashes in constant time, so
-// the comparison leaks neither the token nor its length.
+// configured, a loopback client that is not a proxy: behind nginx every
+// request comes from loopback, so a forwarded request must not count as
+// local. It compares hashes in constant time, so the comparison leaks
+// neither the token nor its length.
 func (s *Server) admin(c *gin.Context) {
 	if s.tokenHash == nil {
-		host, _, err := net.SplitHostPort(c.Request.RemoteAddr)
-		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-			s.fail(c, http.StatusForbidden, CodeForbidden, "admin routes accept only loopback clients when no admin token is configured")
+		if !directLoopback(c.Request) {
+			s.fail(c, http.StatusForbidden, CodeForbidden, "admin routes accept only direct loopback clients (not through a proxy) when no admin token is configured")
 		}
 		return
 	}
-	token, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
-	sum := sha256.Sum256([]byte(token))
-	if !ok || subtle.ConstantTimeCompare(sum[:], s.tokenHash[:]) != 1 {
+	if !s.tokenMatches(c.GetHeader("Authorization")) {
 		c.Header("WWW-Authenticate", `Bearer realm="lockstep admin"`)
 		s.fail(c, http.StatusUnauthorized, CodeUnauthorized, "admin routes need Authorization: Bearer <admin token>")
+	}
+}
+
+func directLoopback(r *http.Request) bool {
+	for _, h := range forwardingHeaders {
+		if _, forwarded := r.Header[h]; forwarded {
+			return false
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
+}
+
+// tokenMatches reports whether authorization is "Bearer <admin token>".
+func (s *Server) tokenMatches(authorization string) bool {
+	token, ok := strings.CutPrefix(authorization, "Bearer ")
+	sum := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(sum[:], s.tokenHash[:]) == 1 && ok
+}
+
+// NewHTTPServer is the http.Server of a shop: handler behind header size
+// and read/write time limits, so a slow or oversized client cannot hold a
+// connection or memory. requestTimeout is the deduct bound of Config
+// (0: its default).
+func NewHTTPServer(handler http.Handler, requestTimeout time.Duration) *http.Server {
+	if requestTimeout == 0 {
+		requestTimeout = defaultRequestTimeout
+	}
+	return &http.Server{
+		Handler:           handler,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      requestTimeout + 5*time.Second,
+		IdleTimeout:       2 * time.Minute,
 	}
 }
