@@ -78,7 +78,7 @@ var catalog = []catalogEntry{
 	}, redisLock: true},
 	{Info: Info{
 		ID: "fenced", Title: "Watchdog lock with fencing tokens", ArticleCase: "beyond the articles (fencing tokens)",
-		Mechanism: "The lock hands each new holder a larger token (INCR in the lock's hash slot; kept across reentrant levels); the stock GET raises the SKU's fence to the holder's token and the stock SET, one Lua script, is refused once the fence has moved past it.",
+		Mechanism: "The lock hands each new holder a larger token (INCR in the lock's hash slot; kept across reentrant levels); the stock GET refuses an older token and sets the SKU's fence to the holder's token and name, and the stock SET, one Lua script, is refused unless the fence still names that holder (a failover can hand out one token twice).",
 		Defect:    "None for stock: a holder whose lock was lost to expiry, a pause (SIGSTOP) or a failover cannot write its stale read back, so nothing is oversold; the price is a script on the read and the write, and a refused sale answers lock_busy.",
 		Lease:     watchdogTimeout.String(),
 	}, redisLock: true},

@@ -36,7 +36,24 @@ type Faults struct {
 	// CrashHoldingLock makes the next replica that acquires the stage's lock
 	// exit at once, like kill -9; the fault disarms itself when claimed.
 	CrashHoldingLock bool
+	// PauseBeforeWrite makes the next replica that reaches the stock write
+	// stop itself (SIGSTOP) just before it, after every check its lock makes:
+	// a stop-the-world pause at the worst moment. Someone else must send
+	// SIGCONT (the workshop does). It disarms itself when claimed.
+	PauseBeforeWrite bool
+	// TrackHolders counts the sales inside their critical section, per SKU
+	// and replica, and keeps the largest number seen at once for the audit
+	// (max_holders). It costs two scripts per sale, so it is off by default.
+	TrackHolders bool
+	// WaitReplicas makes the watchdog lock WAIT after each acquisition until
+	// that many replicas have it, for at most WaitTimeout, and give it up
+	// otherwise (lock.WithWaitReplicas); 0 leaves replication asynchronous.
+	WaitReplicas int
+	WaitTimeout  time.Duration
 }
+
+// maxWaitReplicas bounds the wait_replicas knob.
+const maxWaitReplicas = 16
 
 // faultsJSON is the wire form of Faults (and of its Redis hash): durations
 // as Go duration strings.
@@ -47,6 +64,10 @@ type faultsJSON struct {
 	Slow             string  `json:"slow"`
 	LockTTL          string  `json:"lock_ttl"`
 	CrashHoldingLock bool    `json:"crash_holding_lock"`
+	PauseBeforeWrite bool    `json:"pause_before_write"`
+	TrackHolders     bool    `json:"track_holders"`
+	WaitReplicas     int     `json:"wait_replicas"`
+	WaitTimeout      string  `json:"wait_timeout"`
 }
 
 // MarshalJSON writes the SPEC's faults body.
@@ -58,6 +79,10 @@ func (f Faults) MarshalJSON() ([]byte, error) {
 		Slow:             f.Slow.String(),
 		LockTTL:          f.LockTTL.String(),
 		CrashHoldingLock: f.CrashHoldingLock,
+		PauseBeforeWrite: f.PauseBeforeWrite,
+		TrackHolders:     f.TrackHolders,
+		WaitReplicas:     f.WaitReplicas,
+		WaitTimeout:      f.WaitTimeout.String(),
 	})
 }
 
@@ -90,6 +115,7 @@ func (w faultsJSON) faults() (Faults, error) {
 		{"work_max", w.WorkMax, &f.WorkMax},
 		{"slow", w.Slow, &f.Slow},
 		{"lock_ttl", w.LockTTL, &f.LockTTL},
+		{"wait_timeout", w.WaitTimeout, &f.WaitTimeout},
 	} {
 		if d.in == "" {
 			continue
@@ -101,12 +127,13 @@ func (w faultsJSON) faults() (Faults, error) {
 		*d.out = v
 	}
 	f.SlowRatio, f.CrashHoldingLock = w.SlowRatio, w.CrashHoldingLock
+	f.PauseBeforeWrite, f.TrackHolders, f.WaitReplicas = w.PauseBeforeWrite, w.TrackHolders, w.WaitReplicas
 	return f, f.Validate()
 }
 
 // Validate reports knobs out of range.
 func (f Faults) Validate() error {
-	for name, d := range map[string]time.Duration{"work": f.Work, "work_max": f.WorkMax, "slow": f.Slow, "lock_ttl": f.LockTTL} {
+	for name, d := range map[string]time.Duration{"work": f.Work, "work_max": f.WorkMax, "slow": f.Slow, "lock_ttl": f.LockTTL, "wait_timeout": f.WaitTimeout} {
 		if d < 0 || d > maxFaultDuration {
 			return fmt.Errorf("%w: %s must be within [0, %v], got %v", ErrInvalid, name, maxFaultDuration, d)
 		}
@@ -118,6 +145,11 @@ func (f Faults) Validate() error {
 		return fmt.Errorf("%w: slow_ratio must be within [0, 1], got %v", ErrInvalid, f.SlowRatio)
 	case f.LockTTL != 0 && f.LockTTL < time.Millisecond:
 		return fmt.Errorf("%w: lock_ttl must be at least 1ms, got %v", ErrInvalid, f.LockTTL)
+	case f.WaitReplicas < 0 || f.WaitReplicas > maxWaitReplicas:
+		return fmt.Errorf("%w: wait_replicas must be within [0, %d], got %d", ErrInvalid, maxWaitReplicas, f.WaitReplicas)
+	// WAIT with a zero timeout blocks forever: the timeout comes with the count.
+	case (f.WaitReplicas > 0) != (f.WaitTimeout >= time.Millisecond):
+		return fmt.Errorf("%w: wait_replicas and a wait_timeout of at least 1ms go together, got %d and %v", ErrInvalid, f.WaitReplicas, f.WaitTimeout)
 	}
 	return nil
 }
@@ -199,6 +231,10 @@ func (b *faultBook) set(ctx context.Context, stage string, f Faults) error {
 		"slow":               f.Slow.String(),
 		"lock_ttl":           f.LockTTL.String(),
 		"crash_holding_lock": strconv.FormatBool(f.CrashHoldingLock),
+		"pause_before_write": strconv.FormatBool(f.PauseBeforeWrite),
+		"track_holders":      strconv.FormatBool(f.TrackHolders),
+		"wait_replicas":      strconv.Itoa(f.WaitReplicas),
+		"wait_timeout":       f.WaitTimeout.String(),
 	}
 	if _, err := b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, key)
@@ -214,15 +250,26 @@ func (b *faultBook) set(ctx context.Context, stage string, f Faults) error {
 	return nil
 }
 
-// claimCrash disarms stage's crash fault in Redis; true for the one replica
-// that disarmed it.
-func (b *faultBook) claimCrash(ctx context.Context, stage string) (bool, error) {
-	n, err := claimCrashScript.Run(ctx, b.rdb, []string{faultsKey(stage)}).Int()
+// Faults that fire once, on the one replica that claims them.
+const (
+	crashFault = "crash_holding_lock"
+	pauseFault = "pause_before_write"
+)
+
+// claim disarms one of stage's fire-once faults in Redis; true for the one
+// replica that disarmed it.
+func (b *faultBook) claim(ctx context.Context, stage, fault string) (bool, error) {
+	n, err := claimFaultScript.Run(ctx, b.rdb, []string{faultsKey(stage)}, fault).Int()
 	if err != nil {
-		return false, unavailable("claim crash fault", err)
+		return false, unavailable("claim "+fault+" fault", err)
 	}
 	f := b.get(stage)
-	f.CrashHoldingLock = false
+	switch fault {
+	case crashFault:
+		f.CrashHoldingLock = false
+	case pauseFault:
+		f.PauseBeforeWrite = false
+	}
 	b.current[stage].Store(&f)
 	return n == 1, nil
 }
@@ -286,7 +333,7 @@ func (b *faultBook) reload(ctx context.Context, stages ...string) {
 }
 
 func parseFaultsHash(h map[string]string) (Faults, error) {
-	w := faultsJSON{Work: h["work"], WorkMax: h["work_max"], Slow: h["slow"], LockTTL: h["lock_ttl"]}
+	w := faultsJSON{Work: h["work"], WorkMax: h["work_max"], Slow: h["slow"], LockTTL: h["lock_ttl"], WaitTimeout: h["wait_timeout"]}
 	if r := h["slow_ratio"]; r != "" {
 		v, err := strconv.ParseFloat(r, 64)
 		if err != nil {
@@ -294,7 +341,16 @@ func parseFaultsHash(h map[string]string) (Faults, error) {
 		}
 		w.SlowRatio = v
 	}
-	w.CrashHoldingLock = h["crash_holding_lock"] == "true"
+	if n := h["wait_replicas"]; n != "" {
+		v, err := strconv.Atoi(n)
+		if err != nil {
+			return Faults{}, fmt.Errorf("wait_replicas %q: %w", n, err)
+		}
+		w.WaitReplicas = v
+	}
+	w.CrashHoldingLock = h[crashFault] == "true"
+	w.PauseBeforeWrite = h[pauseFault] == "true"
+	w.TrackHolders = h["track_holders"] == "true"
 	return w.faults()
 }
 

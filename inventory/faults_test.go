@@ -29,12 +29,22 @@ func TestFaultsJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{}`), &back); err != nil || back != (Faults{}) {
 		t.Fatalf("empty body = %+v, %v", back, err)
 	}
+	scenario := `{"pause_before_write":true,"track_holders":true,"wait_replicas":1,"wait_timeout":"150ms"}`
+	want = Faults{PauseBeforeWrite: true, TrackHolders: true, WaitReplicas: 1, WaitTimeout: 150 * time.Millisecond}
+	if err := json.Unmarshal([]byte(scenario), &f); err != nil || f != want {
+		t.Fatalf("scenario knobs %s = %+v, %v; want %+v", scenario, f, err, want)
+	}
+	if out, err = json.Marshal(f); err != nil || json.Unmarshal(out, &back) != nil || back != f {
+		t.Fatalf("round trip %s = %+v, %v", out, back, err)
+	}
 }
 
 func TestFaultsRejected(t *testing.T) {
 	for _, body := range []string{
 		`{"work":"soon"}`, `{"work":"-1ms"}`, `{"work":"2h"}`, `{"work":"5ms","work_max":"1ms"}`,
 		`{"slow_ratio":-0.1}`, `{"slow_ratio":1.01}`, `{"lock_ttl":"500us"}`, `{"wrok":"1ms"}`, `{"work":5}`,
+		`{"wait_replicas":1}`, `{"wait_timeout":"1s"}`, `{"wait_replicas":-1,"wait_timeout":"1s"}`,
+		`{"wait_replicas":17,"wait_timeout":"1s"}`, `{"wait_replicas":1,"wait_timeout":"2m"}`, `{"track_holders":"yes"}`,
 	} {
 		var f Faults
 		err := json.Unmarshal([]byte(body), &f)
@@ -68,11 +78,16 @@ func TestWorkTimeDraws(t *testing.T) {
 }
 
 func TestFaultsHashRoundTrip(t *testing.T) {
-	h := map[string]string{"work": "1ms", "work_max": "0s", "slow_ratio": "0.25", "slow": "40ms", "lock_ttl": "0s", "crash_holding_lock": "true"}
+	h := map[string]string{"work": "1ms", "work_max": "0s", "slow_ratio": "0.25", "slow": "40ms", "lock_ttl": "0s", "crash_holding_lock": "true",
+		"pause_before_write": "true", "track_holders": "true", "wait_replicas": "2", "wait_timeout": "80ms"}
 	f, err := parseFaultsHash(h)
-	want := Faults{Work: time.Millisecond, SlowRatio: 0.25, Slow: 40 * time.Millisecond, CrashHoldingLock: true}
+	want := Faults{Work: time.Millisecond, SlowRatio: 0.25, Slow: 40 * time.Millisecond, CrashHoldingLock: true,
+		PauseBeforeWrite: true, TrackHolders: true, WaitReplicas: 2, WaitTimeout: 80 * time.Millisecond}
 	if err != nil || f != want {
 		t.Fatalf("parsed %+v, %v; want %+v", f, err, want)
+	}
+	if _, err := parseFaultsHash(map[string]string{"wait_replicas": "two"}); err == nil {
+		t.Error("a wait_replicas that is no number was accepted")
 	}
 	if f, err := parseFaultsHash(nil); err != nil || f != (Faults{}) {
 		t.Fatalf("no hash = %+v, %v", f, err)

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -17,10 +18,13 @@ var (
 var errFenced = fmt.Errorf("%w: fenced off by a newer lock holder, nothing sold", ErrLockBusy)
 
 // fencedStage is watchdog with fencing tokens: the lock hands every holder
-// a larger token, the stock read raises the SKU's fence to it, and the stock
-// write is refused when the fence has moved past it. A holder that lost its
+// a larger token, the stock read refuses a token older than the SKU's fence
+// and sets the fence to this holder's token and name, and the stock write is
+// refused unless the fence still names this holder. A holder that lost its
 // lock without knowing (expiry, SIGSTOP, failover) therefore cannot write a
-// stale read back, whatever its own clock or watchdog believe.
+// stale read back, whatever its own clock or watchdog believe — not even
+// after a failover that lost the token counter's increment with the lock and
+// handed the same token to the next holder.
 type fencedStage struct {
 	*seller
 	clients *lockClients
@@ -35,7 +39,7 @@ type fencedGuard struct {
 }
 
 func (g fencedGuard) acquire(ctx context.Context, key string, f Faults) (context.Context, func(context.Context) error, error) {
-	c, err := g.stage.clients.get(f.lockTTL(watchdogTimeout))
+	c, err := g.stage.clients.get(clientOptionsOf(f))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -55,6 +59,9 @@ func (g fencedGuard) acquire(ctx context.Context, key string, f Faults) (context
 
 func (s *fencedStage) deduct(ctx context.Context, sku string, qty int64, f Faults) (Sale, error) {
 	var token int64
+	// A failover can hand the same token to two holders, so each sale also
+	// names itself on the fence.
+	holder := rand.Text()
 	// The held context is not consulted: the fence alone must keep a holder
 	// that lost its lock from selling.
 	_, release, err := s.acquire(ctx, fencedGuard{stage: s, token: &token}, sku, f)
@@ -69,8 +76,13 @@ func (s *fencedStage) deduct(ctx context.Context, sku string, qty int64, f Fault
 		return Sale{}, err
 	}
 	defer s.release(ctx, sku, release)
+	leave, err := s.enterHeld(ctx, sku, f)
+	if err != nil {
+		return Sale{}, err
+	}
+	defer leave() // before the release
 
-	stock, err := s.initialised(ctx, sku, func() (int64, error) { return s.store.fencedStock(ctx, sku, token) })
+	stock, err := s.initialised(ctx, sku, func() (int64, error) { return s.store.fencedStock(ctx, sku, token, holder) })
 	if err != nil {
 		return Sale{}, err
 	}
@@ -80,7 +92,10 @@ func (s *fencedStage) deduct(ctx context.Context, sku string, qty int64, f Fault
 	if err := sleep(ctx, f.workTime()); err != nil {
 		return Sale{}, heldError(ctx, err)
 	}
-	if err := s.store.fencedCommit(ctx, sku, stock-qty, qty, token); err != nil {
+	if err := s.pauseIfArmed(ctx, f); err != nil {
+		return Sale{}, err
+	}
+	if err := s.store.fencedCommit(ctx, sku, stock-qty, qty, token, holder); err != nil {
 		return Sale{}, err
 	}
 	return Sale{Remaining: stock - qty}, nil

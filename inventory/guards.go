@@ -105,7 +105,7 @@ type watchdogGuard struct {
 }
 
 func (g watchdogGuard) acquire(ctx context.Context, key string, f Faults) (context.Context, func(context.Context) error, error) {
-	c, err := g.clients.get(f.lockTTL(watchdogTimeout))
+	c, err := g.clients.get(clientOptionsOf(f))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -133,7 +133,7 @@ type redlockGuard struct {
 func (g redlockGuard) acquire(ctx context.Context, key string, f Faults) (context.Context, func(context.Context) error, error) {
 	lockers := make([]lock.Locker, len(g.clients))
 	for i, pool := range g.clients {
-		c, err := pool.get(f.lockTTL(watchdogTimeout))
+		c, err := pool.get(clientOptionsOf(f))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -165,32 +165,48 @@ func lockError(ctx context.Context, err error) error {
 	}
 }
 
-// lockClients keeps one lock.Client per watchdog timeout for one stage on
-// one Redis, since the timeout is a Client option and the lock_ttl fault can
-// change it at run time.
+// clientOptions are the lock.Client options the fault knobs set: the
+// watchdog timeout (lock_ttl) and the replicas each acquisition waits for.
+type clientOptions struct {
+	watchdogTimeout time.Duration
+	waitReplicas    int
+	waitTimeout     time.Duration
+}
+
+func clientOptionsOf(f Faults) clientOptions {
+	return clientOptions{watchdogTimeout: f.lockTTL(watchdogTimeout), waitReplicas: f.WaitReplicas, waitTimeout: f.WaitTimeout}
+}
+
+// lockClients keeps one lock.Client per set of options for one stage on
+// one Redis, since they are Client options and the faults can change them
+// at run time.
 type lockClients struct {
 	rdb  redis.UniversalClient
 	opts []lock.Option
 
 	mu        sync.Mutex
 	closed    bool
-	byTimeout map[time.Duration]*lock.Client
+	byOptions map[clientOptions]*lock.Client
 }
 
 func newLockClients(rdb redis.UniversalClient, opts ...lock.Option) *lockClients {
-	return &lockClients{rdb: rdb, opts: opts, byTimeout: make(map[time.Duration]*lock.Client)}
+	return &lockClients{rdb: rdb, opts: opts, byOptions: make(map[clientOptions]*lock.Client)}
 }
 
-func (p *lockClients) get(timeout time.Duration) (*lock.Client, error) {
+func (p *lockClients) get(o clientOptions) (*lock.Client, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return nil, unavailable("lock client", lock.ErrClosed)
 	}
-	c := p.byTimeout[timeout]
+	c := p.byOptions[o]
 	if c == nil {
-		c = lock.New(p.rdb, append([]lock.Option{lock.WithWatchdogTimeout(timeout)}, p.opts...)...)
-		p.byTimeout[timeout] = c
+		opts := append([]lock.Option{lock.WithWatchdogTimeout(o.watchdogTimeout)}, p.opts...)
+		if o.waitReplicas > 0 {
+			opts = append(opts, lock.WithWaitReplicas(o.waitReplicas, o.waitTimeout))
+		}
+		c = lock.New(p.rdb, opts...)
+		p.byOptions[o] = c
 	}
 	return c, nil
 }
@@ -203,7 +219,7 @@ func (p *lockClients) close() error {
 	}
 	p.closed = true
 	var errs []error
-	for _, c := range p.byTimeout {
+	for _, c := range p.byOptions {
 		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"slices"
+	"syscall"
 	"time"
 
 	"github.com/lockstep/lockstep/lock"
@@ -89,6 +91,16 @@ type Config struct {
 	// Exit ends the process for the crash-while-holding fault (default
 	// os.Exit). Tests inject one that returns.
 	Exit func(code int)
+	// Pause stops the process for the pause_before_write fault and returns
+	// once it runs again (default: SIGSTOP to itself, until a SIGCONT).
+	// Tests inject one that blocks.
+	Pause func()
+	// Replica names this replica among a SKU's holders (track_holders).
+	Replica string
+	// HoldersRedis keeps the holder counts of track_holders (default Redis):
+	// a Redis apart from the stock's keeps them across a restart or a
+	// failover of the stock's Redis.
+	HoldersRedis redis.UniversalClient
 }
 
 func (c *Config) setDefaults() {
@@ -113,7 +125,17 @@ func (c *Config) setDefaults() {
 	if c.Exit == nil {
 		c.Exit = os.Exit
 	}
+	if c.Pause == nil {
+		c.Pause = stopSelf
+	}
+	if c.HoldersRedis == nil {
+		c.HoldersRedis = c.Redis
+	}
 }
+
+// stopSelf stops the whole process, every thread, as kill -STOP would, and
+// returns once it was continued.
+func stopSelf() { _ = syscall.Kill(os.Getpid(), syscall.SIGSTOP) }
 
 // Inventory runs every stage against Redis.
 type Inventory struct {
@@ -141,7 +163,8 @@ func New(cfg Config) (*Inventory, error) {
 	seller := func(id string) *seller {
 		return &seller{
 			id: id, store: store{rdb: cfg.Redis, stage: id}, faults: inv.faults, obs: cfg.Observer,
-			log: cfg.Logger, exit: cfg.Exit, defaultStock: cfg.DefaultStock,
+			log: cfg.Logger, exit: cfg.Exit, pause: cfg.Pause, defaultStock: cfg.DefaultStock,
+			holders: &holders{rdb: cfg.HoldersRedis, stage: id, replica: cfg.Replica, log: cfg.Logger},
 		}
 	}
 	watchdog := func(id string, rdb redis.UniversalClient) *lockClients {
@@ -314,17 +337,41 @@ func (inv *Inventory) SetFaults(ctx context.Context, stageID string, f Faults) e
 	if err := f.Validate(); err != nil {
 		return err
 	}
-	if f.CrashHoldingLock && !catalog[catalogIndex[stageID]].redisLock {
-		return fmt.Errorf("%w: crash_holding_lock: stage %s holds no Redis lock", ErrInvalid, stageID)
+	if err := unsupportedFaults(stageID, inv.stages[stageID], f); err != nil {
+		return err
 	}
 	return inv.faults.set(ctx, stageID, f)
+}
+
+// unsupportedFaults refuses the knobs a stage has no use for, so that a
+// fault set on the wrong stage fails loudly instead of doing nothing.
+func unsupportedFaults(id string, s stage, f Faults) error {
+	_, guarded := s.(*guardedStage)
+	_, fenced := s.(*fencedStage)
+	var watchdogMutex bool // the stage's lock is a lock.Mutex on the stock's Redis
+	switch st := s.(type) {
+	case *guardedStage:
+		_, watchdogMutex = st.guard.(watchdogGuard)
+	case *segmentedStage:
+		watchdogMutex = true
+	}
+	switch {
+	case f.CrashHoldingLock && !catalog[catalogIndex[id]].redisLock:
+		return fmt.Errorf("%w: crash_holding_lock: stage %s holds no Redis lock", ErrInvalid, id)
+	case (f.PauseBeforeWrite || f.TrackHolders) && !guarded && !fenced:
+		return fmt.Errorf("%w: pause_before_write and track_holders need a read-modify-write under one lock, which %s does not have", ErrInvalid, id)
+	case f.WaitReplicas > 0 && !watchdogMutex:
+		return fmt.Errorf("%w: wait_replicas applies to the watchdog lock of watchdog and segmented, not to %s", ErrInvalid, id)
+	}
+	return nil
 }
 
 // Ping checks every Redis the shop uses.
 func (inv *Inventory) Ping(ctx context.Context) error {
 	var errs []error
-	for i, rdb := range append([]redis.UniversalClient{inv.cfg.Redis}, inv.cfg.RedlockRedis...) {
-		if i > 0 && rdb == inv.cfg.Redis {
+	all := append([]redis.UniversalClient{inv.cfg.Redis, inv.cfg.HoldersRedis}, inv.cfg.RedlockRedis...)
+	for i, rdb := range all {
+		if slices.Contains(all[:i], rdb) {
 			continue // the stock Redis is usually the first redlock master too
 		}
 		if err := rdb.Ping(ctx).Err(); err != nil {

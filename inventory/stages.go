@@ -31,6 +31,9 @@ type Audit struct {
 	Oversold   int64    `json:"oversold"`   // max(0, sold - initial)
 	Consistent bool     `json:"consistent"` // stock + sold == initial
 	Segments   []Counts `json:"segments,omitempty"`
+	// MaxHolders is the most sales seen inside the critical section at once
+	// (the track_holders fault); absent when none was counted.
+	MaxHolders *int64 `json:"max_holders,omitempty"`
 }
 
 func auditOf(c Counts, segments []Counts) Audit {
@@ -58,6 +61,8 @@ type seller struct {
 	obs          Observer
 	log          *slog.Logger
 	exit         func(code int)
+	pause        func()
+	holders      *holders
 	defaultStock int64
 }
 
@@ -85,13 +90,42 @@ func (s *seller) crashIfArmed(ctx context.Context, f Faults) error {
 	if !f.CrashHoldingLock {
 		return nil
 	}
-	claimed, err := s.faults.claimCrash(ctx, s.id)
+	claimed, err := s.faults.claim(ctx, s.id, crashFault)
 	if err != nil || !claimed {
 		return err
 	}
 	s.log.Error("crash_holding_lock fault: exiting while holding the lock", "stage", s.id)
 	s.exit(crashExitCode)
 	return ErrCrashed
+}
+
+// pauseIfArmed stops the process right before the stock write when this
+// replica claims the stage's armed pause fault; it returns once something
+// continued the process.
+func (s *seller) pauseIfArmed(ctx context.Context, f Faults) error {
+	if !f.PauseBeforeWrite {
+		return nil
+	}
+	claimed, err := s.faults.claim(ctx, s.id, pauseFault)
+	if err != nil || !claimed {
+		return err
+	}
+	s.log.Warn("pause_before_write fault: stopping before the stock write", "stage", s.id)
+	s.pause()
+	s.log.Warn("pause_before_write fault: continued", "stage", s.id)
+	return nil
+}
+
+// enterHeld counts the sale among tag's holders when the stage tracks them;
+// the returned function uncounts it.
+func (s *seller) enterHeld(ctx context.Context, tag string, f Faults) (leave func(), err error) {
+	if !f.TrackHolders {
+		return func() {}, nil
+	}
+	if err := s.holders.enter(ctx, tag); err != nil {
+		return nil, err
+	}
+	return func() { s.holders.leave(ctx, tag) }, nil
 }
 
 // release unlocks after a sale and counts a deleted foreign lock.
@@ -127,6 +161,9 @@ func (s *seller) readModifyWrite(ctx, held context.Context, tag string, qty int6
 	if held.Err() != nil {
 		return 0, heldError(ctx, context.Cause(held))
 	}
+	if err := s.pauseIfArmed(ctx, f); err != nil {
+		return 0, err
+	}
 	if err := s.store.commit(ctx, tag, stock-qty, qty); err != nil {
 		return 0, err
 	}
@@ -161,7 +198,10 @@ func (s *seller) initialised(ctx context.Context, tag string, op func() (int64, 
 }
 
 func (s *seller) resetSKU(ctx context.Context, sku string, stock int64) error {
-	return s.store.reset(ctx, sku, stock)
+	if err := s.store.reset(ctx, sku, stock); err != nil {
+		return err
+	}
+	return s.holders.reset(ctx, sku)
 }
 
 func (s *seller) auditSKU(ctx context.Context, sku string) (Audit, error) {
@@ -169,7 +209,11 @@ func (s *seller) auditSKU(ctx context.Context, sku string) (Audit, error) {
 	if err != nil {
 		return Audit{}, err
 	}
-	return auditOf(c, nil), nil
+	a := auditOf(c, nil)
+	if a.MaxHolders, err = s.holders.max(ctx, sku); err != nil {
+		return Audit{}, err
+	}
+	return a, nil
 }
 
 // guardedStage is every stage with the read-modify-write under a guard:
@@ -212,6 +256,11 @@ func (s *guardedStage) deduct(ctx context.Context, sku string, qty int64, f Faul
 		}
 	}
 	defer s.release(ctx, sku, release)
+	leave, err := s.enterHeld(ctx, sku, f)
+	if err != nil {
+		return Sale{}, err
+	}
+	defer leave() // before the release
 	stock, err := s.stockOf(ctx, sku)
 	if err != nil {
 		return Sale{}, err

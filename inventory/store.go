@@ -24,7 +24,7 @@ func loadScript(name string) *redis.Script {
 var (
 	initScript         = loadScript("init.lua")
 	atomicDeductScript = loadScript("atomic_deduct.lua")
-	claimCrashScript   = loadScript("claim_crash.lua")
+	claimFaultScript   = loadScript("claim_fault.lua")
 )
 
 // errNoStock reports that a SKU (or segment) has no stock keys yet.
@@ -44,7 +44,7 @@ type store struct {
 
 type stockKeys struct {
 	initial, stock, sold, foreign, lock string
-	fence                               string // fenced: the newest fencing token that read the stock
+	fence                               string // fenced: "<token>:<holder>" of the newest holder that read the stock
 }
 
 func (s *store) keys(tag string) stockKeys {
@@ -96,11 +96,11 @@ func (s *store) commit(ctx context.Context, tag string, newStock, qty int64) err
 	return nil
 }
 
-// fencedStock reads the stock as the holder of token and raises the fence to
-// it; errFenced when a newer holder already came through.
-func (s *store) fencedStock(ctx context.Context, tag string, token int64) (int64, error) {
+// fencedStock reads the stock as holder, the holder of token, and moves the
+// fence to that holder; errFenced when a newer holder already came through.
+func (s *store) fencedStock(ctx context.Context, tag string, token int64, holder string) (int64, error) {
 	k := s.keys(tag)
-	stock, err := fencedReadScript.Run(ctx, s.rdb, []string{k.stock, k.fence}, token).Int64()
+	stock, err := fencedReadScript.Run(ctx, s.rdb, []string{k.stock, k.fence}, token, holder).Int64()
 	switch {
 	case err != nil:
 		return 0, unavailable("fenced read", err)
@@ -112,11 +112,12 @@ func (s *store) fencedStock(ctx context.Context, tag string, token int64) (int64
 	return stock, nil
 }
 
-// fencedCommit records a sale unless a holder with a newer token has read
-// the stock since; errFenced then, and nothing is written.
-func (s *store) fencedCommit(ctx context.Context, tag string, newStock, qty, token int64) error {
+// fencedCommit records a sale unless another holder has read the stock
+// since holder did (or holder's read was lost); errFenced then, and nothing
+// is written.
+func (s *store) fencedCommit(ctx context.Context, tag string, newStock, qty, token int64, holder string) error {
 	k := s.keys(tag)
-	written, err := fencedCommitScript.Run(ctx, s.rdb, []string{k.stock, k.sold, k.fence}, newStock, qty, token).Int()
+	written, err := fencedCommitScript.Run(ctx, s.rdb, []string{k.stock, k.sold, k.fence}, newStock, qty, token, holder).Int()
 	switch {
 	case err != nil:
 		return unavailable("fenced commit", err)

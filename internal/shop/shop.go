@@ -20,10 +20,21 @@ import (
 // Config configures one replica. Zero values take the defaults noted.
 type Config struct {
 	// RedisAddrs: the first holds the stock; three or more are also the
-	// independent masters of redlock.
-	RedisAddrs    []string
-	RedisPassword string
-	RedisDB       int
+	// independent masters of redlock. With RedisSentinels, the stock lives
+	// on the Sentinel-managed master and RedisAddrs are only redlock's
+	// masters (none is fine).
+	RedisAddrs []string
+	// RedisSentinels are Sentinel addresses and RedisMaster the name of the
+	// master they monitor: the stock's Redis is then whichever server they
+	// name master, followed across failovers.
+	RedisSentinels []string
+	RedisMaster    string
+	// HoldersRedisAddr, optional, keeps the holder counts of the
+	// track_holders fault on a Redis of their own, so they survive a
+	// restart or a failover of the stock's Redis.
+	HoldersRedisAddr string
+	RedisPassword    string
+	RedisDB          int
 	// RedisTimeout bounds each dial, read and write (default 300ms), so a
 	// dead Redis answers 503 within a second.
 	RedisTimeout time.Duration
@@ -42,6 +53,44 @@ type Config struct {
 	Logger         *slog.Logger
 	// Exit ends the process for the crash-while-holding fault (os.Exit).
 	Exit func(code int)
+	// Pause stops the process for the pause_before_write fault (SIGSTOP to
+	// itself).
+	Pause func()
+}
+
+// clientOptions are the options of every Redis client of the shop.
+func clientOptions(cfg Config, addr string) *redis.Options {
+	return &redis.Options{
+		Addr:                  addr,
+		Password:              cfg.RedisPassword,
+		DB:                    cfg.RedisDB,
+		DialTimeout:           cfg.RedisTimeout,
+		ReadTimeout:           cfg.RedisTimeout,
+		WriteTimeout:          cfg.RedisTimeout,
+		PoolTimeout:           cfg.RedisTimeout,
+		ContextTimeoutEnabled: true,
+		PoolSize:              cfg.RedisPoolSize,
+		// No retries: a retried EXEC or INCRBY whose first reply was lost
+		// would count a sale twice. The pool replaces connections a
+		// Redis restart closed before handing them out.
+		MaxRetries: -1,
+		// Two dial attempts, not go-redis's five with 100ms pauses, so a
+		// refused dial answers at once and a hung one within the second.
+		DialerRetries:      2,
+		DialerRetryTimeout: 20 * time.Millisecond,
+	}
+}
+
+// failoverOptions are clientOptions for the master the Sentinels name.
+func failoverOptions(cfg Config) *redis.FailoverOptions {
+	o := clientOptions(cfg, "")
+	return &redis.FailoverOptions{
+		MasterName: cfg.RedisMaster, SentinelAddrs: cfg.RedisSentinels,
+		Password: o.Password, DB: o.DB,
+		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+		PoolTimeout: o.PoolTimeout, ContextTimeoutEnabled: o.ContextTimeoutEnabled, PoolSize: o.PoolSize,
+		MaxRetries: o.MaxRetries, DialerRetries: o.DialerRetries, DialerRetryTimeout: o.DialerRetryTimeout,
+	}
 }
 
 // Shop is one replica.
@@ -55,7 +104,10 @@ type Shop struct {
 
 // New connects (lazily: go-redis dials on first use) and builds the replica.
 func New(cfg Config) (*Shop, error) {
-	if len(cfg.RedisAddrs) == 0 {
+	switch {
+	case len(cfg.RedisSentinels) > 0 && cfg.RedisMaster == "":
+		return nil, errors.New("shop: Sentinel addresses without the master's name")
+	case len(cfg.RedisSentinels) == 0 && len(cfg.RedisAddrs) == 0:
 		return nil, errors.New("shop: no Redis address")
 	}
 	if cfg.RedisTimeout == 0 {
@@ -68,43 +120,43 @@ func New(cfg Config) (*Shop, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Shop{}
-	for _, addr := range cfg.RedisAddrs {
-		rdb := redis.NewClient(&redis.Options{
-			Addr:                  addr,
-			Password:              cfg.RedisPassword,
-			DB:                    cfg.RedisDB,
-			DialTimeout:           cfg.RedisTimeout,
-			ReadTimeout:           cfg.RedisTimeout,
-			WriteTimeout:          cfg.RedisTimeout,
-			PoolTimeout:           cfg.RedisTimeout,
-			ContextTimeoutEnabled: true,
-			PoolSize:              cfg.RedisPoolSize,
-			// No retries: a retried EXEC or INCRBY whose first reply was lost
-			// would count a sale twice. The pool replaces connections a
-			// Redis restart closed before handing them out.
-			MaxRetries: -1,
-			// Two dial attempts, not go-redis's five with 100ms pauses, so a
-			// refused dial answers at once and a hung one within the second.
-			DialerRetries:      2,
-			DialerRetryTimeout: 20 * time.Millisecond,
-		})
+	connect := func(addr string) *redis.Client {
+		rdb := redis.NewClient(clientOptions(cfg, addr))
 		s.clients = append(s.clients, rdb)
 		if !cfg.NoAutoPipeline {
 			s.batchers = append(s.batchers, redisbatch.Attach(rdb))
 		}
+		return rdb
 	}
-	stock := s.clients[0]
-	var masters []redis.UniversalClient
-	if len(s.clients) >= 3 {
-		for _, c := range s.clients {
-			masters = append(masters, c)
+	var stock *redis.Client
+	if len(cfg.RedisSentinels) > 0 {
+		stock = redis.NewFailoverClient(failoverOptions(cfg))
+		s.clients = append(s.clients, stock)
+		if !cfg.NoAutoPipeline {
+			s.batchers = append(s.batchers, redisbatch.Attach(stock))
 		}
+	}
+	var masters []redis.UniversalClient
+	for _, addr := range cfg.RedisAddrs {
+		rdb := connect(addr)
+		if stock == nil {
+			stock = rdb
+		}
+		masters = append(masters, rdb)
+	}
+	if len(masters) < 3 {
+		masters = nil
+	}
+	holders := stock
+	if cfg.HoldersRedisAddr != "" {
+		holders = connect(cfg.HoldersRedisAddr)
 	}
 	var auditor lateAuditor
 	s.Metrics = metrics.New(&auditor, cfg.Logger)
 	inv, err := inventory.New(inventory.Config{
-		Redis: stock, RedlockRedis: masters, DefaultStock: cfg.DefaultStock, DefaultSegments: cfg.Segments,
-		LockWait: cfg.LockWait, Observer: s.Metrics, Logger: cfg.Logger, Exit: cfg.Exit,
+		Redis: stock, RedlockRedis: masters, HoldersRedis: holders, DefaultStock: cfg.DefaultStock,
+		DefaultSegments: cfg.Segments, LockWait: cfg.LockWait, Observer: s.Metrics, Logger: cfg.Logger,
+		Exit: cfg.Exit, Pause: cfg.Pause, Replica: cfg.Replica,
 	})
 	if err != nil {
 		s.closeClients()
