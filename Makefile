@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test deps vet bench
+.PHONY: test deps vet bench fuzz-short
 
 ARTIFACTS ?= $(CURDIR)/out/test-artifacts
 
@@ -11,6 +11,7 @@ test: deps vet
 	@mkdir -p $(ARTIFACTS)
 	$(GO) test -race -count=1 -timeout 12m -artifacts -outputdir $(ARTIFACTS) ./...
 	cd bench/peers && $(GO) test -race -count=1 ./...
+	@$(MAKE) --no-print-directory fuzz-short
 
 deps:
 	@bash scripts/install-deps.sh
@@ -21,3 +22,16 @@ vet:
 # Library benchmarks (see BENCHMARKS.md for the recorded figures).
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./lock/
+
+# Fuzzes each parser for FUZZTIME (their seed corpora in testdata/fuzz/ run
+# with every go test). Longer, by hand: make fuzz-short FUZZTIME=10m, or one
+# target: go test -run '^$$' -fuzz '^FuzzDeduct$$' -fuzztime 10m ./internal/httpapi/
+FUZZTIME ?= 4s
+FUZZ_TARGETS = internal/httpapi:FuzzDeduct internal/httpapi:FuzzIdempotencyKey \
+	internal/httpapi:FuzzResetBody internal/httpapi:FuzzFaultsBody internal/loadgen:FuzzParseScenario
+fuzz-short: deps
+	@for target in $(FUZZ_TARGETS); do \
+		pkg=$${target%%:*}; name=$${target#*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./$$pkg/ || exit 1; \
+	done
