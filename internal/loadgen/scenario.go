@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep/lockstep/inventory"
+	"github.com/lockstep/lockstep/segments"
 	"gopkg.in/yaml.v3"
 )
 
@@ -65,6 +67,14 @@ type Faults struct {
 	Slow             Duration `yaml:"slow" json:"slow,omitempty"`
 	LockTTL          Duration `yaml:"lock_ttl" json:"lock_ttl,omitempty"`
 	CrashHoldingLock bool     `yaml:"crash_holding_lock" json:"crash_holding_lock"`
+}
+
+// shop returns the faults as the shop's inventory takes them.
+func (f Faults) shop() inventory.Faults {
+	return inventory.Faults{
+		Work: f.Work.D(), WorkMax: f.WorkMax.D(), SlowRatio: f.SlowRatio, Slow: f.Slow.D(),
+		LockTTL: f.LockTTL.D(), CrashHoldingLock: f.CrashHoldingLock,
+	}
 }
 
 // CrashStep makes one replica exit while it holds the stage's lock, then
@@ -266,18 +276,24 @@ func (sc *Scenario) validate() error {
 			errs = append(errs, fmt.Errorf("%s: stage is required", where))
 		case run.Via != ViaProxy && run.Via != ViaOneReplica:
 			errs = append(errs, fmt.Errorf("%s: via %q: want %q or %q", where, run.Via, ViaProxy, ViaOneReplica))
-		case run.Stock < 1:
-			errs = append(errs, fmt.Errorf("%s: stock must be at least 1", where))
+		case run.Stock < 1 || run.Stock > inventory.MaxStock:
+			errs = append(errs, fmt.Errorf("%s: stock must be within 1..%d", where, inventory.MaxStock))
+		case run.Segments < 0 || run.Segments > segments.MaxCount:
+			errs = append(errs, fmt.Errorf("%s: segments must be within 0..%d (0: the shop's default)", where, segments.MaxCount))
 		case run.Workers < 1:
 			errs = append(errs, fmt.Errorf("%s: workers must be at least 1", where))
 		case run.Duration <= 0:
 			errs = append(errs, fmt.Errorf("%s: duration must be positive", where))
-		case run.Faults.SlowRatio < 0 || run.Faults.SlowRatio > 1:
-			errs = append(errs, fmt.Errorf("%s: slow_ratio must be within 0..1", where))
 		case run.Faults.CrashHoldingLock:
 			errs = append(errs, fmt.Errorf("%s: crash_holding_lock belongs in a crash step, not in the load faults", where))
 		case run.Crash != nil && run.Crash.Observe <= 0:
 			errs = append(errs, fmt.Errorf("%s: crash.observe must be positive", where))
+		case run.Crash != nil && run.Crash.Workers < 1:
+			errs = append(errs, fmt.Errorf("%s: crash.workers must be at least 1", where))
+		}
+		// The shop's own rules, so a fault it would refuse fails here.
+		if err := run.Faults.shop().Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: faults: %w", where, err))
 		}
 		for _, e := range run.Expect {
 			if _, err := parseCheck(e); err != nil {
