@@ -35,6 +35,7 @@ func main() {
 // options are the command's flags.
 type options struct {
 	addr, redisAddr, redisPassword, replica, adminToken, logLevel string
+	redisSentinel, redisMaster, holdersRedisAddr                  string
 	redisDB, redisPoolSize, segments                              int
 	defaultStock                                                  int64
 	redisTimeout, lockWait, requestTimeout, idempotencyTTL        time.Duration
@@ -47,6 +48,9 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	hostname, _ := os.Hostname()
 	fs.StringVar(&o.addr, "addr", ":8080", "listen address")
 	fs.StringVar(&o.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis address(es), comma-separated; the first holds the stock, three or more independent masters enable redlock")
+	fs.StringVar(&o.redisSentinel, "redis-sentinel", "", "Sentinel addresses, comma-separated: the stock then lives on the master they name (--redis-master), followed across failovers, and --redis-addr serves only as redlock's masters")
+	fs.StringVar(&o.redisMaster, "redis-master", "", "name of the master the Sentinels monitor (with --redis-sentinel)")
+	fs.StringVar(&o.holdersRedisAddr, "holders-redis-addr", "", "Redis for the track_holders fault's counts; empty: the stock's Redis")
 	fs.StringVar(&o.redisPassword, "redis-password", "", "Redis password")
 	fs.IntVar(&o.redisDB, "redis-db", 0, "Redis database number")
 	fs.DurationVar(&o.redisTimeout, "redis-timeout", 300*time.Millisecond, "timeout of each Redis dial, read and write")
@@ -75,14 +79,10 @@ func run(args []string) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("replica", o.replica)
 	slog.SetDefault(log)
 
-	var addrs []string
-	for _, a := range strings.Split(o.redisAddr, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
+	addrs, sentinels := splitList(o.redisAddr), splitList(o.redisSentinel)
 	s, err := shop.New(shop.Config{
-		RedisAddrs: addrs, RedisPassword: o.redisPassword, RedisDB: o.redisDB, RedisTimeout: o.redisTimeout,
+		RedisAddrs: addrs, RedisSentinels: sentinels, RedisMaster: o.redisMaster, HoldersRedisAddr: o.holdersRedisAddr,
+		RedisPassword: o.redisPassword, RedisDB: o.redisDB, RedisTimeout: o.redisTimeout,
 		RedisPoolSize: o.redisPoolSize, Replica: o.replica, AdminToken: o.adminToken, DefaultStock: o.defaultStock,
 		Segments: o.segments, LockWait: o.lockWait, RequestTimeout: o.requestTimeout, IdempotencyTTL: o.idempotencyTTL,
 		Logger: log,
@@ -100,7 +100,8 @@ func run(args []string) error {
 	srv := httpapi.NewHTTPServer(s.Handler(), o.requestTimeout)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("shop listening", "addr", ln.Addr().String(), "redis", addrs, "redlock", len(addrs) >= 3,
+	log.Info("shop listening", "addr", ln.Addr().String(), "redis", addrs, "sentinels", sentinels, "master", o.redisMaster,
+		"redlock", len(addrs) >= 3,
 		"admin_token", o.adminToken != "", "default_stock", o.defaultStock, "segments", o.segments)
 
 	select {
@@ -117,4 +118,15 @@ func run(args []string) error {
 	err = errors.Join(err, s.Close())
 	log.Info("stopped", "err", err)
 	return err
+}
+
+// splitList splits a comma-separated flag, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }

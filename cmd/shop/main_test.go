@@ -7,12 +7,15 @@ import (
 
 func TestFlagsFallBackToEnvironment(t *testing.T) {
 	env := map[string]string{
-		"LOCKSTEP_ADDR":           ":9999",
-		"LOCKSTEP_REDIS_ADDR":     "a:1,b:2,c:3",
-		"LOCKSTEP_REDIS_PASSWORD": "pw",
-		"LOCKSTEP_REPLICA":        "shop-2",
-		"LOCKSTEP_ADMIN_TOKEN":    "tok",
-		"LOCKSTEP_LOCK_WAIT":      "250ms",
+		"LOCKSTEP_ADDR":               ":9999",
+		"LOCKSTEP_REDIS_ADDR":         "a:1,b:2,c:3",
+		"LOCKSTEP_REDIS_PASSWORD":     "pw",
+		"LOCKSTEP_REPLICA":            "shop-2",
+		"LOCKSTEP_ADMIN_TOKEN":        "tok",
+		"LOCKSTEP_LOCK_WAIT":          "250ms",
+		"LOCKSTEP_REDIS_SENTINEL":     "s1:26379, s2:26379,,s3:26379",
+		"LOCKSTEP_REDIS_MASTER":       "lockstep",
+		"LOCKSTEP_HOLDERS_REDIS_ADDR": "h:6379",
 	}
 	o, err := parseFlags([]string{"--replica", "from-flag"}, func(k string) string { return env[k] })
 	if err != nil {
@@ -20,6 +23,9 @@ func TestFlagsFallBackToEnvironment(t *testing.T) {
 	}
 	if o.addr != ":9999" || o.redisAddr != "a:1,b:2,c:3" || o.redisPassword != "pw" || o.adminToken != "tok" || o.lockWait != 250*time.Millisecond {
 		t.Errorf("environment not applied: %+v", o)
+	}
+	if got := splitList(o.redisSentinel); len(got) != 3 || got[1] != "s2:26379" || o.redisMaster != "lockstep" || o.holdersRedisAddr != "h:6379" {
+		t.Errorf("sentinel settings: %q master %q holders %q", got, o.redisMaster, o.holdersRedisAddr)
 	}
 	if o.replica != "from-flag" {
 		t.Errorf("replica = %q: a flag must win over the environment", o.replica)

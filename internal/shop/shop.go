@@ -21,8 +21,8 @@ import (
 type Config struct {
 	// RedisAddrs: the first holds the stock; three or more are also the
 	// independent masters of redlock. With RedisSentinels, the stock lives
-	// on the Sentinel-managed master and RedisAddrs are only redlock's
-	// masters (none is fine).
+	// on the Sentinel-managed master and RedisAddrs serve only as redlock's
+	// masters, when there are three or more.
 	RedisAddrs []string
 	// RedisSentinels are Sentinel addresses and RedisMaster the name of the
 	// master they monitor: the stock's Redis is then whichever server they
@@ -136,8 +136,12 @@ func New(cfg Config) (*Shop, error) {
 			s.batchers = append(s.batchers, redisbatch.Attach(stock))
 		}
 	}
+	addrs := cfg.RedisAddrs
+	if stock != nil && len(addrs) < 3 {
+		addrs = nil // no stock on them and too few for redlock
+	}
 	var masters []redis.UniversalClient
-	for _, addr := range cfg.RedisAddrs {
+	for _, addr := range addrs {
 		rdb := connect(addr)
 		if stock == nil {
 			stock = rdb
