@@ -6,6 +6,8 @@ set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+# The workshop's failover scenario runs three Sentinels.
+command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
 # Headless Chromium opens the workshop's report.html in cmd/workshop's test;
 # a font so the screenshot it keeps shows text.
