@@ -18,6 +18,8 @@ type attackSpec struct {
 	duration      time.Duration
 	stopAtSoldOut bool
 	timeout       time.Duration
+	// onResult, optional, sees every answer (a fault step times them).
+	onResult func(*vegeta.Result)
 }
 
 // outcome is how the loadgen classifies an answer (SPEC: a sale is a 200).
@@ -146,6 +148,9 @@ func attack(ctx context.Context, spec attackSpec, tl *timelineBuilder, onAnswer 
 	for res := range attacker.Attack(targeter, pacer, spec.duration, spec.name) {
 		t.add(res)
 		tl.add(res.End(), classify(res.Code) == outcomeSale)
+		if spec.onResult != nil {
+			spec.onResult(res)
+		}
 		if spec.stopAtSoldOut && classify(res.Code) == outcomeSoldOut {
 			attacker.Stop()
 		}

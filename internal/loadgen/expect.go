@@ -51,6 +51,30 @@ func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
 		return fasterThan, true
 	case "fastest":
 		return noArgs(checkFastest), true
+	case "inconsistent":
+		return noArgs(checkInconsistent), true
+	case "oversells-or-inconsistent":
+		return noArgs(checkOversellsOrInconsistent), true
+	case "sales-accounted":
+		return noArgs(checkSalesAccounted), true
+	case "holders-at-most":
+		return holdersBound("at most", func(got, n int64) bool { return got <= n }), true
+	case "holders-at-least":
+		return holdersBound("at least", func(got, n int64) bool { return got >= n }), true
+	case "victim-refused":
+		return noArgs(checkVictimRefused), true
+	case "victim-sold":
+		return noArgs(checkVictimSold), true
+	case "gives-up-within":
+		return givesUpWithin, true
+	case "stuck-at-least":
+		return stuckAtLeast, true
+	case "fails-fast":
+		return failsFast, true
+	case "loses-everything":
+		return noArgs(checkLosesEverything), true
+	case "loses-at-most":
+		return losesAtMost, true
 	}
 	return nil, false
 }
@@ -131,29 +155,169 @@ func checkOversellsOrForeign(r *StageRun, _ []StageRun) (bool, string) {
 }
 
 func checkStuck(r *StageRun, _ []StageRun) (bool, string) {
-	if r.Crash == nil || !r.Crash.Triggered {
+	switch {
+	case r.Fault != nil:
+		return r.Fault.Stuck, fmt.Sprintf("%d sales out of %d requests after the fault", r.Fault.Sales, r.Fault.Requests)
+	case r.Crash == nil || !r.Crash.Triggered:
 		return false, "no crash happened"
 	}
 	return r.Stuck != nil && *r.Stuck, fmt.Sprintf("%d sales out of %d requests after the crash", r.Crash.Sales, r.Crash.Requests)
 }
 
+// afterCrash returns what a crash step, or a crash fault step, saw of the
+// stuck lock.
+func (r *StageRun) afterCrash() (keys []LockKey, saleAfterReset *bool) {
+	switch {
+	case r.Fault != nil:
+		return r.Fault.LockKeys, r.Fault.SaleAfterReset
+	case r.Crash != nil:
+		return r.Crash.LockKeys, r.Crash.SaleAfterReset
+	}
+	return nil, nil
+}
+
 func checkLockWithoutTTL(r *StageRun, _ []StageRun) (bool, string) {
-	if r.Crash == nil || len(r.Crash.LockKeys) == 0 {
+	keys, _ := r.afterCrash()
+	if len(keys) == 0 {
 		return false, "no lock key seen after the crash (is the Redis address known?)"
 	}
-	for _, k := range r.Crash.LockKeys {
+	for _, k := range keys {
 		if k.TTLMS == -1 {
 			return true, fmt.Sprintf("%s has no TTL", k.Key)
 		}
 	}
-	return false, fmt.Sprintf("every lock key expires (%s: %d ms)", r.Crash.LockKeys[0].Key, r.Crash.LockKeys[0].TTLMS)
+	return false, fmt.Sprintf("every lock key expires (%s: %d ms)", keys[0].Key, keys[0].TTLMS)
 }
 
 func checkSellsAfterReset(r *StageRun, _ []StageRun) (bool, string) {
-	if r.Crash == nil || r.Crash.SaleAfterReset == nil {
+	_, sold := r.afterCrash()
+	if sold == nil {
 		return false, "no reset after the crash"
 	}
-	return *r.Crash.SaleAfterReset, fmt.Sprintf("sale after reset: %t", *r.Crash.SaleAfterReset)
+	return *sold, fmt.Sprintf("sale after reset: %t", *sold)
+}
+
+func checkInconsistent(r *StageRun, _ []StageRun) (bool, string) {
+	ok, detail := checkConsistent(r, nil)
+	return !ok, detail
+}
+
+func checkOversellsOrInconsistent(r *StageRun, _ []StageRun) (bool, string) {
+	return r.Oversold > 0 || !r.Consistent, fmt.Sprintf("oversold %d, consistent %t", r.Oversold, r.Consistent)
+}
+
+// checkSalesAccounted: the audit counts exactly the sales that were
+// answered 200: no unit sold twice, none counted for a sale that failed.
+func checkSalesAccounted(r *StageRun, _ []StageRun) (bool, string) {
+	return int(r.Audit.Sold) == r.Sales, fmt.Sprintf("the audit counts %d sold, %d sales were answered", r.Audit.Sold, r.Sales)
+}
+
+func holdersBound(word string, ok func(got, n int64) bool) func([]string) (checkFunc, error) {
+	return func(args []string) (checkFunc, error) {
+		if len(args) != 1 {
+			return nil, fmt.Errorf("want one count")
+		}
+		n, err := strconv.ParseInt(args[0], 10, 64)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("count %q: want a whole number", args[0])
+		}
+		return func(r *StageRun, _ []StageRun) (bool, string) {
+			if r.MaxHolders == nil {
+				return false, "holders not counted (the track_holders fault is off)"
+			}
+			return ok(*r.MaxHolders, n), fmt.Sprintf("%d holder(s) at once, want %s %d", *r.MaxHolders, word, n)
+		}, nil
+	}
+}
+
+func checkVictimRefused(r *StageRun, _ []StageRun) (bool, string) {
+	if r.Fault == nil || r.Fault.VictimAnswer == "" {
+		return false, "no sale held the lock when the fault struck"
+	}
+	return r.Fault.VictimStatus != 200, "the holder's sale answered " + r.Fault.VictimAnswer
+}
+
+func checkVictimSold(r *StageRun, _ []StageRun) (bool, string) {
+	if r.Fault == nil || r.Fault.VictimAnswer == "" {
+		return false, "no sale held the lock when the fault struck"
+	}
+	return r.Fault.VictimStatus == 200, "the holder's sale answered " + r.Fault.VictimAnswer
+}
+
+// durationArg parses a check's one duration argument.
+func durationArg(args []string, eval func(limit time.Duration) checkFunc) (checkFunc, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("want one duration")
+	}
+	limit, err := time.ParseDuration(args[0])
+	if err != nil || limit < 0 {
+		return nil, fmt.Errorf("duration %q: want a non-negative Go duration", args[0])
+	}
+	return eval(limit), nil
+}
+
+// givesUpWithin: the holder's sale stopped, unsold, within the limit of
+// the fault: it learnt that it had lost its lock.
+func givesUpWithin(args []string) (checkFunc, error) {
+	return durationArg(args, func(limit time.Duration) checkFunc {
+		return func(r *StageRun, _ []StageRun) (bool, string) {
+			if r.Fault == nil || r.Fault.VictimAnswerMS == nil {
+				return false, "no answer from the sale that held the lock"
+			}
+			return r.Fault.VictimStatus != 200 && *r.Fault.VictimAnswerMS <= ms(limit),
+				fmt.Sprintf("the holder's sale answered %s %.0f ms after the fault (limit %s)", r.Fault.VictimAnswer, *r.Fault.VictimAnswerMS, limit)
+		}
+	})
+}
+
+// stuckAtLeast: no sale went through for at least the limit after the
+// fault: recovery had to wait for the lock's TTL, not less.
+func stuckAtLeast(args []string) (checkFunc, error) {
+	return durationArg(args, func(limit time.Duration) checkFunc {
+		return func(r *StageRun, _ []StageRun) (bool, string) {
+			if r.Fault == nil {
+				return false, "no fault step"
+			}
+			return r.Fault.StuckMS >= ms(limit), fmt.Sprintf("stuck %.0f ms (at least %s)", r.Fault.StuckMS, limit)
+		}
+	})
+}
+
+// failsFast: while Redis was down the shops answered, and every answer
+// that failed came within the limit.
+func failsFast(args []string) (checkFunc, error) {
+	return durationArg(args, func(limit time.Duration) checkFunc {
+		return func(r *StageRun, _ []StageRun) (bool, string) {
+			if r.Fault == nil || r.Fault.Outage == nil {
+				return false, "no Redis outage"
+			}
+			o := r.Fault.Outage
+			return o.Failures > 0 && o.MaxFailMS <= ms(limit),
+				fmt.Sprintf("%d of %d answers failed while Redis was down, the slowest in %.0f ms (limit %s)", o.Failures, o.Answers, o.MaxFailMS, limit)
+		}
+	})
+}
+
+func checkLosesEverything(r *StageRun, _ []StageRun) (bool, string) {
+	if r.Fault == nil || r.Fault.Outage == nil {
+		return false, "no Redis outage"
+	}
+	o := r.Fault.Outage
+	return !o.InitialKept && o.SalesBefore > 0 && o.LostSales >= o.SalesBefore,
+		fmt.Sprintf("initial stock kept %t, %d of the %d sales before the kill lost", o.InitialKept, o.LostSales, o.SalesBefore)
+}
+
+func losesAtMost(args []string) (checkFunc, error) {
+	return durationArg(args, func(limit time.Duration) checkFunc {
+		return func(r *StageRun, _ []StageRun) (bool, string) {
+			if r.Fault == nil || r.Fault.Outage == nil {
+				return false, "no Redis outage"
+			}
+			o := r.Fault.Outage
+			return o.InitialKept && o.SalesBefore > 0 && o.LostMS <= ms(limit),
+				fmt.Sprintf("%d sales lost, %.0f ms of sales (limit %s); initial stock kept %t", o.LostSales, o.LostMS, limit, o.InitialKept)
+		}
+	})
 }
 
 func recoversWithin(args []string) (checkFunc, error) {

@@ -28,6 +28,7 @@ type htmlRow struct {
 type htmlPage struct {
 	*Report
 	Rows          []htmlRow
+	FaultRows     []faultRow
 	Failed        int
 	SalesChart    template.HTML
 	OversoldChart template.HTML
@@ -79,6 +80,7 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		})
 		page.Rows = append(page.Rows, row)
 	}
+	page.FaultRows = rep.faultRows()
 	page.SalesChart = barChart("sales-per-sec", "sales per second per stage run", sales)
 	page.OversoldChart = barChart("oversold", "units oversold per stage run", oversold)
 	page.LatencyChart = latencyChart(rep.Stages)

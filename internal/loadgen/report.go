@@ -57,7 +57,9 @@ func (c Component) String() string {
 
 // StageRun is one row of the results: one stage under one load shape.
 type StageRun struct {
-	Index     int    `json:"index"`
+	Index int `json:"index"`
+	// Label names the row when it is not the stage alone (RunSpec.Label).
+	Label     string `json:"label,omitempty"`
 	Stage     string `json:"stage"`
 	Title     string `json:"title,omitempty"`
 	Article   string `json:"article,omitempty"`
@@ -96,6 +98,10 @@ type StageRun struct {
 	Stuck      *bool        `json:"stuck,omitempty"`
 	RecoveryMS *float64     `json:"recovery_ms,omitempty"`
 	Crash      *CrashReport `json:"crash,omitempty"`
+	// Fault is what a failure scenario's fault step saw; MaxHolders the
+	// most sales inside the critical section at once (track_holders).
+	Fault      *FaultReport `json:"fault,omitempty"`
+	MaxHolders *int64       `json:"max_holders,omitempty"`
 
 	// CPU is the cores each component used during the load phase (CPU
 	// seconds per wall second); "loadgen" is this process.
@@ -114,6 +120,9 @@ type Audit struct {
 	Oversold       int  `json:"oversold"`
 	Consistent     bool `json:"consistent"`
 	ForeignUnlocks *int `json:"foreign_unlocks"`
+	// MaxHolders: with the track_holders fault, the most sales seen inside
+	// the critical section at once.
+	MaxHolders *int64 `json:"max_holders,omitempty"`
 }
 
 // CrashReport is what the crash step saw.
@@ -221,7 +230,7 @@ func Publish(rep *Report, dir string, w io.Writer) error {
 // WriteTable prints the results table.
 func (rep *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stage\treplicas\trequests\tsales\tsold-out\tbusy\terrors\tsales/s\tp50 ms\tp99 ms\toversold\tconsistent\tforeign unlocks\tafter crash\texpected\t")
+	fmt.Fprintln(tw, "stage\treplicas\trequests\tsales\tsold-out\tbusy\terrors\tsales/s\tp50 ms\tp99 ms\toversold\tconsistent\tforeign unlocks\tafter crash or fault\texpected\t")
 	for i := range rep.Stages {
 		r := &rep.Stages[i]
 		if note := r.notRun(); note != "" {
@@ -235,12 +244,80 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
+	if err := rep.writeFaultTable(w); err != nil {
+		return err
+	}
 	_, err := fmt.Fprintf(w, "\nRedis: %s; proxy: %s; %d CPUs; wall time %.1fs\n", rep.Redis, rep.Proxy, rep.Machine.CPUs, rep.WallSeconds)
 	return err
 }
 
-// label names the row: the stage, and how it was reached when not through the proxy.
+// writeFaultTable prints, when the scenario had fault steps, what each did
+// to its stage.
+func (rep *Report) writeFaultTable(w io.Writer) error {
+	rows := rep.faultRows()
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nfailure scenarios:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "stage\tfault\toversold\tconsistent\ttime stuck\ttime to recover\tmax holders\tthe holder's sale\t")
+	for _, f := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", f.Label, f.Kind, f.Oversold, yesNo(f.Consistent), f.StuckText, f.RecoveryText, f.HoldersText, f.VictimText)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write fault table: %w", err)
+	}
+	return nil
+}
+
+// faultRow is one line of the failure scenarios' table.
+type faultRow struct {
+	Label, Kind                                      string
+	Oversold                                         int
+	Consistent                                       bool
+	StuckText, RecoveryText, HoldersText, VictimText string
+	Notes                                            []string
+}
+
+func (rep *Report) faultRows() []faultRow {
+	var rows []faultRow
+	for i := range rep.Stages {
+		r := &rep.Stages[i]
+		if r.Fault == nil || r.notRun() != "" {
+			continue
+		}
+		f := r.Fault
+		row := faultRow{Label: r.label(), Kind: f.Kind, Oversold: r.Oversold, Consistent: r.Consistent,
+			StuckText: fmtMS(f.StuckMS), RecoveryText: "-", HoldersText: "-", VictimText: "-", Notes: f.Notes}
+		if f.Stuck {
+			row.StuckText = fmt.Sprintf("forever (no sale in %s)", fmtMS(f.WindowMS))
+		}
+		if f.RecoveryMS != nil {
+			row.RecoveryText = fmtMS(*f.RecoveryMS)
+		}
+		if r.MaxHolders != nil {
+			row.HoldersText = fmt.Sprint(*r.MaxHolders)
+		}
+		if f.VictimAnswer != "" {
+			row.VictimText = f.VictimAnswer
+			if f.VictimAnswerMS != nil {
+				row.VictimText += fmt.Sprintf(" (%s after the fault)", fmtMS(*f.VictimAnswerMS))
+			}
+		}
+		if f.Outage != nil {
+			row.VictimText = fmt.Sprintf("%d of %d sales lost", f.Outage.LostSales, f.Outage.SalesAcked)
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// label names the row: its label, or the stage and how it was reached when
+// not through the proxy.
 func (r *StageRun) label() string {
+	if r.Label != "" {
+		return r.Label
+	}
 	if r.Via == ViaOneReplica {
 		return r.Stage + " (one replica)"
 	}
@@ -268,6 +345,8 @@ func (r *StageRun) foreignText() string {
 // CrashSummary says in a few words what happened after the crash step.
 func (r *StageRun) CrashSummary() string {
 	switch {
+	case r.Fault != nil:
+		return r.Fault.Kind + ": " + r.Fault.summary()
 	case r.Crash == nil:
 		return "-"
 	case !r.Crash.Triggered:

@@ -45,7 +45,14 @@ type Config struct {
 	// Processes, optional, returns the PIDs of each component (shop, nginx,
 	// redis) so the report can say how many cores each used.
 	Processes func() map[string][]int
-	Logger    *slog.Logger
+	// Injector, optional, carries out the fault steps (the workshop's);
+	// without it runs with a fault step are skipped. They also need the
+	// replicas' URLs and a Redis address.
+	Injector Injector
+	// HoldersRedisAddr is where the shops keep the track_holders counts
+	// when not on RedisAddr (--holders-redis-addr).
+	HoldersRedisAddr string
+	Logger           *slog.Logger
 }
 
 // readyTimeout bounds the wait for a replica, e.g. one restarting after a crash.
@@ -55,9 +62,11 @@ type runner struct {
 	cfg      Config
 	shop     *shopClient
 	rdb      *redis.Client
+	holders  *redis.Client // where the track_holders counts are; rdb's server by default
 	progress *progress
 	log      *slog.Logger
 	info     map[string]StageInfo
+	names    []string // the replicas' names, as ReplicaURLs
 }
 
 // Run walks the scenario and returns the report. When ctx ends it stops
@@ -79,9 +88,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.RedisAddr != "" {
 		r.rdb = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Password: cfg.RedisPassword})
 		defer r.rdb.Close()
+		r.holders = r.rdb
+	}
+	if cfg.HoldersRedisAddr != "" {
+		r.holders = redis.NewClient(&redis.Options{Addr: cfg.HoldersRedisAddr, Password: cfg.RedisPassword})
+		defer r.holders.Close()
 	}
 	if err := r.waitAllReady(ctx); err != nil {
 		return nil, err
+	}
+	for _, u := range cfg.ReplicaURLs {
+		name, err := r.shop.replicaName(ctx, u)
+		if err != nil {
+			return nil, fmt.Errorf("replica name: %w", err)
+		}
+		r.names = append(r.names, name)
 	}
 	stages, err := r.shop.stages(ctx, cfg.Target)
 	if err != nil {
@@ -137,6 +158,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) StageRun 
 	sku := r.cfg.Scenario.SKU
 	row := StageRun{
 		Index:   index,
+		Label:   run.Label,
 		Stage:   run.Stage,
 		Via:     run.Via,
 		Rate:    run.AttackRate().String(),
@@ -158,6 +180,9 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) StageRun 
 		return row
 	case run.Via == ViaOneReplica:
 		base = r.cfg.ReplicaURLs[0]
+	case run.Fault != nil && (r.cfg.Injector == nil || len(r.cfg.ReplicaURLs) < 2 || r.holders == nil):
+		row.Skipped = "a fault step needs the workshop (go run ./cmd/workshop): it kills, stops and cuts off its processes"
+		return row
 	}
 	fail := func(err error) StageRun {
 		row.Error = err.Error()
@@ -166,6 +191,17 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) StageRun 
 	}
 	if err := r.waitAllReady(ctx); err != nil {
 		return fail(err)
+	}
+	if run.Fault != nil {
+		start := time.Now()
+		tl := newTimeline(start)
+		r.progress.phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.label(), run.Fault.Kind), 0)
+		err := r.faultStep(ctx, run, &row, tl)
+		row.Timeline = tl.build()
+		if err != nil {
+			return fail(fmt.Errorf("%s step: %w", run.Fault.Kind, err))
+		}
+		return row
 	}
 	if err := r.shop.reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
 		return fail(fmt.Errorf("reset: %w", err))
@@ -333,9 +369,14 @@ func (r *runner) applyFaults(ctx context.Context, base, stage string, f Faults) 
 	if err := r.shop.setFaults(ctx, base, stage, f); err != nil {
 		return err
 	}
+	return r.awaitFaults(ctx, r.cfg.ReplicaURLs, stage, f)
+}
+
+// awaitFaults waits until each of the replicas applies the faults.
+func (r *runner) awaitFaults(ctx context.Context, replicas []string, stage string, f Faults) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	for _, replica := range r.cfg.ReplicaURLs {
+	for _, replica := range replicas {
 		for {
 			stages, err := r.shop.stages(ctx, replica)
 			if err == nil && slices.ContainsFunc(stages, func(s StageInfo) bool { return s.ID == stage && s.Faults == f }) {

@@ -49,7 +49,13 @@ type RunSpec struct {
 	RunConfig `yaml:",inline"`
 	Faults    Faults     `yaml:"faults" json:"faults"`
 	Crash     *CrashStep `yaml:"crash" json:"crash,omitempty"`
-	Expect    []string   `yaml:"expect" json:"expect,omitempty"`
+	// Fault, instead of the load phase, runs one of the failure scenarios'
+	// fault steps (faultstep.go).
+	Fault  *FaultStep `yaml:"fault" json:"fault,omitempty"`
+	Expect []string   `yaml:"expect" json:"expect,omitempty"`
+	// Label names the row when one stage runs in several ways (e.g.
+	// "watchdog+WAIT"); other runs' checks refer to rows by label.
+	Label string `yaml:"label" json:"label,omitempty"`
 }
 
 // Via values.
@@ -67,13 +73,19 @@ type Faults struct {
 	Slow             Duration `yaml:"slow" json:"slow,omitempty"`
 	LockTTL          Duration `yaml:"lock_ttl" json:"lock_ttl,omitempty"`
 	CrashHoldingLock bool     `yaml:"crash_holding_lock" json:"crash_holding_lock"`
+	// PauseBeforeWrite is armed by the pause and failover fault steps.
+	PauseBeforeWrite bool     `yaml:"pause_before_write" json:"pause_before_write"`
+	TrackHolders     bool     `yaml:"track_holders" json:"track_holders"`
+	WaitReplicas     int      `yaml:"wait_replicas" json:"wait_replicas,omitempty"`
+	WaitTimeout      Duration `yaml:"wait_timeout" json:"wait_timeout,omitempty"`
 }
 
 // shop returns the faults as the shop's inventory takes them.
 func (f Faults) shop() inventory.Faults {
 	return inventory.Faults{
 		Work: f.Work.D(), WorkMax: f.WorkMax.D(), SlowRatio: f.SlowRatio, Slow: f.Slow.D(),
-		LockTTL: f.LockTTL.D(), CrashHoldingLock: f.CrashHoldingLock,
+		LockTTL: f.LockTTL.D(), CrashHoldingLock: f.CrashHoldingLock, PauseBeforeWrite: f.PauseBeforeWrite,
+		TrackHolders: f.TrackHolders, WaitReplicas: f.WaitReplicas, WaitTimeout: f.WaitTimeout.D(),
 	}
 }
 
@@ -205,6 +217,9 @@ func ParseScenario(data []byte) (*Scenario, error) {
 				run.Crash.Rate = 200
 			}
 		}
+		if run.Fault != nil {
+			run.Fault.setDefaults()
+		}
 	}
 	if err := sc.validate(); err != nil {
 		return nil, err
@@ -286,10 +301,19 @@ func (sc *Scenario) validate() error {
 			errs = append(errs, fmt.Errorf("%s: duration must be positive", where))
 		case run.Faults.CrashHoldingLock:
 			errs = append(errs, fmt.Errorf("%s: crash_holding_lock belongs in a crash step, not in the load faults", where))
+		case run.Faults.PauseBeforeWrite:
+			errs = append(errs, fmt.Errorf("%s: pause_before_write is armed by the pause and failover fault steps, not in the load faults", where))
+		case run.Fault != nil && run.Crash != nil:
+			errs = append(errs, fmt.Errorf("%s: a run has a crash step or a fault step, not both", where))
 		case run.Crash != nil && run.Crash.Observe <= 0:
 			errs = append(errs, fmt.Errorf("%s: crash.observe must be positive", where))
 		case run.Crash != nil && run.Crash.Workers < 1:
 			errs = append(errs, fmt.Errorf("%s: crash.workers must be at least 1", where))
+		}
+		if run.Fault != nil {
+			if err := run.Fault.validate(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: fault: %w", where, err))
+			}
 		}
 		// The shop's own rules, so a fault it would refuse fails here.
 		if err := run.Faults.shop().Validate(); err != nil {

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // ErrNotReady is returned by waitReady when a shop did not become ready in time.
@@ -143,6 +145,84 @@ func (c *shopClient) deduct(ctx context.Context, base, stage, sku string) (int, 
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode, nil
+}
+
+// saleAnswer is one deduct's answer, decoded.
+type saleAnswer struct {
+	status        int
+	code, message string
+	err           error
+	sent, end     time.Time
+	replica       string
+}
+
+func (a saleAnswer) String() string {
+	switch {
+	case a.err != nil:
+		return a.err.Error()
+	case a.code != "":
+		return fmt.Sprintf("%d %s: %s", a.status, a.code, a.message)
+	}
+	return fmt.Sprintf("%d", a.status)
+}
+
+// result is the answer as vegeta would have recorded it.
+func (a saleAnswer) result() *vegeta.Result {
+	res := &vegeta.Result{Code: uint16(a.status), Timestamp: a.sent, Latency: a.end.Sub(a.sent), Headers: http.Header{}}
+	if a.err != nil {
+		res.Error = a.err.Error()
+	}
+	if a.replica != "" {
+		res.Headers.Set("X-Replica", a.replica)
+	}
+	return res
+}
+
+// sale sends one deduct and decodes its answer; a transport error (a killed
+// replica) is an answer too.
+func (c *shopClient) sale(ctx context.Context, base, stage, sku string) saleAnswer {
+	a := saleAnswer{sent: time.Now()}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, deductURL(base, stage, sku), nil)
+	if err != nil {
+		a.err = fmt.Errorf("deduct: %w", err)
+		a.end = time.Now()
+		return a
+	}
+	resp, err := c.http.Do(req)
+	a.end = time.Now()
+	if err != nil {
+		a.err = fmt.Errorf("deduct: %w", err)
+		return a
+	}
+	defer resp.Body.Close()
+	a.status, a.replica = resp.StatusCode, resp.Header.Get("X-Replica")
+	var body struct {
+		Code    string `json:"error"`
+		Message string `json:"message"`
+	}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if json.Unmarshal(data, &body) == nil {
+		a.code, a.message = body.Code, body.Message
+	}
+	return a
+}
+
+// replicaName asks a replica its name (X-Replica).
+func (c *shopClient) replicaName(ctx context.Context, base string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/healthz", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if name := resp.Header.Get("X-Replica"); name != "" {
+		return name, nil
+	}
+	return "", fmt.Errorf("%s answers no X-Replica", base)
 }
 
 // serverHeader returns the Server header the target answers with, which

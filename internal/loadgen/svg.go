@@ -198,13 +198,7 @@ func timelineChart(r *StageRun) template.HTML {
 	s.path(d.String(), "sales-area")
 
 	for i, ev := range tl.Events {
-		class := "event"
-		switch ev.Label {
-		case "crash":
-			class = "event crash"
-		case "first sale":
-			class = "event recovered"
-		}
+		class := strings.TrimSpace("event " + eventClass(ev.Label))
 		ex := x(ev.AtMS)
 		s.line(ex, top, ex, height-bottom, class)
 		// Labels of close events (a crash, then the first sale 200 ms later)
@@ -245,4 +239,20 @@ func secondTicks(span float64) []float64 {
 
 func trimFloat(v float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
+}
+
+// eventClass colours a timeline event: the fault (red), what ended it or the
+// first sale after it (green), anything else (grey).
+func eventClass(label string) string {
+	for _, prefix := range []string{"crash", "kill -9", "SIGSTOP", "redis-server killed", "master killed", "master 1 killed", "partition"} {
+		if strings.HasPrefix(label, prefix) {
+			return "crash"
+		}
+	}
+	for _, prefix := range []string{"first sale", "SIGCONT", "redis-server back", "failover to", "master 1 back", "healed"} {
+		if strings.HasPrefix(label, prefix) {
+			return "recovered"
+		}
+	}
+	return ""
 }

@@ -1,14 +1,19 @@
 package loadgen
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // timelineBucket is the resolution of the sales-over-time chart.
 const timelineBucket = 100 * time.Millisecond
 
 // timelineBuilder counts answers into fixed buckets from the start of a
-// stage run. It is fed from one goroutine (the attack's result loop).
+// stage run. A fault step feeds it from several goroutines.
 type timelineBuilder struct {
-	start    time.Time
+	start time.Time
+
+	mu       sync.Mutex
 	sales    []int
 	failures []int
 	events   []Event
@@ -31,6 +36,8 @@ func (b *timelineBuilder) bucket(at time.Time) int {
 }
 
 func (b *timelineBuilder) add(at time.Time, sale bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	i := b.bucket(at)
 	if sale {
 		b.sales[i]++
@@ -41,6 +48,8 @@ func (b *timelineBuilder) add(at time.Time, sale bool) {
 
 // mark records an event and extends the timeline to cover it.
 func (b *timelineBuilder) mark(at time.Time, label string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.bucket(at)
 	b.events = append(b.events, Event{AtMS: ms(at.Sub(b.start)), Label: label})
 }
@@ -48,6 +57,8 @@ func (b *timelineBuilder) mark(at time.Time, label string) {
 func (b *timelineBuilder) since(at time.Time) float64 { return ms(at.Sub(b.start)) }
 
 func (b *timelineBuilder) build() Timeline {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	return Timeline{BucketMS: int(timelineBucket / time.Millisecond), Sales: b.sales, Failures: b.failures, Events: b.events}
 }
 

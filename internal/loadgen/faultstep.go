@@ -1,0 +1,213 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Fault kinds: the failure scenarios of the workshop.
+const (
+	// FaultCrash: kill -9 of the replica that holds the lock.
+	FaultCrash = "crash"
+	// FaultPause: the holder stops (SIGSTOP) right before its stock write,
+	// past its lease, and is continued while another holder works.
+	FaultPause = "pause"
+	// FaultRedisRestart: kill -9 of the stock's redis-server mid-load, and a
+	// restart with or without an append-only file.
+	FaultRedisRestart = "redis-restart"
+	// FaultFailover: the Sentinel-managed master dies right after a lock
+	// grant it never replicated (or one of redlock's masters does).
+	FaultFailover = "failover"
+	// FaultPartition: the holder's replica loses its Redis connection.
+	FaultPartition = "partition"
+)
+
+var faultKinds = []string{FaultCrash, FaultPause, FaultRedisRestart, FaultFailover, FaultPartition}
+
+// Persistence modes of a redis-restart step.
+const (
+	PersistenceNone        = "none"
+	PersistenceAOFEverySec = "aof-everysec"
+)
+
+// Targets of a failover step.
+const (
+	FailoverMaster        = "master"         // the master of the Sentinel group
+	FailoverRedlockMaster = "redlock-master" // the first of redlock's independent masters
+)
+
+// FaultStep is what a failure scenario does to the set-up's processes during
+// a stage run, instead of the plain load phase: see the Fault* kinds. The
+// runner says per kind what it sends, when, and what it measures
+// (faultrun.go).
+type FaultStep struct {
+	Kind string `yaml:"kind" json:"kind"`
+	// VictimWork is the business work of the sale that will hold the lock
+	// when the fault strikes (crash, partition), so it is still inside when
+	// the step looks; the other sales run with the run's faults.
+	VictimWork Duration `yaml:"victim_work" json:"victim_work,omitempty"`
+	// Before is how long sales go on before the fault (redis-restart).
+	Before Duration `yaml:"before" json:"before,omitempty"`
+	// Hold is how long the fault lasts before it heals: the pause, Redis
+	// being down, the partition.
+	Hold Duration `yaml:"hold" json:"hold,omitempty"`
+	// Observe is how long sales are offered from the fault on (crash,
+	// pause, partition; redis-restart: after Redis is back).
+	Observe Duration `yaml:"observe" json:"observe,omitempty"`
+	// Rate and Workers shape those sales (default 100/s, 32 workers).
+	Rate    Rate `yaml:"rate" json:"rate,omitempty"`
+	Workers int  `yaml:"workers" json:"workers,omitempty"`
+	// Persistence of the restarted Redis: none or aof-everysec.
+	Persistence string `yaml:"persistence" json:"persistence,omitempty"`
+	// Target of a failover: master (the Sentinel group's) or redlock-master.
+	Target string `yaml:"target" json:"target,omitempty"`
+}
+
+func (f *FaultStep) setDefaults() {
+	if f.Rate == MaxRate {
+		f.Rate = 100
+	}
+	if f.Workers == 0 {
+		f.Workers = 32
+	}
+	if f.Kind == FaultRedisRestart && f.Persistence == "" {
+		f.Persistence = PersistenceNone
+	}
+	if f.Kind == FaultFailover && f.Target == "" {
+		f.Target = FailoverMaster
+	}
+}
+
+func (f *FaultStep) validate() error {
+	needs := func(what string, ok bool) error {
+		if ok {
+			return nil
+		}
+		return fmt.Errorf("%s needs %s", f.Kind, what)
+	}
+	var err error
+	switch f.Kind {
+	case FaultCrash:
+		err = errors.Join(needs("victim_work", f.VictimWork > 0), needs("observe", f.Observe > 0))
+	case FaultPause:
+		err = errors.Join(needs("hold", f.Hold > 0), needs("observe", f.Observe > f.Hold))
+	case FaultRedisRestart:
+		err = errors.Join(needs("before", f.Before > 0), needs("hold", f.Hold > 0), needs("observe", f.Observe > 0),
+			needs("persistence none or aof-everysec", f.Persistence == PersistenceNone || f.Persistence == PersistenceAOFEverySec))
+	case FaultFailover:
+		err = needs("target master or redlock-master", f.Target == FailoverMaster || f.Target == FailoverRedlockMaster)
+	case FaultPartition:
+		err = errors.Join(needs("victim_work", f.VictimWork > f.Hold), needs("hold", f.Hold > 0), needs("observe", f.Observe > f.Hold))
+	default:
+		return fmt.Errorf("kind %q: want one of %v", f.Kind, faultKinds)
+	}
+	if f.Rate < 0 || f.Workers < 1 {
+		err = errors.Join(err, errors.New("rate must be positive and workers at least 1"))
+	}
+	return err
+}
+
+// Injector does to the set-up's processes what the fault steps need. The
+// workshop implements it; without one, runs with a fault step are skipped.
+// Replicas are named as they call themselves (X-Replica).
+type Injector interface {
+	// KillReplica kills the replica's processes with SIGKILL and returns
+	// once they are gone (the workshop then starts it again).
+	KillReplica(ctx context.Context, replica string) error
+	// StoppedReplicas names the replicas that are stopped (state T).
+	StoppedReplicas() []string
+	// ContinueReplica sends SIGCONT to a stopped replica.
+	ContinueReplica(replica string) error
+	// CutRedis drops every byte between the replica and its Redis, and
+	// HealRedis ends that: a network partition.
+	CutRedis(replica string) error
+	HealRedis(replica string) error
+	// SetPersistence turns the i-th independent Redis master's append-only
+	// file on (aof-everysec) or off (none); KillRedis kills it with
+	// SIGKILL; StartRedis starts it again on its address and data, with
+	// that persistence, and returns once it answers.
+	SetPersistence(ctx context.Context, i int, persistence string) error
+	KillRedis(ctx context.Context, i int) error
+	StartRedis(ctx context.Context, i int, persistence string) error
+	// PrepareFailover waits until the Sentinel group is whole: every
+	// Sentinel names the same master, which has its replicas in sync.
+	PrepareFailover(ctx context.Context) error
+	// HoldReplication cuts the replicas off the master, so that what the
+	// master grants from then on is on the master alone.
+	HoldReplication(ctx context.Context) error
+	// KillMaster kills the master with SIGKILL and returns its address.
+	KillMaster(ctx context.Context) (string, error)
+	// WaitFailover waits until every Sentinel names a new master and that
+	// master has a replica again; it returns the new master's address.
+	WaitFailover(ctx context.Context) (string, error)
+}
+
+// FaultReport is what a fault step saw. Times are milliseconds from the
+// start of the stage run (like the timeline's) or durations.
+type FaultReport struct {
+	Kind string `json:"kind"`
+	// Victim is what the fault hit: a replica, or a Redis address.
+	Victim string `json:"victim,omitempty"`
+	// VictimAnswer is what the sale that held the lock when the fault
+	// struck answered (or why it did not), and VictimAnswerMS when, from the
+	// fault.
+	VictimAnswer   string   `json:"victim_answer,omitempty"`
+	VictimStatus   int      `json:"victim_status,omitempty"`
+	VictimAnswerMS *float64 `json:"victim_answer_ms,omitempty"`
+	AtMS           float64  `json:"at_ms"`
+	// HealedAtMS is when the fault ended: SIGCONT, Redis answering again,
+	// the partition healed, the failover done; a crash ends at once.
+	HealedAtMS float64 `json:"healed_at_ms"`
+	// StuckMS is how long no sale went through from the fault on: until
+	// the first sale of a request sent after it, or the whole window.
+	StuckMS float64 `json:"stuck_ms"`
+	// Stuck: no such sale within the window at all.
+	Stuck bool `json:"stuck"`
+	// RecoveryMS is from the fault's end to the first sale of a request
+	// sent after it.
+	RecoveryMS *float64 `json:"recovery_ms,omitempty"`
+	WindowMS   float64  `json:"window_ms"`
+	// Answers to the sales offered around the fault.
+	Requests int `json:"requests"`
+	Sales    int `json:"sales"`
+	Busy     int `json:"busy"`
+	Errors   int `json:"errors"`
+	// LockKeys and SaleAfterReset: after a crash that left the stage stuck.
+	LockKeys       []LockKey     `json:"lock_keys,omitempty"`
+	SaleAfterReset *bool         `json:"sale_after_reset,omitempty"`
+	Outage         *OutageReport `json:"outage,omitempty"`
+	// Notes say in words what happened, step by step.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// OutageReport is what a redis-restart step measured: how the shops
+// answered while Redis was down, and what the restart lost.
+type OutageReport struct {
+	Persistence string  `json:"persistence"`
+	DownMS      float64 `json:"down_ms"`
+	// Answers sent while Redis was down, how many failed, the slowest.
+	Answers    int     `json:"answers"`
+	Failures   int     `json:"failures"`
+	MaxFailMS  float64 `json:"max_fail_ms"`
+	SalesAcked int     `json:"sales_acked"` // 200 answers over the whole run
+	// SalesBefore answered before the kill; their rate before it.
+	SalesBefore       int     `json:"sales_before"`
+	SalesPerSecBefore float64 `json:"sales_per_sec_before"`
+	// AuditSold and AuditInitial after the restart; InitialKept says the
+	// reset's stock survived.
+	AuditSold    int  `json:"audit_sold"`
+	AuditInitial int  `json:"audit_initial"`
+	InitialKept  bool `json:"initial_kept"`
+	// LostSales are acknowledged sales the audit no longer counts; LostMS
+	// the same at the rate before the kill.
+	LostSales int     `json:"lost_sales"`
+	LostMS    float64 `json:"lost_ms"`
+	Why       string  `json:"why"`
+}
+
+// namesBut returns the replicas' names but one, in order.
+func namesBut(names []string, except string) []string {
+	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == except })
+}
