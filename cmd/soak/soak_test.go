@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockstep/lockstep/internal/redistest"
+)
+
+// TestShortSoak runs the soak's short mode end to end — the workshop with
+// redis-server, three shop processes and its proxy, 20 s of idempotent
+// sales — and checks that every check ran and passed, the figures add up,
+// and no process is left.
+func TestShortSoak(t *testing.T) {
+	redistest.Binary(t) // skips (or fails under CI) without redis-server
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	workshopBin, shopBin, err := buildBinaries(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	const rate, seconds = 100, 20
+	var stdout, stderr bytes.Buffer
+	err = run(ctx, []string{
+		"--duration", "20s", "--rate", "100", "--sample", "500ms", "--idempotency-ttl", "3s",
+		"--workshop-bin", workshopBin, "--shop-bin", shopBin, "--out", out,
+	}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("soak: %v\n%s\n%s", err, stdout.String(), tail(stderr.String(), 20))
+	}
+	data, err := os.ReadFile(filepath.Join(out, "soak.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Passed || len(rep.Checks) < 20 {
+		t.Errorf("passed %t with %d checks", rep.Passed, len(rep.Checks))
+	}
+	// One verdict per shop and series (3 × 3) and four of Redis, each from
+	// the samples after the warm-up (3 s + 2 samples).
+	if len(rep.Verdicts) != 13 {
+		t.Errorf("%d flatness verdicts, want 13", len(rep.Verdicts))
+	}
+	if n := len(rep.Samples); n < 2*seconds-2 {
+		t.Errorf("%d samples in %d s at 2 per second", n, seconds)
+	}
+	total := rep.Load.Total
+	if total.Requests < rate*seconds*95/100 || total.Replays == 0 || total.Sales+total.Replays != total.Requests {
+		t.Errorf("load: %+v, want about %d requests, all sales or replays", total, rate*seconds)
+	}
+	if rep.Audit.Sold != int64(total.Sales) || rep.Idempotency.Keys == 0 {
+		t.Errorf("audit %+v, idempotency keys %+v", rep.Audit, rep.Idempotency)
+	}
+	for _, want := range []string{"ok   flat: shop-1 rss", "ok   no lock key left after the load", "ok   idempotency keys gone after their TTL"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	checkStopped(t, filepath.Join(out, "workshop", "workshop.json"))
+}
+
+// checkStopped asserts that the workshop and everything it started exited.
+func checkStopped(t *testing.T, statePath string) {
+	t.Helper()
+	data, err := os.ReadFile(statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		PID      int `json:"pid"`
+		Replicas []struct {
+			PID int `json:"pid"`
+		} `json:"replicas"`
+		Proxy struct {
+			PIDs []int `json:"pids"`
+		} `json:"proxy"`
+		Redis struct {
+			PIDs []int `json:"pids"`
+		} `json:"redis"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	pids := append(append([]int{st.PID}, st.Proxy.PIDs...), st.Redis.PIDs...)
+	for _, r := range st.Replicas {
+		pids = append(pids, r.PID)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("process %d still exists after the soak (kill -0: %v)", pid, err)
+		}
+	}
+}
+
+func tail(s string, lines int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(l[max(0, len(l)-lines):], "\n")
+}
+
+func TestFlagsRejectNothingToJudge(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		warmup time.Duration
+		ok     bool
+	}{
+		{nil, 70 * time.Second, true}, // 10 minutes: the 1m TTL and two 5s samples are more than a tenth
+		{[]string{"--duration", "30s", "--idempotency-ttl", "5s", "--sample", "1s"}, 7 * time.Second, true},
+		{[]string{"--duration", "30s"}, 0, false}, // the 1m TTL's ramp is longer than the run
+		{[]string{"--workshop-bin", "w"}, 0, false},
+		{[]string{"--retry-ratio", "1"}, 0, false},
+	} {
+		o, err := parseFlags(tc.args, &bytes.Buffer{})
+		if (err == nil) != tc.ok || (tc.ok && o.warmup != tc.warmup) {
+			t.Errorf("%v: warm-up %v, err %v; want %v, ok %t", tc.args, o.warmup, err, tc.warmup, tc.ok)
+		}
+	}
+}
