@@ -44,9 +44,10 @@ type stack struct {
 
 type replica struct{ name, url string }
 
-// scrapeInterval is the live Prometheus's, instead of compose's 5s, so a
-// short load leaves enough samples.
-const scrapeInterval = time.Second
+// scrapeInterval is the live Prometheus's, instead of compose's 5s, so each
+// short stage run spans several scrapes: a histogram's rate, and so its
+// quantiles, needs two samples that differ.
+const scrapeInterval = 500 * time.Millisecond
 
 // process is a program the stack started, in its own process group, killed
 // with the test (and by the kernel if the test binary dies).
@@ -278,7 +279,7 @@ func waitRedis(t *testing.T, p *process, addr, password string) {
 
 // localPrometheusConfig is prometheus/prometheus.yml with each job's
 // targets replaced by this stack's (the labels, rules and everything else
-// kept) and a 1s scrape and evaluation interval.
+// kept) and scrapeInterval as the scrape and evaluation interval.
 func localPrometheusConfig(t *testing.T, s *stack, promAddr string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(repoPath("prometheus", "prometheus.yml"))
@@ -290,7 +291,9 @@ func localPrometheusConfig(t *testing.T, s *stack, promAddr string) []byte {
 		t.Fatal(err)
 	}
 	global := cfg["global"].(map[string]any)
-	global["scrape_interval"], global["evaluation_interval"] = scrapeInterval.String(), scrapeInterval.String()
+	for _, k := range []string{"scrape_interval", "scrape_timeout", "evaluation_interval"} {
+		global[k] = scrapeInterval.String()
+	}
 	rulesDir, err := filepath.Abs(repoPath("prometheus"))
 	if err != nil {
 		t.Fatal(err)
