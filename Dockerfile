@@ -13,8 +13,11 @@ RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.
     go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/shop ./cmd/loadgen ./cmd/workshop
 
 FROM alpine:3.22
-RUN adduser -D -H -u 10001 lockstep
+# A home directory to write in: the workshop and loadgen write their
+# reports under out/ of the working directory.
+RUN adduser -D -u 10001 lockstep
 COPY --from=build /out/ /usr/local/bin/
 USER 10001:10001
+WORKDIR /home/lockstep
 EXPOSE 8080
 CMD ["shop"]
