@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"syscall"
 	"time"
@@ -134,8 +135,14 @@ func (c *Config) setDefaults() {
 }
 
 // stopSelf stops the whole process, every thread, as kill -STOP would, and
-// returns once it was continued.
-func stopSelf() { _ = syscall.Kill(os.Getpid(), syscall.SIGSTOP) }
+// returns once it was continued. The signal goes to the calling thread:
+// sent to the process, the kernel may hand it to another thread, and this
+// one would run on (and write) until that thread stopped them all.
+func stopSelf() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_ = syscall.Tgkill(os.Getpid(), syscall.Gettid(), syscall.SIGSTOP)
+}
 
 // Inventory runs every stage against Redis.
 type Inventory struct {
