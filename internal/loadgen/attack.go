@@ -20,6 +20,8 @@ type attackSpec struct {
 	timeout       time.Duration
 	// onResult, optional, sees every answer (a fault step times them).
 	onResult func(*vegeta.Result)
+	// also, optional, are more URLs the requests go to in turn with url.
+	also []string
 }
 
 // outcome is how the loadgen classifies an answer (SPEC: a sale is a 200).
@@ -132,7 +134,11 @@ func attack(ctx context.Context, spec attackSpec, tl *timelineBuilder, onAnswer 
 		opts = append(opts, vegeta.Workers(min(workers, 8)))
 	}
 	attacker := vegeta.NewAttacker(opts...)
-	targeter := vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodPost, URL: spec.url})
+	targets := []vegeta.Target{{Method: http.MethodPost, URL: spec.url}}
+	for _, u := range spec.also {
+		targets = append(targets, vegeta.Target{Method: http.MethodPost, URL: u})
+	}
+	targeter := vegeta.NewStaticTargeter(targets...)
 
 	t := &tally{started: time.Now(), replicas: map[string]struct{}{}, errorSamples: map[string]int{}}
 	stopped := make(chan struct{})

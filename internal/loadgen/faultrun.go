@@ -23,6 +23,9 @@ const (
 	// readBeforeContinue lets a second holder that just took the lock read
 	// the stock before the stopped holder is continued.
 	readBeforeContinue = 50 * time.Millisecond
+	// secondSaleWait is how long a second sale is given to take a lock
+	// that a stopped holder should still have (redlock).
+	secondSaleWait = 500 * time.Millisecond
 	// pollEvery is how often the step looks at Redis or the processes.
 	pollEvery = 2 * time.Millisecond
 )
@@ -97,7 +100,7 @@ func (st *faultState) crash(ctx context.Context) error {
 	if err := st.setFaults(ctx, st.run.Faults, namesBut(r.names, victim)); err != nil {
 		return err
 	}
-	st.background(ctx, fs.Observe, false)()
+	st.background(ctx, fs.Observe)()
 	st.victimAnswered(<-answer)
 	if err := st.conclude(ctx); err != nil {
 		return err
@@ -125,9 +128,10 @@ func (st *faultState) crash(ctx context.Context) error {
 	return nil
 }
 
-// pause: the first replica to reach a stock write stops itself there
-// (pause_before_write) while sales go on through the proxy; after hold,
-// once another holder is inside, it is continued and writes what it read.
+// pause: a sale on the first replica stops its process right before its
+// stock write (pause_before_write), holding what it read; sales go on
+// through the proxy; after hold, once another holder is inside, it is
+// continued and writes what it read before the pause.
 func (st *faultState) pause(ctx context.Context) error {
 	r, fs := st.r, st.run.Fault
 	armed := st.run.Faults
@@ -135,18 +139,18 @@ func (st *faultState) pause(ctx context.Context) error {
 	if err := st.resetWith(ctx, armed); err != nil {
 		return err
 	}
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	defer stopLoad()
-	loadDone := st.background(loadCtx, fs.Observe, st.run.StopsWhenSoldOut())
-	victim, err := st.waitStopped(ctx, nil)
-	if err != nil {
-		stopLoad()
-		loadDone()
+	victim := r.names[0]
+	answer := st.victim(ctx, victim)
+	if _, err := st.waitStopped(ctx, answer); err != nil {
 		return err
 	}
 	st.faultAt, st.rep.Victim = time.Now(), victim
 	st.mark(st.faultAt, "SIGSTOP "+victim)
-	st.note("%s stopped itself right before its stock write, holding what it had read", victim)
+	st.note("%s stopped itself right before its stock write, holding what it had read (%s)", victim, st.lockState(ctx))
+	// The sales go to the other replicas, for the whole window: the stopped
+	// one would only pile up requests that all run at once when continued.
+	loadDone := st.background(ctx, fs.Observe, namesBut(r.names, victim)...)
+	defer loadDone()
 	if err := sleepCtx(ctx, fs.Hold.D()); err != nil {
 		return err
 	}
@@ -160,6 +164,7 @@ func (st *faultState) pause(ctx context.Context) error {
 		return err
 	}
 	st.mark(st.healAt, "SIGCONT "+victim)
+	st.victimAnswered(<-answer)
 	loadDone()
 	return st.conclude(ctx)
 }
@@ -176,7 +181,7 @@ func (st *faultState) redisRestart(ctx context.Context) error {
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
 		return err
 	}
-	loadDone := st.background(ctx, fs.Before+fs.Hold+fs.Observe, false)
+	loadDone := st.background(ctx, fs.Before+fs.Hold+fs.Observe)
 	defer loadDone()
 	if err := sleepCtx(ctx, fs.Before.D()); err != nil {
 		return err
@@ -316,7 +321,7 @@ func (st *faultState) redlockMasterLoss(ctx context.Context) error {
 		return err
 	}
 	answerB := st.victim(ctx, second)
-	if st.waitHolding(ctx, second, answerB) == nil {
+	if st.waitHoldingWithin(ctx, second, answerB, secondSaleWait) == nil {
 		st.note("a second sale, on %s, took the lock too", second)
 	} else {
 		st.note("a second sale, on %s, found no majority while the first held the lock", second)
@@ -356,7 +361,7 @@ func (st *faultState) partition(ctx context.Context) error {
 	st.undos = append(st.undos, func() { _ = inj.HealRedis(victim) })
 	st.mark(st.faultAt, "partition: "+victim)
 	st.note("%s was cut off from Redis while holding the lock", victim)
-	loadDone := st.background(ctx, fs.Observe, false)
+	loadDone := st.background(ctx, fs.Observe)
 	defer loadDone()
 	if err := sleepCtx(ctx, fs.Hold.D()); err != nil {
 		return err
@@ -369,6 +374,22 @@ func (st *faultState) partition(ctx context.Context) error {
 	st.victimAnswered(<-answer)
 	loadDone()
 	return st.conclude(ctx)
+}
+
+// lockState says who is inside the critical section and how long the
+// stage's lock has left, for the notes.
+func (st *faultState) lockState(ctx context.Context) string {
+	inside, err := st.r.holders.HGetAll(ctx, holdersKey(st.run.Stage, st.r.cfg.Scenario.SKU)).Result()
+	if err != nil {
+		return "holders unknown: " + err.Error()
+	}
+	state := fmt.Sprintf("inside: %v", inside)
+	if st.r.rdb != nil {
+		if ttl, err := st.r.rdb.PTTL(ctx, "lockstep:"+st.run.Stage+":{"+st.r.cfg.Scenario.SKU+"}:lock").Result(); err == nil && ttl > 0 {
+			state += fmt.Sprintf(", lock expires in %d ms", ttl.Milliseconds())
+		}
+	}
+	return state
 }
 
 // resetWith resets the stage's stock and sets faults on every replica.
@@ -419,16 +440,24 @@ func (st *faultState) victimAnswered(a saleAnswer) {
 	}
 }
 
-// background offers sales through the proxy for d at the step's rate; the
-// returned function waits for the last answer (calling it again is fine).
-func (st *faultState) background(ctx context.Context, d Duration, stopAtSoldOut bool) func() {
+// background offers sales for d at the step's rate, through the proxy or,
+// when replicas are named, to those replicas in turn; the returned function
+// waits for the last answer (calling it again is fine).
+func (st *faultState) background(ctx context.Context, d Duration, replicas ...string) func() {
 	fs := st.run.Fault
+	urls := []string{st.r.cfg.Target}
+	if len(replicas) > 0 {
+		urls = st.r.urlsOf(replicas)
+	}
+	for i, u := range urls {
+		urls[i] = deductURL(u, st.run.Stage, st.r.cfg.Scenario.SKU)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		attack(ctx, attackSpec{
-			name: st.run.Stage + "-" + fs.Kind, url: deductURL(st.r.cfg.Target, st.run.Stage, st.r.cfg.Scenario.SKU),
-			rate: fs.Rate, workers: fs.Workers, duration: d.D(), stopAtSoldOut: stopAtSoldOut,
+			name: st.run.Stage + "-" + fs.Kind, url: urls[0], also: urls[1:],
+			rate: fs.Rate, workers: fs.Workers, duration: d.D(),
 			timeout: st.run.Timeout.D(), onResult: st.record,
 		}, st.tl, st.r.progress.answer)
 	}()
@@ -460,6 +489,12 @@ var errAnsweredFirst = errors.New("the sale answered before it held the lock")
 // waitHolding waits until the named replica has a sale inside the critical
 // section (track_holders), or its sale answered.
 func (st *faultState) waitHolding(ctx context.Context, name string, answered <-chan saleAnswer) error {
+	return st.waitHoldingWithin(ctx, name, answered, holdTimeout)
+}
+
+func (st *faultState) waitHoldingWithin(ctx context.Context, name string, answered <-chan saleAnswer, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	key := holdersKey(st.run.Stage, st.r.cfg.Scenario.SKU)
 	return st.poll(ctx, answered, func() bool {
 		n, _ := st.r.holders.HGet(ctx, key, name).Int()
