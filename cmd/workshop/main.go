@@ -137,6 +137,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	top, err := topologyOf(sc)
+	if err != nil {
+		return err
+	}
 	if o.adminToken == "" {
 		o.adminToken = randomToken()
 	}
@@ -160,6 +164,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "%s\n!! %s: %s\n%s\n", banner, rs.component.Note, embeddedWarning, banner)
 	}
 	say("Redis: %s at %s", rs.component, strings.Join(rs.addrs, ", "))
+	wiring, err := startWiring(ctx, top, rs, o.replicas, workDir)
+	if err != nil {
+		return err
+	}
+	defer wiring.stop()
+	if g := wiring.group; g != nil {
+		say("Sentinel group (the stock): master %s, replicas and Sentinels at %s; holder counts on %s",
+			g.currentMaster().addr, strings.Join(g.sentinelAddrs(), ", "), g.observer.addr)
+	}
+	if wiring.links != nil {
+		say("each shop reaches the stock's Redis through a link the partition step can cut")
+	}
 
 	if o.shopBin == "" {
 		say("building the shop (go build %s)", shopPackage)
@@ -168,7 +184,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	replicas, err := startReplicas(ctx, bin, o.replicas, rs.addrs, o.adminToken, workDir, log)
+	replicas, err := startReplicas(ctx, bin, o.replicas, wiring.env, o.adminToken, workDir, log)
 	if err != nil {
 		return err
 	}
@@ -194,7 +210,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	st := state{
 		PID: os.Getpid(), WorkDir: workDir, AdminToken: o.adminToken,
 		Proxy: stateProxy{Kind: proxy.component.Kind, URL: proxy.url, PIDs: proxy.pids()},
-		Redis: stateRedis{Kind: rs.component.Kind, Addrs: rs.addrs, PIDs: rs.pids()},
+		Redis: stateRedis{Kind: rs.component.Kind, Addrs: rs.addrs, PIDs: wiring.pids()},
 	}
 	for _, r := range replicas {
 		st.Replicas = append(st.Replicas, stateReplica{Name: r.name, URL: r.url(), PID: r.sup.pid()})
@@ -204,19 +220,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	say("running scenario %s", scenarioName)
+	redisAddr, holdersAddr := wiring.loadgenRedis()
+	redisComponent := rs.component
+	if wiring.group != nil {
+		redisComponent = wiring.group.component
+		redisComponent.Addr = strings.Join(wiring.group.sentinelAddrs(), ",")
+	}
 	rep, runErr := loadgen.Run(ctx, loadgen.Config{
-		Target:       proxy.url,
-		ReplicaURLs:  replicaURLs,
-		AdminToken:   o.adminToken,
-		RedisAddr:    rs.addrs[0],
-		Redis:        rs.component,
-		Proxy:        proxy.component,
-		Scenario:     sc,
-		ScenarioFile: scenarioName,
-		Progress:     stderr,
-		Interactive:  loadgen.IsTerminal(stderr),
+		Target:           proxy.url,
+		ReplicaURLs:      replicaURLs,
+		AdminToken:       o.adminToken,
+		RedisAddr:        redisAddr,
+		HoldersRedisAddr: holdersAddr,
+		Injector:         &injector{replicas: replicas, redis: rs, group: wiring.group, links: wiring.links},
+		Redis:            redisComponent,
+		Proxy:            proxy.component,
+		Scenario:         sc,
+		ScenarioFile:     scenarioName,
+		Progress:         stderr,
+		Interactive:      loadgen.IsTerminal(stderr),
 		Processes: func() map[string][]int {
-			m := map[string][]int{"shop": nil, "redis": rs.pids()}
+			m := map[string][]int{"shop": nil, "redis": wiring.pids()}
 			for _, r := range replicas {
 				if pid := r.sup.pid(); pid != 0 {
 					m["shop"] = append(m["shop"], pid)
@@ -236,7 +260,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	for _, r := range replicas {
 		if n := r.sup.restartCount(); n > 0 {
-			say("%s was restarted %d time(s) (crash steps exit a replica on purpose)", r.name, n)
+			say("%s was restarted %d time(s) (crash steps and the crash scenario end a replica on purpose)", r.name, n)
 		}
 	}
 	if runErr != nil {

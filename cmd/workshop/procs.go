@@ -73,6 +73,7 @@ func (p *process) stop(sig syscall.Signal) {
 	pgid := p.pid() // Setpgid: the group id is the leader's pid
 	if !p.exited() {
 		_ = p.cmd.Process.Signal(sig)
+		_ = p.cmd.Process.Signal(syscall.SIGCONT) // a stopped process must run to exit
 		select {
 		case <-p.done:
 		case <-time.After(stopGrace):
@@ -154,6 +155,23 @@ func (s *supervised) restartCount() int {
 	defer s.mu.Unlock()
 	return s.restarts
 }
+
+// kill kills the running process's group with SIGKILL, as kill -9 would,
+// and returns once it is gone; supervision then starts it again.
+func (s *supervised) kill() error {
+	s.mu.Lock()
+	p := s.current
+	s.mu.Unlock()
+	if p.exited() {
+		return fmt.Errorf("%s: %w", s.name, errNotRunning)
+	}
+	_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+	<-p.done
+	return nil
+}
+
+// errNotRunning: a fault step asked for a process that is not running.
+var errNotRunning = errors.New("not running")
 
 // stop ends supervision and stops the process.
 func (s *supervised) stop(sig syscall.Signal) {

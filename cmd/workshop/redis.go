@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,8 +37,84 @@ const embeddedWarning = "using an embedded Redis (miniredis, in this process). E
 type redisSet struct {
 	addrs     []string
 	component loadgen.Component
-	servers   []*process
+	servers   []*redisProc
 	embedded  []*miniredis.Miniredis
+}
+
+// redisProc is one redis-server process on a fixed address and data
+// directory, which a fault step may kill and start again.
+type redisProc struct {
+	name, bin, addr, dir, logPath string
+	args                          []string // besides address, directory and persistence
+
+	mu   sync.Mutex
+	proc *process
+}
+
+// Persistence flags of a restart, by loadgen persistence mode.
+var persistenceArgs = map[string][]string{
+	loadgen.PersistenceNone:        {"--appendonly", "no"},
+	loadgen.PersistenceAOFEverySec: {"--appendonly", "yes", "--appendfsync", "everysec"},
+}
+
+// start runs the server (again) with the given persistence and waits until
+// it answers.
+func (s *redisProc) start(ctx context.Context, persistence string) error {
+	_, port, _ := net.SplitHostPort(s.addr)
+	args := append([]string{"--port", port, "--bind", "127.0.0.1", "--dir", s.dir, "--save", "",
+		"--protected-mode", "no", "--daemonize", "no", "--loglevel", "warning"}, persistenceArgs[persistence]...)
+	p, err := startProcess(s.name, s.bin, append(args, s.args...), nil, s.logPath)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+	return waitRedis(ctx, s.addr, p)
+}
+
+// kill kills the server with SIGKILL, as a crash would, and waits until it
+// is gone. Its data directory stays for a restart.
+func (s *redisProc) kill() {
+	if p := s.current(); p != nil {
+		p.stop(syscall.SIGKILL)
+	}
+}
+
+// stop stops the server politely (final flush included).
+func (s *redisProc) stop() {
+	if p := s.current(); p != nil {
+		p.stop(syscall.SIGTERM)
+	}
+}
+
+func (s *redisProc) current() *process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc
+}
+
+// pid is the running server's pid, 0 when it is down.
+func (s *redisProc) pid() int {
+	if p := s.current(); p != nil && !p.exited() {
+		return p.pid()
+	}
+	return 0
+}
+
+// newRedisProc prepares a server on a free loopback port with its own
+// data directory under dir; start runs it.
+func newRedisProc(bin, name, dir string, args ...string) (*redisProc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, name)
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, fmt.Errorf("redis dir: %w", err)
+	}
+	return &redisProc{name: name, bin: bin, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: data,
+		logPath: filepath.Join(dir, name+".log"), args: args}, nil
 }
 
 // startRedis starts count independent Redis masters on free loopback
@@ -57,29 +134,13 @@ func startRedis(ctx context.Context, mode string, count int, dir string) (*redis
 	}
 	set := &redisSet{component: loadgen.Component{Kind: "redis-server", Version: redisVersion(bin)}}
 	for i := range count {
-		port, err := freePort()
+		srv, err := newRedisProc(bin, fmt.Sprintf("redis-%d", i+1), dir)
+		if err == nil {
+			set.servers = append(set.servers, srv)
+			set.addrs = append(set.addrs, srv.addr)
+			err = srv.start(ctx, loadgen.PersistenceNone)
+		}
 		if err != nil {
-			set.stop()
-			return nil, err
-		}
-		data := filepath.Join(dir, fmt.Sprintf("redis-%d", i+1))
-		if err := os.MkdirAll(data, 0o755); err != nil {
-			set.stop()
-			return nil, fmt.Errorf("redis dir: %w", err)
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		p, err := startProcess(fmt.Sprintf("redis-%d", i+1), bin, []string{
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", data,
-			"--save", "", "--appendonly", "no", "--protected-mode", "no",
-			"--daemonize", "no", "--loglevel", "warning",
-		}, nil, filepath.Join(dir, fmt.Sprintf("redis-%d.log", i+1)))
-		if err != nil {
-			set.stop()
-			return nil, err
-		}
-		set.servers = append(set.servers, p)
-		set.addrs = append(set.addrs, addr)
-		if err := waitRedis(ctx, addr, p); err != nil {
 			set.stop()
 			return nil, err
 		}
@@ -141,15 +202,17 @@ func waitRedis(ctx context.Context, addr string, p *process) error {
 
 func (s *redisSet) pids() []int {
 	var pids []int
-	for _, p := range s.servers {
-		pids = append(pids, p.pid())
+	for _, srv := range s.servers {
+		if pid := srv.pid(); pid != 0 {
+			pids = append(pids, pid)
+		}
 	}
 	return pids
 }
 
 func (s *redisSet) stop() {
-	for _, p := range s.servers {
-		p.stop(syscall.SIGTERM)
+	for _, srv := range s.servers {
+		srv.stop()
 	}
 	for _, m := range s.embedded {
 		m.Close()
@@ -164,4 +227,36 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// setPersistence switches the running server's append-only file on
+// (aof-everysec) or off (none), waiting until the file it starts from is
+// written, so a kill right after finds every write so far in it.
+func (s *redisProc) setPersistence(ctx context.Context, persistence string) error {
+	rdb := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1})
+	defer rdb.Close()
+	on := persistence == loadgen.PersistenceAOFEverySec
+	if on {
+		if err := rdb.ConfigSet(ctx, "appendfsync", "everysec").Err(); err != nil {
+			return fmt.Errorf("%s: appendfsync: %w", s.name, err)
+		}
+	}
+	if err := rdb.ConfigSet(ctx, "appendonly", map[bool]string{true: "yes", false: "no"}[on]).Err(); err != nil {
+		return fmt.Errorf("%s: appendonly: %w", s.name, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		info, err := rdb.InfoMap(ctx, "persistence").Result()
+		p := info["Persistence"]
+		if err == nil && p["aof_enabled"] == map[bool]string{true: "1", false: "0"}[on] &&
+			p["aof_rewrite_in_progress"] == "0" && p["aof_rewrite_scheduled"] == "0" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: persistence %s not in effect: %w", s.name, persistence, errors.Join(err, ctx.Err()))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

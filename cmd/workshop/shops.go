@@ -38,9 +38,12 @@ type replica struct {
 
 func (r *replica) url() string { return "http://" + r.addr }
 
-// startReplicas starts n shop processes on free loopback ports, all on the
-// same Redis, and waits until each is ready.
-func startReplicas(ctx context.Context, bin string, n int, redisAddrs []string, adminToken, dir string, log *slog.Logger) ([]*replica, error) {
+// replicaName names the i-th replica (from 0).
+func replicaName(i int) string { return fmt.Sprintf("shop-%d", i+1) }
+
+// startReplicas starts n shop processes on free loopback ports and waits
+// until each is ready; redisEnv gives each its Redis settings (LOCKSTEP_*).
+func startReplicas(ctx context.Context, bin string, n int, redisEnv func(name string) []string, adminToken, dir string, log *slog.Logger) ([]*replica, error) {
 	var replicas []*replica
 	stopAll := func() {
 		for _, r := range replicas {
@@ -53,15 +56,14 @@ func startReplicas(ctx context.Context, bin string, n int, redisAddrs []string, 
 			stopAll()
 			return nil, err
 		}
-		r := &replica{name: fmt.Sprintf("shop-%d", i+1), addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-		env := []string{
+		r := &replica{name: replicaName(i), addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+		env := append([]string{
 			"LOCKSTEP_ADDR=" + r.addr,
-			"LOCKSTEP_REDIS_ADDR=" + strings.Join(redisAddrs, ","),
 			"LOCKSTEP_REDIS_PASSWORD=",
 			"LOCKSTEP_REPLICA=" + r.name,
 			"LOCKSTEP_ADMIN_TOKEN=" + adminToken,
 			"LOCKSTEP_LOG_LEVEL=warn",
-		}
+		}, redisEnv(r.name)...)
 		logPath := filepath.Join(dir, r.name+".log")
 		r.sup, err = supervise(r.name, log, func() (*process, error) {
 			return startProcess(r.name, bin, nil, env, logPath)

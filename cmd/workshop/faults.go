@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/proc"
+)
+
+// injector carries out the loadgen's fault steps on the workshop's own
+// processes (loadgen.Injector).
+type injector struct {
+	replicas []*replica
+	redis    *redisSet
+	group    *sentinelGroup        // the failover scenario's, else nil
+	links    map[string]*redisLink // the partition scenario's, by replica, else nil
+}
+
+var _ loadgen.Injector = (*injector)(nil)
+
+// errSetUp: the step needs a set-up the workshop did not start for this
+// scenario.
+var errSetUp = errors.New("not in this workshop's set-up")
+
+func (in *injector) replica(name string) (*replica, error) {
+	for _, r := range in.replicas {
+		if r.name == name {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("replica %q: %w", name, errSetUp)
+}
+
+func (in *injector) KillReplica(_ context.Context, name string) error {
+	r, err := in.replica(name)
+	if err != nil {
+		return err
+	}
+	return r.sup.kill()
+}
+
+func (in *injector) StoppedReplicas() []string {
+	var stopped []string
+	for _, r := range in.replicas {
+		if pid := r.sup.pid(); pid != 0 {
+			if st, err := proc.Read(pid); err == nil && st.State == 'T' {
+				stopped = append(stopped, r.name)
+			}
+		}
+	}
+	return stopped
+}
+
+func (in *injector) ContinueReplica(name string) error {
+	r, err := in.replica(name)
+	if err != nil {
+		return err
+	}
+	pid := r.sup.pid()
+	if pid == 0 {
+		return fmt.Errorf("%s: %w", name, errNotRunning)
+	}
+	if err := syscall.Kill(-pid, syscall.SIGCONT); err != nil { // its own process group
+		return fmt.Errorf("SIGCONT %s: %w", name, err)
+	}
+	return nil
+}
+
+func (in *injector) link(name string) (*redisLink, error) {
+	if l := in.links[name]; l != nil {
+		return l, nil
+	}
+	return nil, fmt.Errorf("%s's link to Redis: %w (the partition scenario starts one per replica)", name, errSetUp)
+}
+
+func (in *injector) CutRedis(name string) error {
+	l, err := in.link(name)
+	if err != nil {
+		return err
+	}
+	l.partition()
+	return nil
+}
+
+func (in *injector) HealRedis(name string) error {
+	l, err := in.link(name)
+	if err != nil {
+		return err
+	}
+	l.heal()
+	return nil
+}
+
+func (in *injector) server(i int) (*redisProc, error) {
+	if i < 0 || i >= len(in.redis.servers) {
+		return nil, fmt.Errorf("redis-server %d: %w (an embedded Redis cannot be killed)", i+1, errSetUp)
+	}
+	return in.redis.servers[i], nil
+}
+
+func (in *injector) SetPersistence(ctx context.Context, i int, persistence string) error {
+	srv, err := in.server(i)
+	if err != nil {
+		return err
+	}
+	return srv.setPersistence(ctx, persistence)
+}
+
+func (in *injector) KillRedis(_ context.Context, i int) error {
+	srv, err := in.server(i)
+	if err != nil {
+		return err
+	}
+	srv.kill()
+	return nil
+}
+
+func (in *injector) StartRedis(ctx context.Context, i int, persistence string) error {
+	srv, err := in.server(i)
+	if err != nil || srv.pid() != 0 {
+		return err
+	}
+	return srv.start(ctx, persistence)
+}
+
+func (in *injector) sentinels() (*sentinelGroup, error) {
+	if in.group == nil {
+		return nil, fmt.Errorf("Sentinel group: %w (the failover scenario starts one)", errSetUp)
+	}
+	return in.group, nil
+}
+
+func (in *injector) PrepareFailover(ctx context.Context) error {
+	g, err := in.sentinels()
+	if err != nil {
+		return err
+	}
+	return g.prepare(ctx)
+}
+
+func (in *injector) HoldReplication(ctx context.Context) error {
+	g, err := in.sentinels()
+	if err != nil {
+		return err
+	}
+	return g.holdReplication(ctx)
+}
+
+func (in *injector) KillMaster(ctx context.Context) (string, error) {
+	g, err := in.sentinels()
+	if err != nil {
+		return "", err
+	}
+	return g.killMaster(ctx)
+}
+
+func (in *injector) WaitFailover(ctx context.Context) (string, error) {
+	g, err := in.sentinels()
+	if err != nil {
+		return "", err
+	}
+	return g.waitFailover(ctx)
+}

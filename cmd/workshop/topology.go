@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/lockstep/lockstep/internal/loadgen"
+)
+
+// topology is what the scenario's fault steps need beyond the plain set-up
+// (independent Redis masters, the shops straight on them).
+type topology struct {
+	// sentinel: the failover scenario's Sentinel group holds the stock;
+	// the independent masters serve redlock only.
+	sentinel bool
+	// links: each shop reaches the stock's Redis through a link the
+	// partition scenario can cut.
+	links bool
+}
+
+func topologyOf(sc *loadgen.Scenario) (topology, error) {
+	var t topology
+	for _, run := range sc.Runs {
+		if run.Fault == nil {
+			continue
+		}
+		switch {
+		case run.Fault.Kind == loadgen.FaultFailover && run.Fault.Target == loadgen.FailoverMaster:
+			t.sentinel = true
+		case run.Fault.Kind == loadgen.FaultPartition:
+			t.links = true
+		}
+	}
+	if t.sentinel && t.links {
+		return t, errors.New("a failover and a partition need different set-ups: run them as two scenarios")
+	}
+	return t, nil
+}
+
+// redisWiring is how the shops reach Redis in a topology.
+type redisWiring struct {
+	rs    *redisSet
+	group *sentinelGroup
+	links map[string]*redisLink
+}
+
+func startWiring(ctx context.Context, t topology, rs *redisSet, replicas int, dir string) (*redisWiring, error) {
+	w := &redisWiring{rs: rs}
+	if (t.sentinel || t.links) && rs.embedded != nil {
+		return nil, errors.New("the failover and partition scenarios need redis-server, not the embedded Redis")
+	}
+	if t.sentinel {
+		g, err := startSentinelGroup(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		w.group = g
+	}
+	if t.links {
+		w.links = map[string]*redisLink{}
+		for i := range replicas {
+			l, err := startLink(rs.addrs[0])
+			if err != nil {
+				w.stop()
+				return nil, err
+			}
+			w.links[replicaName(i)] = l
+		}
+	}
+	return w, nil
+}
+
+// env is a replica's Redis settings. Every one is set, empty or not, so the
+// workshop's own environment cannot leak into the shops.
+func (w *redisWiring) env(name string) []string {
+	addrs := w.rs.addrs
+	sentinels, master, holders := "", "", ""
+	switch {
+	case w.group != nil:
+		sentinels, master, holders = strings.Join(w.group.sentinelAddrs(), ","), sentinelMaster, w.group.observer.addr
+	case w.links != nil:
+		// The stock through the cuttable link; the holder counts straight,
+		// so the partition does not hide them.
+		addrs = append([]string{w.links[name].addr()}, addrs[1:]...)
+		holders = w.rs.addrs[0]
+	}
+	return []string{
+		"LOCKSTEP_REDIS_ADDR=" + strings.Join(addrs, ","),
+		"LOCKSTEP_REDIS_SENTINEL=" + sentinels,
+		"LOCKSTEP_REDIS_MASTER=" + master,
+		"LOCKSTEP_HOLDERS_REDIS_ADDR=" + holders,
+	}
+}
+
+// loadgenRedis is the Redis address the load generator reads lock keys
+// from, and where it finds the holder counts.
+func (w *redisWiring) loadgenRedis() (addr, holders string) {
+	if w.group != nil {
+		// The stock moves with failovers; the holder counts do not.
+		return "", w.group.observer.addr
+	}
+	return w.rs.addrs[0], ""
+}
+
+func (w *redisWiring) pids() []int {
+	pids := w.rs.pids()
+	if w.group != nil {
+		pids = append(pids, w.group.pids()...)
+	}
+	return pids
+}
+
+func (w *redisWiring) stop() {
+	for _, l := range w.links {
+		_ = l.close()
+	}
+	if w.group != nil {
+		w.group.stop()
+	}
+}
