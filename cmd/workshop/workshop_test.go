@@ -256,9 +256,11 @@ func checkReportInChromium(t *testing.T, htmlPath string, stageRuns int) {
 		t.Fatalf("screenshot: %v", err)
 	}
 	// The charts' colours (report.html.tmpl): sales bars, oversold bars,
-	// bars of stages that did not oversell.
+	// bars of stages that did not oversell. How many pixels each takes
+	// depends on the run's figures (bars scale to the largest), so the bar
+	// is "drawn at all", not a size.
 	for name, rgb := range map[string][3]uint32{"blue sales bars": {0x2f, 0x6f, 0xc6}, "red oversold bars": {0xc6, 0x2f, 0x2f}, "green bars": {0x1f, 0x8a, 0x4c}} {
-		if n := countColour(img, rgb); n < 200 {
+		if n := countColour(img, rgb); n < 50 {
 			t.Errorf("screenshot has %d pixels of the %s, want the chart drawn", n, name)
 		}
 	}
