@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,9 @@ const (
 	secondSaleWait = 500 * time.Millisecond
 	// pollEvery is how often the step looks at Redis or the processes.
 	pollEvery = 2 * time.Millisecond
+	// retryUnavailable spaces the sales that wait for a replica to see the
+	// new master.
+	retryUnavailable = 100 * time.Millisecond
 )
 
 // faultState is one fault step in progress.
@@ -267,7 +271,7 @@ func (st *faultState) failover(ctx context.Context) error {
 	if err := st.setFaults(ctx, st.run.Faults, r.livingReplicas(aDone == nil, first)); err != nil {
 		return err
 	}
-	answerB := st.victim(ctx, second)
+	answerB := st.saleOnceUp(ctx, second)
 	holding := st.waitHolding(ctx, second, answerB) == nil
 	if aDone == nil {
 		if holding {
@@ -361,7 +365,10 @@ func (st *faultState) partition(ctx context.Context) error {
 	st.undos = append(st.undos, func() { _ = inj.HealRedis(victim) })
 	st.mark(st.faultAt, "partition: "+victim)
 	st.note("%s was cut off from Redis while holding the lock", victim)
-	loadDone := st.background(ctx, fs.Observe)
+	left := st.watchLeave(ctx, victim)
+	// The sales go to the other replicas: the one cut off would only tie
+	// the load generator's workers up in requests that time out.
+	loadDone := st.background(ctx, fs.Observe, namesBut(r.names, victim)...)
 	defer loadDone()
 	if err := sleepCtx(ctx, fs.Hold.D()); err != nil {
 		return err
@@ -372,8 +379,33 @@ func (st *faultState) partition(ctx context.Context) error {
 	}
 	st.mark(st.healAt, "healed")
 	st.victimAnswered(<-answer)
+	if at := left(); !at.IsZero() {
+		after := ms(at.Sub(st.faultAt))
+		st.rep.VictimLeftMS = &after
+		st.mark(at, "holder gave up")
+		st.note("the holder left its critical section %.0f ms after the partition began, and answered %.0f ms after it", after, *st.rep.VictimAnswerMS)
+	}
 	loadDone()
 	return st.conclude(ctx)
+}
+
+// watchLeave watches, in the background, for the named replica to have
+// no sale inside the critical section any more; the returned function
+// waits for that moment (zero when it did not come within holdTimeout).
+func (st *faultState) watchLeave(ctx context.Context, name string) func() time.Time {
+	key := holdersKey(st.run.Stage, st.r.cfg.Scenario.SKU)
+	var at time.Time
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if st.poll(ctx, nil, func() bool {
+			n, err := st.r.holders.HGet(ctx, key, name).Int()
+			return err == nil && n == 0 || errors.Is(err, redis.Nil)
+		}, name+" leaving the critical section") == nil {
+			at = time.Now()
+		}
+	}()
+	return func() time.Time { <-done; return at }
 }
 
 // lockState says who is inside the critical section and how long the
@@ -428,6 +460,28 @@ func (st *faultState) victim(ctx context.Context, name string) <-chan saleAnswer
 		st.record(res)
 		st.tl.add(a.end, classify(res.Code) == outcomeSale)
 		out <- a
+	}()
+	return out
+}
+
+// saleOnceUp sends sales to the named replica until one is not refused
+// with 503 (the replica may not have seen the new master yet), for at most
+// holdTimeout; every answer is recorded, the last lands in the channel.
+func (st *faultState) saleOnceUp(ctx context.Context, name string) <-chan saleAnswer {
+	url := st.r.urlsOf([]string{name})[0]
+	out := make(chan saleAnswer, 1)
+	go func() {
+		deadline := time.Now().Add(holdTimeout)
+		for {
+			a := st.r.shop.sale(ctx, url, st.run.Stage, st.r.cfg.Scenario.SKU)
+			res := a.result()
+			st.record(res)
+			st.tl.add(a.end, classify(res.Code) == outcomeSale)
+			if a.status != http.StatusServiceUnavailable || time.Now().After(deadline) || sleepCtx(ctx, retryUnavailable) != nil {
+				out <- a
+				return
+			}
+		}
 	}()
 	return out
 }

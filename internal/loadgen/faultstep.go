@@ -156,7 +156,11 @@ type FaultReport struct {
 	VictimAnswer   string   `json:"victim_answer,omitempty"`
 	VictimStatus   int      `json:"victim_status,omitempty"`
 	VictimAnswerMS *float64 `json:"victim_answer_ms,omitempty"`
-	AtMS           float64  `json:"at_ms"`
+	// VictimLeftMS is when, from the fault, that sale left its critical
+	// section (track_holders): when it gave its work up, which its answer
+	// may follow much later, after an unlock that had to time out.
+	VictimLeftMS *float64 `json:"victim_left_ms,omitempty"`
+	AtMS         float64  `json:"at_ms"`
 	// HealedAtMS is when the fault ended: SIGCONT, Redis answering again,
 	// the partition healed, the failover done; a crash ends at once.
 	HealedAtMS float64 `json:"healed_at_ms"`

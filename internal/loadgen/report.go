@@ -260,7 +260,7 @@ func (rep *Report) writeFaultTable(w io.Writer) error {
 	}
 	fmt.Fprintln(w, "\nfailure scenarios:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "stage\tfault\toversold\tconsistent\ttime stuck\ttime to recover\tmax holders\tthe holder's sale\t")
+	fmt.Fprintln(tw, "stage\tfault\toversold\tconsistent\ttime stuck\ttime to recover\tmax holders\tthe holder's sale, or what was lost\t")
 	for _, f := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", f.Label, f.Kind, f.Oversold, yesNo(f.Consistent), f.StuckText, f.RecoveryText, f.HoldersText, f.VictimText)
 	}

@@ -157,7 +157,10 @@ type saleAnswer struct {
 }
 
 func (a saleAnswer) String() string {
+	var urlErr *url.Error
 	switch {
+	case errors.As(a.err, &urlErr):
+		return "no answer: " + urlErr.Err.Error() // the URL is the victim's, known
 	case a.err != nil:
 		return a.err.Error()
 	case a.code != "":
