@@ -276,11 +276,8 @@ func rows() []rowSpec {
 				description: "How nginx spreads the sales of the selected stages over the replicas.",
 				targets:     []Target{query(`sum by (replica) (`+rate(`lockstep_requests_total{result="sold",`+stageFilter+`}`)+`)`, "{{replica}}")}},
 			{kind: "timeseries", title: "Empty segments (segmented)", width: 12, height: 8, unit: "short",
-				description: "Segments of the segmented stage whose stock is 0, from redis_exporter's --check-keys: sales fall back to the other segments.",
-				targets: []Target{
-					query(`count by (sku) (label_replace(redis_key_value{key=~"lockstep:segmented:[{].+:[0-9]+[}]:stock"} == 0, "sku", "$1", "key", "lockstep:segmented:[{](.+):[0-9]+[}]:stock"))`, "{{sku}} empty"),
-					query(`count by (sku) (label_replace(redis_key_value{key=~"lockstep:segmented:[{].+:[0-9]+[}]:stock"}, "sku", "$1", "key", "lockstep:segmented:[{](.+):[0-9]+[}]:stock"))`, "{{sku}} segments"),
-				}},
+				description: "Segments of the segmented stage whose stock is 0, from the audit in Redis: sales fall back to the other segments.",
+				targets:     []Target{query(`max by (stage, sku) (lockstep_segments_empty{`+stageFilter+`})`, "{{sku}} empty")}},
 			{kind: "timeseries", title: "Request duration p99", width: 12, height: 8, unit: "s",
 				description: "Whole deduct requests as the replicas timed them.",
 				targets:     []Target{query(quantile("0.99", "lockstep_request_duration_seconds"), "{{stage}}")}},

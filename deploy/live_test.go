@@ -39,6 +39,7 @@ var panelStages = map[string][]string{
 	"Lock busy/s":                                  {"setnx-expire"},
 	"Watchdog renewals and losses/s":               {"watchdog", "segmented"},
 	"Foreign unlocks (since the replicas started)": {"setnx-expire"},
+	"Empty segments (segmented)":                   {"segmented"},
 }
 
 // TestLiveStack is issue 5's proof with real programs: the stack of

@@ -212,12 +212,8 @@ func startStack(t *testing.T, compose *types.Project) *stack {
 		"-nginx.scrape-uri=" + s.statusURL, "-web.listen-address=" + s.exporters["nginx"],
 	}, nil)
 	s.exporters["redis"] = freeAddr(t)
-	checkKeys := env(compose.Services["redis-exporter"], "REDIS_EXPORTER_CHECK_KEYS")
-	if checkKeys == "" {
-		t.Fatal("compose's redis-exporter has no REDIS_EXPORTER_CHECK_KEYS: the empty-segments panel needs it")
-	}
 	redisExp := startProcess(t, s.dir, "redis-exporter", bins["redis-exp"], []string{
-		"-redis.addr=redis://" + s.redisAddr, "-check-keys=" + checkKeys, "-web.listen-address=" + s.exporters["redis"],
+		"-redis.addr=redis://" + s.redisAddr, "-web.listen-address=" + s.exporters["redis"],
 	}, []string{"REDIS_PASSWORD=" + s.redisPassword})
 	nginxExp.waitHTTP(t, "http://"+s.exporters["nginx"]+"/metrics", nil)
 	redisExp.waitHTTP(t, "http://"+s.exporters["redis"]+"/metrics", nil)

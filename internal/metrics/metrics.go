@@ -1,7 +1,7 @@
 // Package metrics is the Prometheus instrumentation of the shop: request
 // outcomes and durations, lock waits and acquisitions, watchdog renewals,
 // foreign unlocks, and the audit of every stage as gauges read from Redis at
-// scrape time. Every metric has the prefix lockstep_ and the label stage.
+// scrape time (with the empty segments of segmented stages). Every metric has the prefix lockstep_ and the label stage.
 package metrics
 
 import (
@@ -121,6 +121,7 @@ var (
 	soldDesc     = prometheus.NewDesc("lockstep_sold", "Units sold, from the audit in Redis.", []string{"stage", "sku"}, nil)
 	oversoldDesc = prometheus.NewDesc("lockstep_oversold", "Units sold beyond the initial stock: max(0, sold - initial).", []string{"stage", "sku"}, nil)
 	consistDesc  = prometheus.NewDesc("lockstep_consistent", "1 when stock + sold == initial, else 0 (lost updates).", []string{"stage", "sku"}, nil)
+	emptyDesc    = prometheus.NewDesc("lockstep_segments_empty", "Segments whose stock is 0, for stages that split the stock into segments (segmented).", []string{"stage", "sku"}, nil)
 )
 
 // stockCollector reads the audit of every available stage's tracked SKUs
@@ -131,7 +132,7 @@ type stockCollector struct {
 }
 
 func (c *stockCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{stockDesc, soldDesc, oversoldDesc, consistDesc} {
+	for _, d := range []*prometheus.Desc{stockDesc, soldDesc, oversoldDesc, consistDesc, emptyDesc} {
 		ch <- d
 	}
 }
@@ -162,6 +163,20 @@ func (c *stockCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(soldDesc, prometheus.GaugeValue, float64(a.Sold), info.ID, sku)
 			ch <- prometheus.MustNewConstMetric(oversoldDesc, prometheus.GaugeValue, float64(a.Oversold), info.ID, sku)
 			ch <- prometheus.MustNewConstMetric(consistDesc, prometheus.GaugeValue, consistent, info.ID, sku)
+			if len(a.Segments) > 0 {
+				ch <- prometheus.MustNewConstMetric(emptyDesc, prometheus.GaugeValue, float64(emptySegments(a.Segments)), info.ID, sku)
+			}
 		}
 	}
+}
+
+// emptySegments counts the segments a sale can no longer take from.
+func emptySegments(segments []inventory.Counts) int {
+	n := 0
+	for _, s := range segments {
+		if s.Stock <= 0 {
+			n++
+		}
+	}
+	return n
 }
