@@ -138,6 +138,13 @@ func TestComposeServices(t *testing.T) {
 	if got := env(p.Services["grafana"], "GF_AUTH_ANONYMOUS_ENABLED"); got != "true" {
 		t.Errorf("grafana: anonymous access %q, want true", got)
 	}
+	// The loadgen annotates stage runs as Grafana's admin: anonymous
+	// viewers may not.
+	grafana := p.Services["grafana"]
+	wantURL := fmt.Sprintf("http://%s:%s@grafana:3000", env(grafana, "GF_SECURITY_ADMIN_USER"), env(grafana, "GF_SECURITY_ADMIN_PASSWORD"))
+	if got := env(p.Services["loadgen"], "LOCKSTEP_GRAFANA_URL"); got != wantURL || env(grafana, "GF_SECURITY_ADMIN_PASSWORD") == "" {
+		t.Errorf("loadgen: LOCKSTEP_GRAFANA_URL %q, want Grafana's admin, %q", got, wantURL)
+	}
 }
 
 func maps(a, b map[string]string) bool {

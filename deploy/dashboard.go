@@ -12,6 +12,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/lockstep/lockstep/internal/loadgen"
 )
 
 // DatasourceUID is the provisioned Prometheus datasource
@@ -80,18 +82,28 @@ type Annotations struct {
 	List []Annotation `json:"list"`
 }
 
-// Annotation is a Prometheus annotation query: every step where Expr has a
-// value marks the time line; consecutive steps merge into a region.
+// Annotation is an annotation query: a Prometheus one (Expr: every step
+// where it has a value marks the time line; consecutive steps merge into a
+// region) or one of Grafana's own annotations (Target: those with tags).
 type Annotation struct {
-	Name        string     `json:"name"`
-	Datasource  Datasource `json:"datasource"`
-	Enable      bool       `json:"enable"`
-	IconColor   string     `json:"iconColor"`
-	Expr        string     `json:"expr"`
-	Step        string     `json:"step"`
-	TitleFormat string     `json:"titleFormat"`
-	TagKeys     string     `json:"tagKeys"`
-	TextFormat  string     `json:"textFormat"`
+	Name        string            `json:"name"`
+	Datasource  Datasource        `json:"datasource"`
+	Enable      bool              `json:"enable"`
+	IconColor   string            `json:"iconColor"`
+	Expr        string            `json:"expr,omitempty"`
+	Step        string            `json:"step,omitempty"`
+	TitleFormat string            `json:"titleFormat,omitempty"`
+	TagKeys     string            `json:"tagKeys,omitempty"`
+	TextFormat  string            `json:"textFormat,omitempty"`
+	Target      *AnnotationTarget `json:"target,omitempty"`
+}
+
+// AnnotationTarget selects Grafana's own annotations by tag.
+type AnnotationTarget struct {
+	Type     string   `json:"type"` // "tags"
+	Tags     []string `json:"tags"`
+	MatchAny bool     `json:"matchAny"`
+	Limit    int      `json:"limit"`
 }
 
 // Datasource references a datasource by type and uid.
@@ -163,6 +175,10 @@ type ThresholdStep struct {
 }
 
 var prometheusDS = Datasource{Type: "prometheus", UID: DatasourceUID}
+
+// grafanaDS is Grafana's built-in annotation store, not a datasource one
+// provisions.
+var grafanaDS = Datasource{Type: "grafana", UID: "-- Grafana --"}
 
 // stageFilter restricts a selector to the stages picked in the $stage
 // variable.
@@ -363,6 +379,12 @@ func NewDashboard() Dashboard {
 			Name: "Stage runs", Datasource: prometheusDS, Enable: true, IconColor: "rgba(255, 176, 0, 0.5)",
 			Expr: `sum by (stage) (rate(lockstep_requests_total[$__rate_interval])) > 0`, Step: "5s",
 			TitleFormat: "{{stage}}", TagKeys: "stage", TextFormat: "stage {{stage}} under load",
+		}, {
+			// Pushed by the load generator (--grafana-url) after each stage
+			// run: its span and figures (sales, sales/s, oversold,
+			// consistent).
+			Name: "Load generator stage runs", Datasource: grafanaDS, Enable: true, IconColor: "rgba(0, 211, 255, 0.5)",
+			Target: &AnnotationTarget{Type: "tags", Tags: []string{loadgen.AnnotationTag}, Limit: 100},
 		}}},
 	}
 	id, y := 1, 0

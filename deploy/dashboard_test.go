@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/lockstep/lockstep/internal/loadgen"
 )
 
 // dashboardFile is grafana/dashboards/lockstep.json as Grafana reads it:
@@ -15,11 +17,7 @@ import (
 type dashboardFile struct {
 	UID         string `json:"uid"`
 	Annotations struct {
-		List []struct {
-			Name       string         `json:"name"`
-			Expr       string         `json:"expr"`
-			Datasource map[string]any `json:"datasource"`
-		} `json:"list"`
+		List []dashboardAnnotation `json:"list"`
 	} `json:"annotations"`
 	Templating struct {
 		List []struct {
@@ -41,6 +39,16 @@ type dashboardFile struct {
 			Expr  string `json:"expr"`
 		} `json:"targets"`
 	} `json:"panels"`
+}
+
+type dashboardAnnotation struct {
+	Name       string         `json:"name"`
+	Expr       string         `json:"expr"`
+	Datasource map[string]any `json:"datasource"`
+	Target     *struct {
+		Type string   `json:"type"`
+		Tags []string `json:"tags"`
+	} `json:"target"`
 }
 
 func readDashboard(t *testing.T) (dashboardFile, []byte) {
@@ -72,6 +80,9 @@ func dashboardQueries(t *testing.T) []panelQuery {
 		}
 	}
 	for _, a := range d.Annotations.List {
+		if a.Datasource["type"] == grafanaDS.Type {
+			continue // Grafana's own annotations: no PromQL
+		}
 		qs = append(qs, panelQuery{"annotation: " + a.Name, a.Expr})
 	}
 	return qs
@@ -132,10 +143,18 @@ func TestDashboardPanels(t *testing.T) {
 	if len(d.Annotations.List) == 0 || len(d.Templating.List) == 0 {
 		t.Error("want the stage annotations and the $stage variable")
 	}
+	// The stage runs the load generator annotates (--grafana-url).
+	pushed := slices.ContainsFunc(d.Annotations.List, func(a dashboardAnnotation) bool {
+		return a.Target != nil && a.Target.Type == "tags" && slices.Equal(a.Target.Tags, []string{loadgen.AnnotationTag})
+	})
+	if !pushed {
+		t.Errorf("no annotation shows Grafana's annotations tagged %q, which the load generator pushes", loadgen.AnnotationTag)
+	}
 }
 
 // TestDashboardUsesOnlyTheProvisionedDatasource walks every object of the
-// dashboard JSON: each datasource reference is the provisioned Prometheus.
+// dashboard JSON: each datasource reference is the provisioned Prometheus,
+// but for annotations read from Grafana's own store.
 func TestDashboardUsesOnlyTheProvisionedDatasource(t *testing.T) {
 	data, err := os.ReadFile(repoPath("grafana", "provisioning", "datasources", "prometheus.yml"))
 	if err != nil {
@@ -166,7 +185,8 @@ func TestDashboardUsesOnlyTheProvisionedDatasource(t *testing.T) {
 				if k == "datasource" {
 					refs++
 					ds, ok := child.(map[string]any)
-					if !ok || ds["uid"] != prov.Datasources[0].UID || ds["type"] != prov.Datasources[0].Type {
+					builtIn := path == "$.annotations.list[]" && ds["uid"] == grafanaDS.UID && ds["type"] == grafanaDS.Type
+					if !builtIn && (!ok || ds["uid"] != prov.Datasources[0].UID || ds["type"] != prov.Datasources[0].Type) {
 						t.Errorf("%s.datasource = %v, want the provisioned %s", path, child, DatasourceUID)
 					}
 				}

@@ -38,6 +38,7 @@ func main() {
 type options struct {
 	target, replicaURLs, adminToken, redisAddr, redisPassword string
 	scenario, out, only, render                               string
+	grafanaURL, grafanaToken                                  string
 }
 
 func parseFlags(args []string, getenv func(string) string) (options, error) {
@@ -51,6 +52,8 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.scenario, "scenario", "", "scenario file (YAML or JSON); empty: the built-in scenarios/default.yaml")
 	fs.StringVar(&o.only, "only", "", "run only these stages of the scenario, comma-separated")
 	fs.StringVar(&o.out, "out", "out/loadgen", "directory for report.json and report.html")
+	fs.StringVar(&o.grafanaURL, "grafana-url", "", "Grafana base URL, optionally with user:password@ for basic auth: each stage run is annotated there (tags lockstep and the stage); failures are warnings")
+	fs.StringVar(&o.grafanaToken, "grafana-token", "", "Grafana service account token, sent as a bearer token instead of the URL's basic auth")
 	fs.StringVar(&o.render, "render", "", "attack nothing: print the table and rewrite report.html (into --out) from this earlier report.json")
 	return o, flagenv.Parse(fs, args, getenv)
 }
@@ -84,6 +87,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		RedisPassword: o.redisPassword,
 		Scenario:      sc,
 		ScenarioFile:  name,
+		GrafanaURL:    o.grafanaURL,
+		GrafanaToken:  o.grafanaToken,
 		Progress:      stderr,
 		Interactive:   loadgen.IsTerminal(stderr),
 		Logger:        slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),

@@ -10,7 +10,7 @@ import (
 )
 
 func TestFlagsFallBackToEnvironment(t *testing.T) {
-	env := map[string]string{"LOCKSTEP_TARGET": "http://nginx:80", "LOCKSTEP_REPLICA_URLS": "http://a:1,http://b:2", "LOCKSTEP_ADMIN_TOKEN": "secret"}
+	env := map[string]string{"LOCKSTEP_TARGET": "http://nginx:80", "LOCKSTEP_REPLICA_URLS": "http://a:1,http://b:2", "LOCKSTEP_ADMIN_TOKEN": "secret", "LOCKSTEP_GRAFANA_URL": "http://grafana:3000"}
 	for _, tc := range []struct {
 		name       string
 		args       []string
@@ -24,7 +24,7 @@ func TestFlagsFallBackToEnvironment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.target != tc.wantTarget || o.adminToken != "secret" || len(splitList(o.replicaURLs)) != 2 {
+			if o.target != tc.wantTarget || o.adminToken != "secret" || len(splitList(o.replicaURLs)) != 2 || o.grafanaURL != "http://grafana:3000" {
 				t.Errorf("got %+v", o)
 			}
 		})

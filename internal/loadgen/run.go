@@ -52,7 +52,13 @@ type Config struct {
 	// HoldersRedisAddr is where the shops keep the track_holders counts
 	// when not on RedisAddr (--holders-redis-addr).
 	HoldersRedisAddr string
-	Logger           *slog.Logger
+	// GrafanaURL, optional, is where each stage run is annotated (a region
+	// tagged lockstep and the stage); a user in it is sent as basic auth,
+	// GrafanaToken, if set, as a bearer token instead. A failed annotation
+	// is a warning, never a failed run.
+	GrafanaURL   string
+	GrafanaToken string
+	Logger       *slog.Logger
 }
 
 // readyTimeout bounds the wait for a replica, e.g. one restarting after a crash.
@@ -84,6 +90,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
+	}
+	grafana, err := newAnnotator(cfg.GrafanaURL, cfg.GrafanaToken)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.RedisAddr != "" {
 		r.rdb = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Password: cfg.RedisPassword})
@@ -134,7 +144,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			runErr = err
 			break
 		}
+		start := time.Now()
 		row := r.runStage(ctx, i, run)
+		if grafana != nil && row.Skipped == "" {
+			if err := grafana.annotate(ctx, &row, start, time.Now()); err != nil {
+				r.log.Warn("grafana annotation", "stage", run.Stage, "err", err)
+			}
+		}
 		rep.Stages = append(rep.Stages, row)
 		r.progress.note("%s", row.summaryLine())
 	}
