@@ -1,7 +1,10 @@
 package scenarios
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
@@ -59,9 +62,107 @@ func TestDefaultShowsEverySpecExpectation(t *testing.T) {
 }
 
 func TestShippedScenariosParse(t *testing.T) {
-	for _, path := range []string{"default.yaml", "max-rate.yaml"} {
-		if _, _, err := Load(path); err != nil {
-			t.Errorf("%s: %v", path, err)
+	names := Names()
+	for _, want := range []string{"default", "max-rate", "crash", "pause", "redis-restart", "failover", "partition"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("built-in scenarios %v lack %s", names, want)
 		}
+	}
+	for _, name := range names {
+		if _, _, err := Load(name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if _, _, err := Load(name + ".yaml"); err != nil { // the file, from this directory
+			t.Errorf("%s.yaml: %v", name, err)
+		}
+	}
+}
+
+// TestFailureScenariosAskForIssueSix checks that each failure scenario runs
+// its fault on the stages issue 6 names and asks for what they must show.
+func TestFailureScenariosAskForIssueSix(t *testing.T) {
+	for _, tc := range []struct {
+		scenario string
+		want     map[string][]string // row label: expectations it must carry
+	}{
+		{"crash", map[string][]string{
+			"setnx":        {"stuck-after-crash", "lock-without-ttl", "sells-after-reset"},
+			"setnx-expire": {"recovers-within 2s", "sales-accounted", "holders-at-most 1"},
+			"uuid-lua":     {"recovers-within 2s", "sales-accounted", "holders-at-most 1"},
+			"watchdog":     {"recovers-within 2s", "sales-accounted", "holders-at-most 1"},
+			"fenced":       {"recovers-within 2s", "sales-accounted", "holders-at-most 1"},
+		}},
+		{"pause", map[string][]string{
+			"uuid-lua": {"oversells", "inconsistent", "holders-at-least 2"},
+			"watchdog": {"oversells", "inconsistent", "holders-at-least 2"},
+			"fenced":   {"no-oversell", "consistent", "holders-at-least 2"},
+		}},
+		{"redis-restart", map[string][]string{
+			"atomic, no persistence": {"fails-fast 1s", "loses-everything"},
+			"atomic, AOF everysec":   {"fails-fast 1s", "loses-at-most 1s"},
+		}},
+		{"failover", map[string][]string{
+			"watchdog":      {"holders-at-least 2"},
+			"watchdog+WAIT": {"holders-at-most 1", "consistent"},
+			"fenced":        {"holders-at-least 2", "no-oversell", "consistent"},
+			"redlock":       {"holders-at-most 1", "consistent"},
+		}},
+		{"partition", map[string][]string{
+			"watchdog": {"gives-up-within 3s", "no-oversell"},
+			"fenced":   {"victim-refused", "no-oversell"},
+		}},
+	} {
+		sc, _, err := Load(tc.scenario)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]loadgen.RunSpec{}
+		for _, run := range sc.Runs {
+			label := run.Stage
+			if run.Label != "" {
+				label = run.Label
+			}
+			if run.Fault == nil || run.Fault.Kind != tc.scenario || !run.Faults.TrackHolders && tc.scenario != "redis-restart" {
+				t.Errorf("%s/%s: fault %+v, faults %+v; want a %s step counting holders", tc.scenario, label, run.Fault, run.Faults, tc.scenario)
+			}
+			got[label] = run
+		}
+		for label, expect := range tc.want {
+			run, ok := got[label]
+			if !ok {
+				t.Errorf("%s has no %s run", tc.scenario, label)
+				continue
+			}
+			for _, e := range expect {
+				if !slices.Contains(run.Expect, e) {
+					t.Errorf("%s/%s: expect %v lacks %q", tc.scenario, label, run.Expect, e)
+				}
+			}
+		}
+	}
+}
+
+func TestLoadNamesAndLists(t *testing.T) {
+	sc, name, err := Load("crash, pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crash, _, _ := Load("crash")
+	pause, _, _ := Load("pause")
+	if len(sc.Runs) != len(crash.Runs)+len(pause.Runs) || sc.Name != "crash+pause" || !strings.Contains(name, "scenarios/pause.yaml (built in)") {
+		t.Errorf("crash, pause: %d runs named %q (%s)", len(sc.Runs), sc.Name, name)
+	}
+	if _, _, err := Load("no-such-scenario"); err == nil || !strings.Contains(err.Error(), "failover") {
+		t.Errorf("an unknown name: %v, want the built-in names listed", err)
+	}
+	if _, _, err := Load("missing.yaml"); err == nil {
+		t.Error("a missing file was accepted")
+	}
+	other := filepath.Join(t.TempDir(), "other-sku.yaml")
+	if err := os.WriteFile(other, []byte("sku: sku-2\nruns: [{stage: naive}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Load("crash," + other); err == nil {
+		t.Error("scenarios of two SKUs were merged")
 	}
 }

@@ -211,7 +211,7 @@ func checkOversellsOrInconsistent(r *StageRun, _ []StageRun) (bool, string) {
 // lost connection: the write may have happened): no unit sold twice, none
 // counted that no request can account for.
 func checkSalesAccounted(r *StageRun, _ []StageRun) (bool, string) {
-	sold := int(r.Audit.Sold)
+	sold := r.Audit.Sold
 	return sold >= r.Sales && sold <= r.Sales+r.Errors,
 		fmt.Sprintf("the audit counts %d sold; %d sales were answered 200 and %d answers left the outcome unknown", sold, r.Sales, r.Errors)
 }

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/redistest"
+)
+
+// TestFailureScenarios runs issue 6's failure scenarios on real processes
+// (redis-server, redis-sentinel, three shops, nginx) and checks, row by row,
+// what each stage must show: oversold, consistent, time stuck, time to
+// recover, holders at once and the holder's own answer. crash, pause,
+// redis-restart and partition share one workshop; failover needs its
+// Sentinel group.
+func TestFailureScenarios(t *testing.T) {
+	redistest.Binary(t)
+	require(t, "nginx", "nginx", "/usr/sbin/nginx")
+	bins := buildBinaries(t)
+
+	t.Run("crash, pause, redis-restart, partition", func(t *testing.T) {
+		out := filepath.Join(t.ArtifactDir(), "faults")
+		rep, stdout, _ := runWorkshop(t, 4*time.Minute, "--shop-bin", bins.shop,
+			"--scenario", "crash,pause,redis-restart,partition", "--out", out)
+		t.Logf("report in %s:\n%s", out, stdout)
+		rows := faultRows(t, rep)
+		checkCrash(t, rows)
+		checkPause(t, rows)
+		checkRedisRestart(t, rows)
+		checkPartition(t, rows)
+		checkPublished(t, rep, stdout, out)
+	})
+
+	t.Run("failover", func(t *testing.T) {
+		require(t, "redis-sentinel", "redis-sentinel")
+		out := filepath.Join(t.ArtifactDir(), "failover")
+		rep, stdout, stderr := runWorkshop(t, 4*time.Minute, "--shop-bin", bins.shop, "--scenario", "failover", "--out", out)
+		t.Logf("report in %s:\n%s", out, stdout)
+		if !strings.Contains(stderr, "Sentinel group") || !strings.Contains(rep.Redis.Note, "Sentinels") {
+			t.Errorf("no Sentinel group announced (redis %+v):\n%s", rep.Redis, stderr)
+		}
+		checkFailover(t, faultRows(t, rep))
+		checkPublished(t, rep, stdout, out)
+	})
+}
+
+// faultRows indexes the report's fault runs by "<kind>/<label>".
+func faultRows(t *testing.T, rep *loadgen.Report) map[string]*loadgen.StageRun {
+	t.Helper()
+	rows := map[string]*loadgen.StageRun{}
+	for i := range rep.Stages {
+		r := &rep.Stages[i]
+		label := r.Stage
+		if r.Label != "" {
+			label = r.Label
+		}
+		if r.Error != "" || r.Skipped != "" || r.Fault == nil {
+			t.Fatalf("%s: error %q skipped %q fault %v", label, r.Error, r.Skipped, r.Fault)
+		}
+		rows[r.Fault.Kind+"/"+label] = r
+		for _, c := range r.Checks {
+			if !c.Passed {
+				t.Errorf("%s/%s: the scenario's check %q failed: %s", r.Fault.Kind, label, c.Check, c.Detail)
+			}
+		}
+	}
+	return rows
+}
+
+func row(t *testing.T, rows map[string]*loadgen.StageRun, key string) *loadgen.StageRun {
+	t.Helper()
+	r := rows[key]
+	if r == nil {
+		t.Fatalf("no %s row", key)
+	}
+	return r
+}
+
+func holders(r *loadgen.StageRun) int64 {
+	if r.MaxHolders == nil {
+		return 0 // tracked, and nobody held the lock
+	}
+	return *r.MaxHolders
+}
+
+// accounted: the audit counts every sale answered 200, and no more than the
+// answers whose outcome was unknown on top: no unit lost or sold twice.
+func accounted(r *loadgen.StageRun) bool {
+	sold := r.Audit.Sold
+	return r.Consistent && r.Oversold == 0 && sold >= r.Sales && sold <= r.Sales+r.Errors
+}
+
+func checkCrash(t *testing.T, rows map[string]*loadgen.StageRun) {
+	setnx := row(t, rows, "crash/setnx")
+	if f := setnx.Fault; !f.Stuck || len(f.LockKeys) == 0 || f.LockKeys[0].TTLMS != -1 || f.SaleAfterReset == nil || !*f.SaleAfterReset {
+		t.Errorf("crash/setnx: stuck %t, lock keys %+v, sale after reset %v; want stuck forever on a lock without TTL until a reset", f.Stuck, f.LockKeys, f.SaleAfterReset)
+	}
+	for _, stage := range []string{"setnx-expire", "uuid-lua", "watchdog", "fenced"} {
+		r := row(t, rows, "crash/"+stage)
+		f := r.Fault
+		// The 1 s lease: a TTL set at the grant, or a watchdog lease renewed
+		// every third of it, runs out between 2/3 s and 1 s after the kill.
+		if f.Stuck || f.RecoveryMS == nil || *f.RecoveryMS < 600 || *f.RecoveryMS > 2500 {
+			t.Errorf("crash/%s: stuck %t, recovery %v ms; want sales again after the 1 s lease", stage, f.Stuck, f.RecoveryMS)
+		}
+		if !accounted(r) || holders(r) != 1 || f.VictimStatus != 0 {
+			t.Errorf("crash/%s: audit %+v, %d sales (%d unknown), %d holders at once, holder answered %q; want nothing lost or duplicated, one holder, no answer from the killed one",
+				stage, r.Audit, r.Sales, r.Errors, holders(r), f.VictimAnswer)
+		}
+	}
+}
+
+func checkPause(t *testing.T, rows map[string]*loadgen.StageRun) {
+	for _, stage := range []string{"uuid-lua", "watchdog"} {
+		r := row(t, rows, "pause/"+stage)
+		if r.Fault.VictimStatus != 200 || r.Consistent || r.Oversold == 0 || holders(r) < 2 {
+			t.Errorf("pause/%s: holder answered %q, consistent %t, oversold %d, %d holders; want its stale write sold, inconsistent, oversold, two holders",
+				stage, r.Fault.VictimAnswer, r.Consistent, r.Oversold, holders(r))
+		}
+	}
+	r := row(t, rows, "pause/fenced")
+	if r.Fault.VictimStatus != 423 || !accounted(r) || holders(r) < 2 {
+		t.Errorf("pause/fenced: holder answered %q, audit %+v, %d holders; want it fenced off, nothing oversold, two holders", r.Fault.VictimAnswer, r.Audit, holders(r))
+	}
+}
+
+func checkRedisRestart(t *testing.T, rows map[string]*loadgen.StageRun) {
+	for _, label := range []string{"atomic, no persistence", "atomic, AOF everysec", "watchdog, AOF everysec"} {
+		r := row(t, rows, "redis-restart/"+label)
+		o := r.Fault.Outage
+		if o == nil || o.Failures == 0 || o.MaxFailMS > 1000 {
+			t.Errorf("redis-restart/%s: outage %+v; want the shops refusing sales within a second while Redis is down", label, o)
+			continue
+		}
+		if r.Fault.RecoveryMS == nil || *r.Fault.RecoveryMS > 2000 || !r.Consistent {
+			t.Errorf("redis-restart/%s: recovery %v ms after the restart, consistent %t; want sales again within 2 s, consistent", label, r.Fault.RecoveryMS, r.Consistent)
+		}
+		if o.Why == "" {
+			t.Errorf("redis-restart/%s: the report does not say why", label)
+		}
+		if label == "atomic, no persistence" {
+			if o.InitialKept || o.SalesBefore == 0 || o.LostSales < o.SalesBefore {
+				t.Errorf("redis-restart/%s: %+v; want the stock and every sale before the kill gone", label, o)
+			}
+			continue
+		}
+		if !o.InitialKept || o.LostMS > 1000 {
+			t.Errorf("redis-restart/%s: %+v; want the stock kept and at most a second of sales lost", label, o)
+		}
+	}
+}
+
+func checkPartition(t *testing.T, rows map[string]*loadgen.StageRun) {
+	r := row(t, rows, "partition/watchdog")
+	f := r.Fault
+	if f.VictimStatus != 423 || !strings.Contains(f.VictimAnswer, "lock lost") || f.VictimLeftMS == nil || *f.VictimLeftMS >= 4000 || !accounted(r) {
+		t.Errorf("partition/watchdog: holder answered %q, left after %v ms, audit %+v; want it to give its 4 s of work up when its held context was cancelled, nothing oversold",
+			f.VictimAnswer, f.VictimLeftMS, r.Audit)
+	}
+	r = row(t, rows, "partition/fenced")
+	if r.Fault.VictimStatus != 423 || !strings.Contains(r.Fault.VictimAnswer, "fenced off") || !accounted(r) || holders(r) < 2 {
+		t.Errorf("partition/fenced: holder answered %q, audit %+v, %d holders; want its write fenced off, nothing oversold", r.Fault.VictimAnswer, r.Audit, holders(r))
+	}
+}
+
+func checkFailover(t *testing.T, rows map[string]*loadgen.StageRun) {
+	for _, tc := range []struct {
+		label      string
+		victim     int
+		holders    int64
+		consistent bool
+		sold       int
+	}{
+		// The first holder's stale write lands next to the second's.
+		{"watchdog", 200, 2, false, 2},
+		// The master cannot get the grant confirmed: the first sale never holds.
+		{"watchdog+WAIT", 503, 1, true, 1},
+		// Two holders, the same token, one write.
+		{"fenced", 423, 2, true, 1},
+		// Two masters of three still hold the lock: the second sale waits.
+		{"redlock", 200, 1, true, 2},
+	} {
+		r := row(t, rows, "failover/"+tc.label)
+		if r.Fault.VictimStatus != tc.victim || holders(r) != tc.holders || r.Consistent != tc.consistent || r.Audit.Sold != tc.sold || r.Oversold != 0 {
+			t.Errorf("failover/%s: holder answered %q, %d holders, audit %+v; want %d, %d holders, consistent %t, %d sold",
+				tc.label, r.Fault.VictimAnswer, holders(r), r.Audit, tc.victim, tc.holders, tc.consistent, tc.sold)
+		}
+		if r.Fault.HealedAtMS <= r.Fault.AtMS {
+			t.Errorf("failover/%s: healed at %.0f ms, the fault at %.0f ms", tc.label, r.Fault.HealedAtMS, r.Fault.AtMS)
+		}
+	}
+}
+
+// checkPublished: the text table and report.html carry the failure
+// scenarios' table.
+func checkPublished(t *testing.T, rep *loadgen.Report, stdout, out string) {
+	t.Helper()
+	if !strings.Contains(stdout, "failure scenarios:") || !strings.Contains(stdout, "time to recover") {
+		t.Errorf("stdout lacks the failure scenarios' table")
+	}
+	html, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "<h2>Failure scenarios</h2>") || strings.Count(string(html), "max holders") != 1 {
+		t.Errorf("report.html lacks the failure scenarios' table")
+	}
+	if !rep.ExpectationsMet {
+		t.Errorf("the report's own checks failed")
+	}
+}
