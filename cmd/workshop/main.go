@@ -81,7 +81,7 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("workshop", flag.ContinueOnError)
 	fs.IntVar(&o.replicas, "replicas", 3, "shop replicas, each a separate process")
-	fs.StringVar(&o.scenario, "scenario", "", "scenario file (YAML or JSON); empty: the built-in scenarios/default.yaml")
+	fs.StringVar(&o.scenario, "scenario", "", "scenario: a file (YAML or JSON) or a built-in name ("+strings.Join(scenarios.Names(), ", ")+"), or several, comma-separated; empty: default")
 	fs.StringVar(&o.out, "out", "out/workshop", "directory for report.json, report.html and workshop.json")
 	fs.BoolVar(&o.keep, "keep", false, "leave everything running after the run, until Ctrl-C, to explore by hand")
 	fs.StringVar(&o.proxy, "proxy", proxyAuto, "front proxy: auto (nginx when installed), nginx or go")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Fault kinds: the failure scenarios of the workshop.
@@ -79,6 +80,9 @@ func (f *FaultStep) setDefaults() {
 		f.Target = FailoverMaster
 	}
 }
+
+// window is about how long the step offers sales, for the progress line.
+func (f *FaultStep) window() time.Duration { return (f.Before + f.Hold + f.Observe).D() }
 
 func (f *FaultStep) validate() error {
 	needs := func(what string, ok bool) error {

@@ -211,7 +211,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) StageRun 
 	if run.Fault != nil {
 		start := time.Now()
 		tl := newTimeline(start)
-		r.progress.phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.label(), run.Fault.Kind), 0)
+		r.progress.phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.label(), run.Fault.Kind), run.Fault.window())
 		err := r.faultStep(ctx, run, &row, tl)
 		row.Timeline = tl.build()
 		if err != nil {
