@@ -16,35 +16,43 @@ type hold struct {
 	end      context.CancelCauseFunc
 }
 
-// newHold starts a hold acquired by a request sent at sent. A lease hold
-// ends by itself when the lease runs out; a watchdog hold is renewed every
-// timeout/3 until it ends. When the hold ends because the lock was lost,
-// lost is called with it.
+// newHold starts a hold acquired by a request sent at sent. Both kinds of
+// hold end with ErrLockLost, and call lost, the moment the lock may have
+// expired in Redis: a lease hold when its lease runs out, a watchdog hold
+// when a whole lease passed since the last renewal Redis confirmed — by a
+// timer, whatever a renewal still in flight is doing. A watchdog hold is
+// renewed every timeout/3 until it ends.
 //
 // Neither costs a goroutine while nothing is due: both run on timers, and
 // each timer callback registers with the Client so that Close waits for it.
 func (c *Client) newHold(name string, sent time.Time, lease time.Duration, renew func(context.Context) (bool, error), lost func(*hold)) *hold {
 	ctx, cancel := context.WithCancelCause(c.life)
 	h := &hold{lease: lease, ctx: ctx}
-	var timer *time.Timer
-	if lease > 0 {
-		timer = time.AfterFunc(time.Until(sent.Add(lease)), func() {
-			if c.startTask() {
-				defer c.goroutines.Done()
+	var renewal *time.Timer
+	if lease <= 0 {
+		h.lease, h.watchdog = c.opts.watchdogTimeout, true
+	}
+	expiry := time.AfterFunc(time.Until(sent.Add(h.lease)), func() {
+		if c.startTask() {
+			defer c.goroutines.Done()
+			if h.ctx.Err() == nil {
 				cancel(ErrLockLost)
 				lost(h)
 			}
-		})
-	} else {
-		h.lease, h.watchdog = c.opts.watchdogTimeout, true
-		w := &watchdog{c: c, name: name, h: h, expires: sent.Add(h.lease), renew: renew, lost: lost}
-		timer = time.AfterFunc(forever, w.tick)
-		w.timer.Store(timer) // before it can fire
-		timer.Reset(h.lease / 3)
+		}
+	})
+	if h.watchdog {
+		w := &watchdog{c: c, name: name, h: h, expires: sent.Add(h.lease), expiry: expiry, renew: renew, lost: lost}
+		renewal = time.AfterFunc(forever, w.tick)
+		w.timer.Store(renewal) // before it can fire
+		renewal.Reset(h.lease / 3)
 	}
 	h.end = func(cause error) {
 		cancel(cause)
-		timer.Stop()
+		expiry.Stop()
+		if renewal != nil {
+			renewal.Stop()
+		}
 	}
 	return h
 }
@@ -59,7 +67,8 @@ type watchdog struct {
 	c       *Client
 	name    string
 	h       *hold
-	expires time.Time // the lock is certainly held until then
+	expires time.Time   // the lock is certainly held until then
+	expiry  *time.Timer // ends the hold at expires
 	renew   func(context.Context) (bool, error)
 	lost    func(*hold)
 	timer   atomic.Pointer[time.Timer]
@@ -83,6 +92,7 @@ func (w *watchdog) tick() {
 	switch {
 	case err == nil && renewed:
 		w.expires = sent.Add(h.lease)
+		w.expiry.Reset(time.Until(w.expires))
 		c.renewalObserved(w.name, nil)
 		w.timer.Load().Reset(h.lease / 3)
 	case err == nil:

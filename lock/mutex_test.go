@@ -473,6 +473,36 @@ func TestWaitersLearnPromptlyThatRedisIsGone(t *testing.T) {
 	}
 }
 
+// A renewal stuck in Redis (here CLIENT PAUSE; in the shop, a batch that
+// ignores the caller's deadline) must not keep the holder believing it
+// holds: the hold ends when the lease runs out, whatever the call does.
+func TestStuckRenewalStillEndsTheHoldAtExpiry(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	const timeout = 600 * time.Millisecond
+	c := newClient(t, srv, WithWatchdogTimeout(timeout)) // go-redis default: no context deadlines on sockets
+	ctx := ctxTimeout(t, 10*time.Second)
+	held, err := c.Mutex("stuck").LockContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastRenewal := time.Now()
+	if err := rdb.Do(ctx, "client", "pause", 2500, "write").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Done():
+		if d := time.Since(lastRenewal); d > timeout+300*time.Millisecond {
+			t.Fatalf("held context ended %v after the pause, want within the %v lease", d, timeout)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("held context still alive 2s into a pause, past its 600ms lease")
+	}
+	if cause := context.Cause(held); !errors.Is(cause, ErrLockLost) {
+		t.Fatalf("cause = %v, want ErrLockLost", cause)
+	}
+}
+
 func TestWaiterDoesNotPollRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
