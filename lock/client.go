@@ -212,12 +212,7 @@ func (c *Client) renewalObserved(name string, err error) {
 // acquisition the replicas did not confirm reports acquired with an error
 // wrapping ErrNotReplicated: the caller must release it.
 func (c *Client) attempt(ctx context.Context, script *redis.Script, keys []string, args ...any) (acquired bool, ttl time.Duration, err error) {
-	var res any
-	if c.opts.waitReplicas > 0 {
-		res, err = c.attemptReplicated(ctx, script, keys, args)
-	} else {
-		res, err = script.Run(ctx, c.rdb, keys, args...).Result()
-	}
+	res, err := c.runAcquire(ctx, script, keys, args)
 	if errors.Is(err, redis.Nil) {
 		return true, 0, nil
 	}
@@ -232,6 +227,25 @@ func (c *Client) attempt(ctx context.Context, script *redis.Script, keys []strin
 		return false, 0, fmt.Errorf("lock %s: unexpected reply %v", keys[0], res)
 	}
 	return false, time.Duration(ms) * time.Millisecond, nil
+}
+
+// runAcquire runs an acquisition script, followed by WAIT when
+// WithWaitReplicas is set.
+func (c *Client) runAcquire(ctx context.Context, script *redis.Script, keys []string, args []any) (any, error) {
+	if c.opts.waitReplicas > 0 {
+		return c.attemptReplicated(ctx, script, keys, args)
+	}
+	return script.Run(ctx, c.rdb, keys, args...).Result()
+}
+
+// acquiredReply tells an acquisition script's "acquired" answer: nil for the
+// reentrant locks, a {token} array for the fenced one.
+func acquiredReply(res any, err error) bool {
+	if errors.Is(err, redis.Nil) {
+		return true
+	}
+	_, token := res.([]any)
+	return err == nil && token
 }
 
 // attemptReplicated runs the script and WAIT on one connection (WAIT counts
@@ -251,7 +265,7 @@ func (c *Client) attemptReplicated(ctx context.Context, script *redis.Script, ke
 				return nil, err
 			}
 			continue
-		case !errors.Is(err, redis.Nil):
+		case !acquiredReply(res, err):
 			return res, err // not acquired, or failed
 		case wait.Err() != nil:
 			return nil, fmt.Errorf("%w: WAIT: %v", ErrNotReplicated, wait.Err())
@@ -259,7 +273,7 @@ func (c *Client) attemptReplicated(ctx context.Context, script *redis.Script, ke
 		if acked, _ := wait.Int64(); acked < int64(c.opts.waitReplicas) {
 			return nil, fmt.Errorf("%w: %d of %d replicas", ErrNotReplicated, acked, c.opts.waitReplicas)
 		}
-		return nil, redis.Nil
+		return res, err
 	}
 	return nil, errors.New("script could not be loaded")
 }

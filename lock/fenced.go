@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 var fencedLockScript = loadScript("fenced_lock.lua")
@@ -55,8 +53,11 @@ type fencedOps struct {
 }
 
 func (f *fencedOps) acquire(ctx context.Context, ttl time.Duration, _ bool) (bool, time.Duration, error) {
-	res, err := fencedLockScript.Run(ctx, f.c.rdb, f.keys, ms(ttl), f.owner).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
+	res, err := f.c.runAcquire(ctx, fencedLockScript, f.keys, []any{ms(ttl), f.owner})
+	if errors.Is(err, ErrNotReplicated) {
+		return true, 0, fmt.Errorf("lock %s: %w", f.keys[0], err) // held: the caller releases it
+	}
+	if err != nil {
 		return false, 0, fmt.Errorf("lock %s: %w", f.keys[0], err)
 	}
 	switch v := res.(type) {

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -101,6 +102,10 @@ func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 			return o.ops.acquire(ctx, ttl, waiting)
 		})
 	o.c.subs.unsubscribe(o.channel, o.waker.listener)
+	if ok && err != nil { // acquired, but WithWaitReplicas was not confirmed: give it back
+		releaseErr := o.ops.release(context.WithoutCancel(ctx), ttl)
+		return false, errors.Join(err, releaseErr)
+	}
 	if !ok {
 		if abandonErr := o.ops.abandon(context.WithoutCancel(ctx)); err == nil {
 			err = abandonErr
@@ -117,6 +122,9 @@ func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 
 func (o *ownedLock) reenter(ctx context.Context, h *hold, ttl time.Duration) (bool, error) {
 	ok, _, err := o.ops.acquire(ctx, ttl, false)
+	if ok && err != nil { // the level was added but not confirmed by the replicas
+		return false, errors.Join(err, o.ops.release(context.WithoutCancel(ctx), ttl))
+	}
 	if err != nil {
 		return false, err
 	}
