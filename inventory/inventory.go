@@ -355,11 +355,11 @@ func (inv *Inventory) SetFaults(ctx context.Context, stageID string, f Faults) e
 func unsupportedFaults(id string, s stage, f Faults) error {
 	_, guarded := s.(*guardedStage)
 	_, fenced := s.(*fencedStage)
-	var watchdogMutex bool // the stage's lock is a lock.Mutex on the stock's Redis
+	var watchdogMutex bool // the stage's lock is a watchdog lock on the stock's Redis
 	switch st := s.(type) {
 	case *guardedStage:
 		_, watchdogMutex = st.guard.(watchdogGuard)
-	case *segmentedStage:
+	case *segmentedStage, *fencedStage:
 		watchdogMutex = true
 	}
 	switch {
@@ -368,7 +368,7 @@ func unsupportedFaults(id string, s stage, f Faults) error {
 	case (f.PauseBeforeWrite || f.TrackHolders) && !guarded && !fenced:
 		return fmt.Errorf("%w: pause_before_write and track_holders need a read-modify-write under one lock, which %s does not have", ErrInvalid, id)
 	case f.WaitReplicas > 0 && !watchdogMutex:
-		return fmt.Errorf("%w: wait_replicas applies to the watchdog lock of watchdog and segmented, not to %s", ErrInvalid, id)
+		return fmt.Errorf("%w: wait_replicas applies to the watchdog locks of watchdog, segmented and fenced, not to %s", ErrInvalid, id)
 	}
 	return nil
 }

@@ -194,20 +194,24 @@ func TestFencedRefusesAHolderWhoseTokenAFailoverReissued(t *testing.T) {
 	}
 }
 
-// TestWaitReplicasFault: with wait_replicas the watchdog lock is granted
-// only once a replica has it; without a replica no sale goes through and no
-// lock is left behind. Stages whose lock does not WAIT refuse the knob.
+// TestWaitReplicasFault: with wait_replicas the watchdog lock (and the
+// fenced stage's) is granted only once a replica has it; without a replica
+// no sale goes through and no lock is left behind. Stages whose lock does not
+// WAIT refuse the knob.
 func TestWaitReplicasFault(t *testing.T) {
 	primary := redistest.Start(t, "--repl-diskless-sync-delay", "0")
 	r := startReplicas(t, primary, 1)
-	r.setFaults("watchdog", `{"wait_replicas":1,"wait_timeout":"50ms"}`)
-	r.reset("watchdog", 10, 0)
-	res := r.deduct(0, "watchdog", "")
-	if res.status != http.StatusServiceUnavailable || !strings.Contains(string(res.body), "replicas") {
-		t.Fatalf("sale without a replica: %d %s, want 503 naming the replicas", res.status, res.body)
-	}
-	if n := primary.Client(t).Exists(t.Context(), "lockstep:watchdog:{sku-1}:lock").Val(); n != 0 {
-		t.Fatal("an unconfirmed lock was left in Redis")
+	waiting := []string{"watchdog", "fenced"}
+	for _, stage := range waiting {
+		r.setFaults(stage, `{"wait_replicas":1,"wait_timeout":"50ms"}`)
+		r.reset(stage, 10, 0)
+		res := r.deduct(0, stage, "")
+		if res.status != http.StatusServiceUnavailable || !strings.Contains(string(res.body), "replicas") {
+			t.Fatalf("%s sale without a replica: %d %s, want 503 naming the replicas", stage, res.status, res.body)
+		}
+		if n := primary.Client(t).Exists(t.Context(), "lockstep:"+stage+":{sku-1}:lock").Val(); n != 0 {
+			t.Fatalf("%s: an unconfirmed lock was left in Redis", stage)
+		}
 	}
 
 	replica := redistest.Start(t, "--replicaof", "127.0.0.1", strings.TrimPrefix(primary.Addr, "127.0.0.1:"))
@@ -215,11 +219,13 @@ func TestWaitReplicasFault(t *testing.T) {
 		info := replica.Client(t).Info(t.Context(), "replication").Val()
 		return strings.Contains(info, "master_link_status:up")
 	})
-	if res := r.deduct(0, "watchdog", ""); res.status != http.StatusOK {
-		t.Fatalf("sale with a replica: %d %s", res.status, res.body)
+	for _, stage := range waiting {
+		if res := r.deduct(0, stage, ""); res.status != http.StatusOK {
+			t.Fatalf("%s sale with a replica: %d %s", stage, res.status, res.body)
+		}
 	}
 
-	for _, stage := range []string{"fenced", "atomic", "naive"} {
+	for _, stage := range []string{"atomic", "naive"} {
 		res := r.do(0, http.MethodPut, "/api/stages/"+stage+"/faults", `{"wait_replicas":1,"wait_timeout":"50ms"}`, nil)
 		if res.status != http.StatusBadRequest {
 			t.Errorf("wait_replicas on %s: %d %s, want 400", stage, res.status, res.body)
