@@ -3,7 +3,6 @@ package inventory
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -68,11 +67,7 @@ func (s *fencedStage) deduct(ctx context.Context, sku string, qty int64, f Fault
 	if err != nil {
 		return Sale{}, err
 	}
-	if err := s.crashIfArmed(ctx, f); err != nil {
-		if errors.Is(err, ErrCrashed) {
-			return Sale{}, err // holding the lock, as a killed process would
-		}
-		s.release(ctx, sku, release)
+	if err := s.crashIfArmed(ctx, sku, f, release); err != nil {
 		return Sale{}, err
 	}
 	defer s.release(ctx, sku, release)

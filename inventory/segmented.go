@@ -130,10 +130,7 @@ func (s *segmentedStage) sellFrom(ctx context.Context, sku string, i int, qty in
 	if err != nil {
 		return Sale{}, err
 	}
-	if err := s.crashIfArmed(ctx, f); err != nil {
-		if !errors.Is(err, ErrCrashed) {
-			s.release(ctx, tag, release)
-		}
+	if err := s.crashIfArmed(ctx, tag, f, release); err != nil {
 		return Sale{}, err
 	}
 	defer s.release(ctx, tag, release)

@@ -84,15 +84,21 @@ func (s *seller) acquire(ctx context.Context, g guard, tag string, f Faults) (co
 	return held, release, err
 }
 
-// crashIfArmed exits the process while it holds the lock when this replica
-// claims the stage's armed crash fault.
-func (s *seller) crashIfArmed(ctx context.Context, f Faults) error {
+// crashIfArmed exits the process while it holds tag's lock when this
+// replica claims the stage's armed crash fault. ErrCrashed (an injected exit
+// returned) leaves the lock held, as kill -9 would; on any other error the
+// lock is released.
+func (s *seller) crashIfArmed(ctx context.Context, tag string, f Faults, release func(context.Context) error) error {
 	if !f.CrashHoldingLock {
 		return nil
 	}
 	claimed, err := s.faults.claim(ctx, s.id, crashFault)
-	if err != nil || !claimed {
+	if err != nil {
+		s.release(ctx, tag, release)
 		return err
+	}
+	if !claimed {
+		return nil
 	}
 	s.log.Error("crash_holding_lock fault: exiting while holding the lock", "stage", s.id)
 	s.exit(crashExitCode)
@@ -247,11 +253,7 @@ func (s *guardedStage) deduct(ctx context.Context, sku string, qty int64, f Faul
 		return Sale{}, err
 	}
 	if s.crashes {
-		if err := s.crashIfArmed(ctx, f); err != nil {
-			if errors.Is(err, ErrCrashed) {
-				return Sale{}, err // holding the lock, as a killed process would
-			}
-			s.release(ctx, sku, release)
+		if err := s.crashIfArmed(ctx, sku, f, release); err != nil {
 			return Sale{}, err
 		}
 	}
