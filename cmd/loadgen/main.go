@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/lockstep/lockstep/internal/flagenv"
@@ -75,14 +74,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	if o.only != "" {
-		if err := sc.Only(splitList(o.only)); err != nil {
+		if err := sc.Only(flagenv.List(o.only)); err != nil {
 			return err
 		}
 	}
-	redisAddrs := splitList(o.redisAddr)
+	redisAddrs := flagenv.List(o.redisAddr)
 	cfg := loadgen.Config{
 		Target:        o.target,
-		ReplicaURLs:   splitList(o.replicaURLs),
+		ReplicaURLs:   flagenv.List(o.replicaURLs),
 		AdminToken:    o.adminToken,
 		RedisPassword: o.redisPassword,
 		Scenario:      sc,
@@ -101,14 +100,4 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runErr
 	}
 	return errors.Join(runErr, loadgen.Publish(rep, o.out, stdout))
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, part := range strings.Split(s, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			out = append(out, part)
-		}
-	}
-	return out
 }

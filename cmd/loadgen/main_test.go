@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockstep/lockstep/internal/flagenv"
 )
 
 func TestFlagsFallBackToEnvironment(t *testing.T) {
@@ -24,7 +26,7 @@ func TestFlagsFallBackToEnvironment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.target != tc.wantTarget || o.adminToken != "secret" || len(splitList(o.replicaURLs)) != 2 || o.grafanaURL != "http://grafana:3000" {
+			if o.target != tc.wantTarget || o.adminToken != "secret" || len(flagenv.List(o.replicaURLs)) != 2 || o.grafanaURL != "http://grafana:3000" {
 				t.Errorf("got %+v", o)
 			}
 		})

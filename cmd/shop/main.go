@@ -16,7 +16,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -79,7 +78,7 @@ func run(args []string) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("replica", o.replica)
 	slog.SetDefault(log)
 
-	addrs, sentinels := splitList(o.redisAddr), splitList(o.redisSentinel)
+	addrs, sentinels := flagenv.List(o.redisAddr), flagenv.List(o.redisSentinel)
 	s, err := shop.New(shop.Config{
 		RedisAddrs: addrs, RedisSentinels: sentinels, RedisMaster: o.redisMaster, HoldersRedisAddr: o.holdersRedisAddr,
 		RedisPassword: o.redisPassword, RedisDB: o.redisDB, RedisTimeout: o.redisTimeout,
@@ -118,15 +117,4 @@ func run(args []string) error {
 	err = errors.Join(err, s.Close())
 	log.Info("stopped", "err", err)
 	return err
-}
-
-// splitList splits a comma-separated flag, dropping empty entries.
-func splitList(s string) []string {
-	var out []string
-	for _, a := range strings.Split(s, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/flagenv"
 )
 
 func TestFlagsFallBackToEnvironment(t *testing.T) {
@@ -24,7 +26,7 @@ func TestFlagsFallBackToEnvironment(t *testing.T) {
 	if o.addr != ":9999" || o.redisAddr != "a:1,b:2,c:3" || o.redisPassword != "pw" || o.adminToken != "tok" || o.lockWait != 250*time.Millisecond {
 		t.Errorf("environment not applied: %+v", o)
 	}
-	if got := splitList(o.redisSentinel); len(got) != 3 || got[1] != "s2:26379" || o.redisMaster != "lockstep" || o.holdersRedisAddr != "h:6379" {
+	if got := flagenv.List(o.redisSentinel); len(got) != 3 || got[1] != "s2:26379" || o.redisMaster != "lockstep" || o.holdersRedisAddr != "h:6379" {
 		t.Errorf("sentinel settings: %q master %q holders %q", got, o.redisMaster, o.holdersRedisAddr)
 	}
 	if o.replica != "from-flag" {

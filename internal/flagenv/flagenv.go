@@ -33,3 +33,15 @@ func Parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	}
 	return fs.Parse(args)
 }
+
+// List splits a comma-separated flag value, trimming spaces and dropping
+// empty entries.
+func List(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

@@ -39,3 +39,11 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
+func TestList(t *testing.T) {
+	for in, want := range map[string]string{"": "", "a": "a", " a , ,b,": "a|b"} {
+		if got := strings.Join(List(in), "|"); got != want {
+			t.Errorf("List(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
