@@ -64,7 +64,8 @@ func WithMaxLocalPasses(n int) Option {
 // WithWaitReplicas makes every Mutex acquisition wait (Redis WAIT) until n
 // replicas confirmed it, failing with ErrNotReplicated and releasing the lock
 // otherwise: a failover then cannot promote a replica that never saw the lock
-// (Redisson's synced-slaves check).
+// (Redisson's synced-slaves check). WAIT runs in a pipeline with the
+// acquisition, so timeout must stay below the Redis client's ReadTimeout.
 func WithWaitReplicas(n int, timeout time.Duration) Option {
 	return func(o *options) {
 		o.waitReplicas, o.waitTimeout = n, timeout
