@@ -41,6 +41,9 @@ type fakeSetUp struct {
 	shop     *fakeShop
 	proxy    string
 	replicas []string
+	// skip is 1 + the index of a replica the proxy passes over, as nginx
+	// does for fail_timeout after a replica failed; 0 skips none.
+	skip *atomic.Int64
 }
 
 func startFakeShop(t *testing.T, replicas int) fakeSetUp {
@@ -56,9 +59,14 @@ func startFakeShop(t *testing.T, replicas int) fakeSetUp {
 		setUp.replicas = append(setUp.replicas, srv.URL)
 	}
 	var next atomic.Int64
+	setUp.skip = new(atomic.Int64)
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Server", "fakeproxy/1.0")
-		handlers[int(next.Add(1))%len(handlers)].ServeHTTP(w, r)
+		i := int(next.Add(1)) % len(handlers)
+		if int64(i+1) == setUp.skip.Load() {
+			i = (i + 1) % len(handlers)
+		}
+		handlers[i].ServeHTTP(w, r)
 	}))
 	t.Cleanup(proxy.Close)
 	setUp.proxy = proxy.URL

@@ -477,7 +477,43 @@ func (r *runner) waitAllReady(ctx context.Context) error {
 			return err
 		}
 	}
+	r.waitRouted(ctx)
 	return nil
+}
+
+// routeTimeout bounds the wait for the proxy to route to every replica:
+// nginx skips a replica that failed for its fail_timeout (1s in nginx/).
+const routeTimeout = 5 * time.Second
+
+// waitRouted waits until the target routes to every ready replica. One
+// back from a crash is ready before the proxy stops skipping it, and a
+// short stage started then runs on the others alone. A proxy that never
+// spreads the load (sticky sessions) is not an error: the row's replica
+// count shows it, and a warning says why.
+func (r *runner) waitRouted(ctx context.Context) {
+	if len(r.names) < 2 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, routeTimeout)
+	defer cancel()
+	for {
+		seen := map[string]bool{}
+		for range 2 * len(r.names) {
+			if name, err := r.shop.replicaName(ctx, r.cfg.Target); err == nil {
+				seen[name] = true
+			}
+		}
+		missing := slices.DeleteFunc(slices.Clone(r.names), func(n string) bool { return seen[n] })
+		if len(missing) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			r.log.Warn("the proxy does not route to every replica; the stage runs on the others", "target", r.cfg.Target, "missing", missing)
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func (r *runner) describeRedis(ctx context.Context) Component {

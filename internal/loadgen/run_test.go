@@ -192,3 +192,28 @@ func TestRunStopsWhenContextEnds(t *testing.T) {
 		t.Errorf("partial report: %+v", rep.Stages)
 	}
 }
+
+// TestStageWaitsUntilTheProxyRoutesToEveryReplica: a replica back from a
+// crash is ready before the proxy stops skipping it; a short stage started
+// then would run on the other replicas alone.
+func TestStageWaitsUntilTheProxyRoutesToEveryReplica(t *testing.T) {
+	fake := startFakeShop(t, 3)
+	fake.skip.Store(1)
+	const skipped = time.Second
+	time.AfterFunc(skipped, func() { fake.skip.Store(0) })
+	sc, err := ParseScenario([]byte("runs:\n  - stage: atomic\n    stock: 30\n    until_sold_out: true\n    duration: 2s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rep, err := Run(t.Context(), Config{Target: fake.proxy, ReplicaURLs: fake.replicas, Scenario: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row := rep.Stages[0]; row.Replicas != 3 {
+		t.Errorf("the stage ran on %d replicas, want 3 once the proxy routes to all", row.Replicas)
+	}
+	if took := time.Since(start); took < skipped {
+		t.Errorf("the run ended after %s, while the proxy still skipped a replica", took)
+	}
+}
