@@ -200,7 +200,9 @@ func TestFencedRefusesAHolderWhoseTokenAFailoverReissued(t *testing.T) {
 // WAIT refuse the knob.
 func TestWaitReplicasFault(t *testing.T) {
 	primary := redistest.Start(t, "--repl-diskless-sync-delay", "0")
-	r := startReplicas(t, primary, 1)
+	// The Redis timeout leaves a loaded machine's replica room to
+	// acknowledge below: WAIT must answer within it.
+	r := startReplicas(t, primary, 1, withRedisTimeout(5*time.Second))
 	waiting := []string{"watchdog", "fenced"}
 	for _, stage := range waiting {
 		r.setFaults(stage, `{"wait_replicas":1,"wait_timeout":"50ms"}`)
@@ -220,9 +222,9 @@ func TestWaitReplicasFault(t *testing.T) {
 		return strings.Contains(info, "state=online")
 	})
 	for _, stage := range waiting {
-		// 50ms was the point above; here a loaded machine's replica needs
-		// room to acknowledge, within the shop's 300ms Redis read timeout.
-		r.setFaults(stage, `{"wait_replicas":1,"wait_timeout":"250ms"}`)
+		// WAIT answers as soon as the replica acknowledges; the timeout is
+		// only room for a loaded machine, within the Redis timeout above.
+		r.setFaults(stage, `{"wait_replicas":1,"wait_timeout":"3s"}`)
 		if res := r.deduct(0, stage, ""); res.status != http.StatusOK {
 			t.Fatalf("%s sale with a replica: %d %s", stage, res.status, res.body)
 		}

@@ -58,6 +58,10 @@ func withAdminToken(tok string) replicaOption {
 	return func(c *shop.Config) { c.AdminToken = tok }
 }
 
+func withRedisTimeout(d time.Duration) replicaOption {
+	return func(c *shop.Config) { c.RedisTimeout = d }
+}
+
 func startReplicas(t testing.TB, srv *redistest.Server, n int, opts ...replicaOption) *replicas {
 	t.Helper()
 	r := &replicas{t: t, redis: srv, http: &http.Client{
