@@ -201,12 +201,18 @@ type faultBook struct {
 	log     *slog.Logger
 	current map[string]*atomic.Pointer[Faults] // keys fixed at construction
 
+	// writes orders what is stored in current: a reload whose read began
+	// before this replica changed a stage (set, claim) must not store what
+	// it read over the newer copy. writeGen counts those changes per stage.
+	writes   sync.Mutex
+	writeGen map[string]uint64
+
 	stop context.CancelFunc
 	done sync.WaitGroup
 }
 
 func newFaultBook(rdb redis.UniversalClient, log *slog.Logger, stages []string, refresh time.Duration) *faultBook {
-	b := &faultBook{rdb: rdb, log: log, current: make(map[string]*atomic.Pointer[Faults], len(stages))}
+	b := &faultBook{rdb: rdb, log: log, current: make(map[string]*atomic.Pointer[Faults], len(stages)), writeGen: map[string]uint64{}}
 	for _, id := range stages {
 		b.current[id] = new(atomic.Pointer[Faults])
 		b.current[id].Store(&Faults{})
@@ -243,7 +249,7 @@ func (b *faultBook) set(ctx context.Context, stage string, f Faults) error {
 	}); err != nil {
 		return unavailable("store faults", err)
 	}
-	b.current[stage].Store(&f)
+	b.write(stage, f)
 	if err := b.rdb.Publish(ctx, faultsChannel, stage).Err(); err != nil {
 		return unavailable("announce faults", err)
 	}
@@ -263,6 +269,8 @@ func (b *faultBook) claim(ctx context.Context, stage, fault string) (bool, error
 	if err != nil {
 		return false, unavailable("claim "+fault+" fault", err)
 	}
+	b.writes.Lock()
+	defer b.writes.Unlock()
 	f := b.get(stage)
 	switch fault {
 	case crashFault:
@@ -270,8 +278,17 @@ func (b *faultBook) claim(ctx context.Context, stage, fault string) (bool, error
 	case pauseFault:
 		f.PauseBeforeWrite = false
 	}
+	b.writeGen[stage]++
 	b.current[stage].Store(&f)
 	return n == 1, nil
+}
+
+// write applies a change this replica made to stage in Redis.
+func (b *faultBook) write(stage string, f Faults) {
+	b.writes.Lock()
+	defer b.writes.Unlock()
+	b.writeGen[stage]++
+	b.current[stage].Store(&f)
 }
 
 // follow keeps the copies current until ctx is cancelled.
@@ -304,11 +321,34 @@ func (b *faultBook) stageIDs() []string {
 	return ids
 }
 
-// reload reads the stages' faults from Redis; a stage without a hash has
-// no faults.
+// reload reads the stages' faults from Redis and applies what it read.
 func (b *faultBook) reload(ctx context.Context, stages ...string) {
+	if snap, ok := b.read(ctx, stages...); ok {
+		b.apply(snap)
+	}
+}
+
+// faultsSnapshot is what one read found, per stage.
+type faultsSnapshot map[string]faultsRead
+
+// faultsRead is one stage's faults as read, and the number of this
+// replica's own changes to them made before the read began.
+type faultsRead struct {
+	faults Faults
+	gen    uint64
+}
+
+// read reads the stages' faults from Redis; a stage without a hash has no
+// faults.
+func (b *faultBook) read(ctx context.Context, stages ...string) (faultsSnapshot, bool) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
+	b.writes.Lock()
+	gens := make(map[string]uint64, len(stages))
+	for _, id := range stages {
+		gens[id] = b.writeGen[id]
+	}
+	b.writes.Unlock()
 	cmds := make([]*redis.MapStringStringCmd, len(stages))
 	_, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range stages {
@@ -320,15 +360,30 @@ func (b *faultBook) reload(ctx context.Context, stages ...string) {
 		if ctx.Err() == nil {
 			b.log.Debug("faults: reload failed", "err", err)
 		}
-		return
+		return nil, false
 	}
+	snap := make(faultsSnapshot, len(stages))
 	for i, id := range stages {
 		f, err := parseFaultsHash(cmds[i].Val())
 		if err != nil {
 			b.log.Warn("faults: ignoring a bad faults hash", "stage", id, "err", err)
 			continue
 		}
-		b.current[id].Store(&f)
+		snap[id] = faultsRead{f, gens[id]}
+	}
+	return snap, true
+}
+
+// apply stores what a read found, except for stages this replica changed
+// since the read began: their copy is newer, and the change's announcement
+// brings another read.
+func (b *faultBook) apply(snap faultsSnapshot) {
+	b.writes.Lock()
+	defer b.writes.Unlock()
+	for id, s := range snap {
+		if b.writeGen[id] == s.gen {
+			b.current[id].Store(&s.faults)
+		}
 	}
 }
 
