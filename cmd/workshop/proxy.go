@@ -165,6 +165,7 @@ func (rr *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out.URL.Scheme, out.URL.Host = "http", upstream
 		out.Body = io.NopCloser(bytes.NewReader(body))
 		out.ContentLength = int64(len(body))
+		forwardedFor(out, r)
 		resp, err := rr.transport.RoundTrip(out)
 		if err != nil {
 			lastErr = err
@@ -184,6 +185,20 @@ func (rr *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Error(w, "proxy: "+lastErr.Error(), http.StatusBadGateway)
+}
+
+// forwardedFor appends the client's address to out's X-Forwarded-For, as
+// nginx's $proxy_add_x_forwarded_for does: a shop without an admin token
+// opens its admin routes to loopback requests only when they carry none.
+func forwardedFor(out, in *http.Request) {
+	client, _, err := net.SplitHostPort(in.RemoteAddr)
+	if err != nil {
+		client = in.RemoteAddr
+	}
+	if prior := in.Header.Values("X-Forwarded-For"); len(prior) > 0 {
+		client = strings.Join(prior, ", ") + ", " + client
+	}
+	out.Header.Set("X-Forwarded-For", client)
 }
 
 // pids lists nginx's master and workers (none for the Go proxy).
