@@ -214,20 +214,21 @@ func (c *Client) renewalObserved(name string, err error) {
 // wrapping ErrNotReplicated: the caller must release it.
 func (c *Client) attempt(ctx context.Context, script *redis.Script, keys []string, args ...any) (acquired bool, ttl time.Duration, err error) {
 	res, err := c.runAcquire(ctx, script, keys, args)
-	if errors.Is(err, redis.Nil) {
-		return true, 0, nil
-	}
 	if errors.Is(err, ErrNotReplicated) {
 		return true, 0, fmt.Errorf("lock %s: %w", keys[0], err) // held: the caller releases it
 	}
 	if err != nil {
 		return false, 0, fmt.Errorf("lock %s: %w", keys[0], err)
 	}
-	ms, ok := res.(int64)
-	if !ok {
-		return false, 0, fmt.Errorf("lock %s: unexpected reply %v", keys[0], res)
+	switch res := res.(type) {
+	case string:
+		if res == acquiredOK {
+			return true, 0, nil
+		}
+	case int64:
+		return false, time.Duration(res) * time.Millisecond, nil
 	}
-	return false, time.Duration(ms) * time.Millisecond, nil
+	return false, 0, fmt.Errorf("lock %s: unexpected reply %v", keys[0], res)
 }
 
 // runAcquire runs an acquisition script, followed by WAIT when
@@ -239,14 +240,23 @@ func (c *Client) runAcquire(ctx context.Context, script *redis.Script, keys []st
 	return script.Run(ctx, c.rdb, keys, args...).Result()
 }
 
-// acquiredReply tells an acquisition script's "acquired" answer: nil for the
-// reentrant locks, a {token} array for the fenced one.
+// acquiredOK is the reply of the reentrant locks' acquisition scripts when
+// they acquired (Redisson's nil reply costs go-redis an error path).
+const acquiredOK = "OK"
+
+// acquiredReply tells an acquisition script's "acquired" answer: acquiredOK
+// for the reentrant locks, a {token} array for the fenced one.
 func acquiredReply(res any, err error) bool {
-	if errors.Is(err, redis.Nil) {
+	if err != nil {
+		return false
+	}
+	switch res := res.(type) {
+	case string:
+		return res == acquiredOK
+	case []any:
 		return true
 	}
-	_, token := res.([]any)
-	return err == nil && token
+	return false
 }
 
 // attemptReplicated runs the script and WAIT on one connection (WAIT counts

@@ -2,7 +2,7 @@
 -- taken from Redis TIME rather than the client's clock.
 -- KEYS[1] lock hash, KEYS[2] waiter queue (list), KEYS[3] waiter deadlines (zset)
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] waiter timeout ms, ARGV[4] '1' to queue
--- Returns nil when acquired, else how long to sleep at most (ms).
+-- Returns 'OK' when acquired (not nil: see lock.lua), else how long to sleep at most (ms).
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- Waiters that stopped refreshing their deadline died or gave up: drop them.
@@ -22,12 +22,12 @@ if redis.call('exists', KEYS[1]) == 0 and (not head or head == ARGV[2]) then
     end
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+    return 'OK'
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+    return 'OK'
 end
 -- Join the queue, or refresh this waiter's deadline in it.
 if ARGV[4] == '1' and redis.call('zadd', KEYS[3], now + tonumber(ARGV[3]), ARGV[2]) == 1 then
