@@ -78,14 +78,8 @@ func (r *runner) faultStep(ctx context.Context, run RunSpec, row *StageRun, tl *
 // are offered through the proxy to see when, if ever, they go through again.
 func (st *faultState) crash(ctx context.Context) error {
 	r, fs := st.r, st.run.Fault
-	victim := r.names[0]
-	slow := st.run.Faults
-	slow.Work, slow.WorkMax = fs.VictimWork, 0
-	if err := st.resetWith(ctx, slow); err != nil {
-		return err
-	}
-	answer := st.victim(ctx, victim)
-	if err := st.waitHolding(ctx, victim, answer); err != nil {
+	victim, answer, err := st.slowVictimHolding(ctx)
+	if err != nil {
 		return err
 	}
 	st.faultAt = time.Now()
@@ -163,12 +157,10 @@ func (st *faultState) pause(ctx context.Context) error {
 	} else {
 		st.note("no other holder was seen inside within %s of the end of the pause", secondHolderWait)
 	}
-	st.healAt = time.Now()
-	if err := r.cfg.Injector.ContinueReplica(victim); err != nil {
+	var err error
+	if st.healAt, err = st.continueVictim(victim, answer); err != nil {
 		return err
 	}
-	st.mark(st.healAt, "SIGCONT "+victim)
-	st.victimAnswered(<-answer)
 	loadDone()
 	return st.conclude(ctx)
 }
@@ -280,11 +272,9 @@ func (st *faultState) failover(ctx context.Context) error {
 				return err
 			}
 		}
-		if err := inj.ContinueReplica(first); err != nil {
+		if _, err := st.continueVictim(first, answerA); err != nil {
 			return err
 		}
-		st.mark(time.Now(), "SIGCONT "+first)
-		st.victimAnswered(<-answerA)
 	}
 	st.note("the second sale answered %s", <-answerB)
 	return st.conclude(ctx)
@@ -330,11 +320,9 @@ func (st *faultState) redlockMasterLoss(ctx context.Context) error {
 	} else {
 		st.note("a second sale, on %s, found no majority while the first held the lock", second)
 	}
-	if err := inj.ContinueReplica(first); err != nil {
+	if _, err := st.continueVictim(first, answerA); err != nil {
 		return err
 	}
-	st.mark(time.Now(), "SIGCONT "+first)
-	st.victimAnswered(<-answerA)
 	st.note("the second sale answered %s", <-answerB)
 	return st.conclude(ctx)
 }
@@ -345,14 +333,8 @@ func (st *faultState) redlockMasterLoss(ctx context.Context) error {
 func (st *faultState) partition(ctx context.Context) error {
 	r, fs := st.r, st.run.Fault
 	inj := r.cfg.Injector
-	victim := r.names[0]
-	slow := st.run.Faults
-	slow.Work, slow.WorkMax = fs.VictimWork, 0
-	if err := st.resetWith(ctx, slow); err != nil {
-		return err
-	}
-	answer := st.victim(ctx, victim)
-	if err := st.waitHolding(ctx, victim, answer); err != nil {
+	victim, answer, err := st.slowVictimHolding(ctx)
+	if err != nil {
 		return err
 	}
 	if err := r.applyFaults(ctx, r.cfg.Target, st.run.Stage, st.run.Faults); err != nil {
@@ -462,6 +444,31 @@ func (st *faultState) victim(ctx context.Context, name string) <-chan saleAnswer
 		out <- a
 	}()
 	return out
+}
+
+// slowVictimHolding resets the stage with the victim's long work, starts
+// the victim sale on the first replica and waits until it holds the lock.
+func (st *faultState) slowVictimHolding(ctx context.Context) (string, <-chan saleAnswer, error) {
+	victim := st.r.names[0]
+	slow := st.run.Faults
+	slow.Work, slow.WorkMax = st.run.Fault.VictimWork, 0
+	if err := st.resetWith(ctx, slow); err != nil {
+		return "", nil, err
+	}
+	answer := st.victim(ctx, victim)
+	return victim, answer, st.waitHolding(ctx, victim, answer)
+}
+
+// continueVictim sends SIGCONT to the stopped replica name and waits for
+// its sale's answer; it returns when the signal was sent.
+func (st *faultState) continueVictim(name string, answer <-chan saleAnswer) (time.Time, error) {
+	at := time.Now()
+	if err := st.r.cfg.Injector.ContinueReplica(name); err != nil {
+		return at, err
+	}
+	st.mark(at, "SIGCONT "+name)
+	st.victimAnswered(<-answer)
+	return at, nil
 }
 
 // saleOnceUp sends sales to the named replica until one is not refused
