@@ -17,6 +17,10 @@ const (
 	segmentCountTTL = time.Second
 	// maxCachedCounts bounds that cache against SKUs invented by clients.
 	maxCachedCounts = 10000
+	// freeSegmentTries bounds a sale's first pass, which takes only free
+	// segment locks: a try on a segment another replica holds costs a
+	// round trip (one this process holds costs none).
+	freeSegmentTries = 4
 )
 
 // segmentedStage splits each SKU's stock into segments, each a little
@@ -101,7 +105,18 @@ func (s *segmentedStage) deduct(ctx context.Context, sku string, qty int64, f Fa
 		return Sale{}, err
 	}
 	start := segments.Start(n)
-	sale, err := s.sellFrom(ctx, sku, start, qty, f)
+	// A segment whose lock is taken may be held by a slow sale for long;
+	// another one serves as well. Only when the first few are all busy
+	// does the sale wait, on the segment it picked.
+	free := s.guard
+	free.wait = 0
+	for k := range min(n, freeSegmentTries) {
+		sale, err := s.sellFrom(ctx, free, sku, (start+k)%n, qty, f)
+		if !errors.Is(err, ErrLockBusy) && !errors.Is(err, ErrSoldOut) {
+			return sale, err
+		}
+	}
+	sale, err := s.sellFrom(ctx, s.guard, sku, start, qty, f)
 	if !errors.Is(err, ErrSoldOut) {
 		return sale, err
 	}
@@ -115,7 +130,7 @@ func (s *segmentedStage) deduct(ctx context.Context, sku string, qty int64, f Fa
 		return Sale{}, err
 	}
 	for _, i := range segments.Candidates(stocks, start%n, qty) {
-		sale, err := s.sellFrom(ctx, sku, i, qty, f)
+		sale, err := s.sellFrom(ctx, s.guard, sku, i, qty, f)
 		if !errors.Is(err, ErrSoldOut) {
 			return sale, err
 		}
@@ -123,10 +138,11 @@ func (s *segmentedStage) deduct(ctx context.Context, sku string, qty int64, f Fa
 	return Sale{}, ErrSoldOut
 }
 
-// sellFrom is one read-modify-write on segment i under its lock.
-func (s *segmentedStage) sellFrom(ctx context.Context, sku string, i int, qty int64, f Faults) (Sale, error) {
+// sellFrom is one read-modify-write on segment i under its lock, taken
+// with g.
+func (s *segmentedStage) sellFrom(ctx context.Context, g watchdogGuard, sku string, i int, qty int64, f Faults) (Sale, error) {
 	tag := segments.Tag(sku, i)
-	held, release, err := s.acquire(ctx, s.guard, tag, f)
+	held, release, err := s.acquire(ctx, g, tag, f)
 	if err != nil {
 		return Sale{}, err
 	}

@@ -108,6 +108,34 @@ func TestWorkOutlastingTheTTL(t *testing.T) {
 	}
 }
 
+// TestSegmentedSkipsABusySegment: a sale does not queue behind a slow sale
+// holding the segment it picked (here on another replica) while another
+// segment is free. Every round, the second sale picks either segment at
+// random; waiting on the busy one would sell from it too.
+func TestSegmentedSkipsABusySegment(t *testing.T) {
+	srv := redistest.Start(t)
+	r := startReplicas(t, srv, 2)
+	rdb := srv.Client(t)
+	locked := func() bool {
+		n, _ := rdb.Exists(t.Context(), "lockstep:segmented:{sku-1:0}:lock", "lockstep:segmented:{sku-1:1}:lock").Result()
+		return n > 0
+	}
+	r.setFaults("segmented", `{"work":"300ms"}`)
+	for round := range 4 {
+		r.reset("segmented", 10, 2)
+		slow := async(r, 0, "segmented")
+		waitUntil(t, locked)
+		second := r.deduct(1, "segmented", "")
+		first := <-slow
+		if first.status != http.StatusOK || second.status != http.StatusOK {
+			t.Fatalf("round %d: %d %s, %d %s", round, first.status, first.body, second.status, second.body)
+		}
+		if first.field("segment") == second.field("segment") {
+			t.Fatalf("round %d: both sales sold from segment %v: the second waited for the busy one", round, first.field("segment"))
+		}
+	}
+}
+
 // TestSegmentedWalksToTheLastUnits: a sale whose random segment is empty
 // walks to one that can serve it; sold out comes only when none can; a reset
 // to fewer segments drops the others.
