@@ -1,9 +1,10 @@
 // Package segments is the policy of segmented stock (seed 000's closing
 // idea, after ConcurrentHashMap's lock striping): split a SKU's stock into N
 // segments, each with its own lock, so N sales can hold a lock at once;
-// pick a random segment to spread the load, and when it cannot serve a sale
-// walk the others in order, so the last units still sell and "sold out" is
-// only answered when no segment can serve it.
+// pick a random segment to spread the load, move on to the next while one
+// is busy, and when it cannot serve a sale walk the others in order, so the
+// last units still sell and "sold out" is only answered when no segment can
+// serve it.
 //
 // The package holds no state and does no I/O: the inventory package applies
 // it to Redis, with per-segment hash tags so segments spread over a Redis
