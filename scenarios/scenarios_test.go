@@ -12,7 +12,8 @@ import (
 
 // TestDefaultShowsEverySpecExpectation checks that the built-in scenario
 // asks for every line of the SPEC's "What the default workshop run must
-// show" table, so a trimmed scenario cannot pass for the workshop.
+// show" table (and fenced's row), so a trimmed scenario cannot pass for
+// the workshop.
 func TestDefaultShowsEverySpecExpectation(t *testing.T) {
 	sc, name, err := Load("")
 	if err != nil {
@@ -44,6 +45,7 @@ func TestDefaultShowsEverySpecExpectation(t *testing.T) {
 		{"watchdog", loadgen.ViaProxy, true, []string{"no-oversell", "recovers-within 500ms"}},
 		{"segmented", loadgen.ViaProxy, false, []string{"no-oversell", "faster-than watchdog 3x"}},
 		{"atomic", loadgen.ViaProxy, false, []string{"no-oversell", "fastest"}},
+		{"fenced", loadgen.ViaProxy, true, []string{"no-oversell", "consistent", "recovers-within 500ms"}},
 	} {
 		run := find(tc.stage, tc.via)
 		if (run.Crash != nil) != tc.crash {
