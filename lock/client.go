@@ -107,6 +107,8 @@ type Client struct {
 	closed  bool
 	cohorts map[string]*cohort
 	subs    subscriptions
+
+	renewals renewalQueue
 }
 
 // New returns a Client on rdb. It starts nothing until a lock waits.
@@ -129,6 +131,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		cohorts:   make(map[string]*cohort),
 	}
 	c.subs.init(c)
+	c.renewals.init(c)
 	return c
 }
 
@@ -147,6 +150,7 @@ func (c *Client) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	c.closeLife(ErrClosed)
+	c.renewals.stop()
 	err := c.subs.close()
 	c.goroutines.Wait()
 	return err

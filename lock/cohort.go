@@ -226,7 +226,7 @@ func (co *cohort) attempt(ctx context.Context, lease time.Duration, waiting bool
 		_, _ = unlockScript.Run(context.WithoutCancel(ctx), co.c.rdb, co.keys, ms(ttl), co.c.id).Result()
 		return nil, 0, err
 	}
-	return co.c.newHold(co.key, sent, lease, co.renew, co.evict), 0, nil
+	return co.c.newHold(co.key, sent, lease, co), 0, nil
 }
 
 func (co *cohort) renew(ctx context.Context) (bool, error) {

@@ -2,7 +2,7 @@ package lock
 
 import (
 	"context"
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
@@ -10,104 +10,234 @@ import (
 // acquire script was sent until it is released or lost. Its context ends with
 // the hold: cause ErrReleased, ErrLockLost or ErrClosed.
 type hold struct {
+	c        *Client
+	name     string
+	owner    holdOwner
 	lease    time.Duration // the TTL written to Redis: the caller's lease, or the watchdog timeout
 	watchdog bool          // renewed by a watchdog until released
 	ctx      context.Context
-	end      context.CancelCauseFunc
+	cancel   context.CancelCauseFunc
+
+	expiry *time.Timer // a lease hold's: ends it when the lease runs out
+
+	// A watchdog hold's. expires is its renewals' (one at a time); the
+	// rest is guarded by the Client's renewalQueue.
+	expires    time.Time // the lock is certainly held until then
+	due        time.Time // the next renewal, while queued
+	prev, next *hold
+	queued     bool
+}
+
+// holdOwner is the lock a hold belongs to.
+type holdOwner interface {
+	// renew extends the hold in Redis; false when the lock is no longer held.
+	renew(ctx context.Context) (bool, error)
+	// evict forgets a hold that was lost.
+	evict(h *hold)
 }
 
 // newHold starts a hold acquired by a request sent at sent. Both kinds of
-// hold end with ErrLockLost, and call lost, the moment the lock may have
-// expired in Redis: a lease hold when its lease runs out, a watchdog hold
-// when a whole lease passed since the last renewal Redis confirmed — by a
-// timer, whatever a renewal still in flight is doing. A watchdog hold is
-// renewed every timeout/3 until it ends.
+// hold end with ErrLockLost, and are evicted from their owner, the moment the
+// lock may have expired in Redis: a lease hold when its lease runs out, a
+// watchdog hold when a whole lease passed since the last renewal Redis
+// confirmed — by a timer, whatever a renewal still in flight is doing. A
+// watchdog hold is renewed every timeout/3 until it ends.
 //
-// Neither costs a goroutine while nothing is due: both run on timers, and
-// each timer callback registers with the Client so that Close waits for it.
-func (c *Client) newHold(name string, sent time.Time, lease time.Duration, renew func(context.Context) (bool, error), lost func(*hold)) *hold {
+// Neither costs a goroutine while nothing is due: a lease hold has a timer,
+// and watchdog holds wait in the Client's renewalQueue, which costs them no
+// timer of their own until they are renewed. Timer callbacks register with
+// the Client so that Close waits for them.
+func (c *Client) newHold(name string, sent time.Time, lease time.Duration, owner holdOwner) *hold {
 	ctx, cancel := context.WithCancelCause(c.life)
-	h := &hold{lease: lease, ctx: ctx}
-	var renewal *time.Timer
-	if lease <= 0 {
-		h.lease, h.watchdog = c.opts.watchdogTimeout, true
+	h := &hold{c: c, name: name, owner: owner, lease: lease, ctx: ctx, cancel: cancel}
+	if lease > 0 {
+		h.expiry = time.AfterFunc(time.Until(sent.Add(lease)), h.expire)
+		return h
 	}
-	expiry := time.AfterFunc(time.Until(sent.Add(h.lease)), func() {
-		if c.startTask() {
-			defer c.goroutines.Done()
-			if h.ctx.Err() == nil {
-				cancel(ErrLockLost)
-				lost(h)
-			}
-		}
-	})
-	if h.watchdog {
-		w := &watchdog{c: c, name: name, h: h, expires: sent.Add(h.lease), expiry: expiry, renew: renew, lost: lost}
-		renewal = time.AfterFunc(forever, w.tick)
-		w.timer.Store(renewal) // before it can fire
-		renewal.Reset(h.lease / 3)
-	}
-	h.end = func(cause error) {
-		cancel(cause)
-		expiry.Stop()
-		if renewal != nil {
-			renewal.Stop()
-		}
-	}
+	h.lease, h.watchdog = c.opts.watchdogTimeout, true
+	h.expires = sent.Add(h.lease)
+	c.renewals.add(h)
 	return h
 }
 
 func (h *hold) alive() bool { return h != nil && h.ctx.Err() == nil }
 
-// watchdog renews a hold until it ends. A renewal that finds the lock gone
-// ends the hold at once; renewals that fail on Redis errors are retried until
-// the lock would have expired, and then the hold ends too: its holder is told
-// the moment it can no longer be sure it holds the lock.
-type watchdog struct {
-	c       *Client
-	name    string
-	h       *hold
-	expires time.Time   // the lock is certainly held until then
-	expiry  *time.Timer // ends the hold at expires
-	renew   func(context.Context) (bool, error)
-	lost    func(*hold)
-	timer   atomic.Pointer[time.Timer]
+// end ends the hold with cause and stops what would renew or expire it.
+func (h *hold) end(cause error) {
+	h.cancel(cause)
+	if h.watchdog {
+		h.c.renewals.remove(h)
+	} else {
+		h.expiry.Stop()
+	}
 }
 
-func (w *watchdog) tick() {
-	c, h := w.c, w.h
-	if h.ctx.Err() != nil || !c.startTask() {
+// lose ends the hold with ErrLockLost and evicts it, unless it already ended.
+// It runs from the timer that expired the hold or from its renewal, so there
+// is no timer to stop and no queued renewal to remove.
+func (h *hold) lose() {
+	if h.ctx.Err() == nil {
+		h.cancel(ErrLockLost)
+		h.owner.evict(h)
+	}
+}
+
+// expire is the callback of the timers that end a hold at its expiry.
+func (h *hold) expire() {
+	if h.c.startTask() {
+		defer h.c.goroutines.Done()
+		h.lose()
+	}
+}
+
+// renew is a watchdog renewal, run on a goroutine of its own registered with
+// the Client. A renewal that finds the lock gone ends the hold at once;
+// renewals that fail on Redis errors are retried until the lock would have
+// expired, and then the hold ends too: its holder is told the moment it can
+// no longer be sure it holds the lock.
+func (h *hold) renew() {
+	c := h.c
+	defer c.goroutines.Done()
+	if h.ctx.Err() != nil {
 		return
 	}
-	defer c.goroutines.Done()
+	if !time.Now().Before(h.expires) {
+		h.lose()
+		return
+	}
 	sent := time.Now()
-	ctx, cancel := context.WithDeadline(h.ctx, w.expires)
-	renewed, err := w.renew(ctx)
+	// The renewal may outlive ctx's deadline (go-redis does not bound socket
+	// I/O by it unless told to): this timer ends the hold at its expiry
+	// whatever the call does.
+	expiry := time.AfterFunc(time.Until(h.expires), h.expire)
+	ctx, cancel := context.WithDeadline(h.ctx, h.expires)
+	renewed, err := h.owner.renew(ctx)
 	cancel()
+	expiry.Stop()
 	if h.ctx.Err() != nil {
-		// Released or closed while the renewal was in flight: whatever it
-		// found says nothing about the next holder (Redisson #7272).
+		// Released, closed or expired while the renewal was in flight:
+		// whatever it found says nothing about the next holder (Redisson #7272).
 		return
 	}
 	switch {
 	case err == nil && renewed:
-		w.expires = sent.Add(h.lease)
-		w.expiry.Reset(time.Until(w.expires))
-		c.renewalObserved(w.name, nil)
-		w.timer.Load().Reset(h.lease / 3)
+		h.expires = sent.Add(h.lease)
+		c.renewalObserved(h.name, nil)
+		c.renewals.add(h)
 	case err == nil:
-		c.renewalObserved(w.name, ErrLockLost)
-		h.end(ErrLockLost)
-		w.lost(h)
+		c.renewalObserved(h.name, ErrLockLost)
+		h.lose()
 	default:
-		c.renewalObserved(w.name, err)
-		left := time.Until(w.expires)
-		if left <= 0 {
-			h.end(ErrLockLost)
-			w.lost(h)
-			return
+		c.renewalObserved(h.name, err)
+		// The retry runs by the expiry at the latest, and ends the hold then.
+		time.AfterFunc(min(renewRetry, time.Until(h.expires)), func() {
+			if c.startTask() {
+				h.renew()
+			}
+		})
+	}
+}
+
+// renewalQueue holds a Client's watchdog holds until their next renewal.
+// They all renew at the same interval (the watchdog timeout / 3) after they
+// were acquired or last renewed, so the queue is in order of due time and one
+// timer, armed for its head, serves them all. Adding or removing a hold
+// touches no timer: the timer is re-armed only when it fires, skipping the
+// holds that ended meanwhile. A timer set and stopped per hold would cost
+// every Lock+Unlock a wake-up of Go's network poller, 1–2 µs.
+type renewalQueue struct {
+	c          *Client
+	interval   time.Duration
+	mu         sync.Mutex
+	head, tail *hold
+	timer      *time.Timer // created on first use
+	armed      bool        // timer will fire
+	stopped    bool        // the Client is closed
+}
+
+func (q *renewalQueue) init(c *Client) {
+	q.c, q.interval = c, c.opts.watchdogTimeout/3
+}
+
+// add queues h for a renewal one interval from now, unless h has ended.
+func (q *renewalQueue) add(h *hold) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stopped || h.ctx.Err() != nil {
+		return
+	}
+	h.due = time.Now().Add(q.interval)
+	h.prev, h.next, h.queued = q.tail, nil, true
+	if q.tail != nil {
+		q.tail.next = h
+	} else {
+		q.head = h
+	}
+	q.tail = h
+	// When armed, the timer fires at or before h.due: it was armed for
+	// an earlier hold, and every hold waits the same interval.
+	if !q.armed {
+		q.armed = true
+		if q.timer == nil {
+			q.timer = time.AfterFunc(q.interval, q.fire)
+		} else {
+			q.timer.Reset(q.interval)
 		}
-		w.timer.Load().Reset(min(renewRetry, left))
+	}
+}
+
+// remove takes h out of the queue if it is in it.
+func (q *renewalQueue) remove(h *hold) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if h.queued {
+		q.unlinkLocked(h)
+	}
+}
+
+func (q *renewalQueue) unlinkLocked(h *hold) {
+	if h.prev != nil {
+		h.prev.next = h.next
+	} else {
+		q.head = h.next
+	}
+	if h.next != nil {
+		h.next.prev = h.prev
+	} else {
+		q.tail = h.prev
+	}
+	h.prev, h.next, h.queued = nil, nil, false
+}
+
+// fire starts the renewals that are due and re-arms the timer for the next.
+func (q *renewalQueue) fire() {
+	now := time.Now()
+	var due []*hold
+	q.mu.Lock()
+	for q.head != nil && !q.head.due.After(now) {
+		h := q.head
+		q.unlinkLocked(h)
+		due = append(due, h)
+	}
+	q.armed = q.head != nil && !q.stopped
+	if q.armed {
+		q.timer.Reset(q.head.due.Sub(now))
+	}
+	q.mu.Unlock()
+	for _, h := range due {
+		if q.c.startTask() {
+			go h.renew()
+		}
+	}
+}
+
+// stop ends the queue when its Client is closed: its holds ended with it.
+func (q *renewalQueue) stop() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.stopped, q.armed = true, false
+	if q.timer != nil {
+		q.timer.Stop()
 	}
 }
 

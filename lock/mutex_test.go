@@ -323,6 +323,77 @@ func TestWatchdogKeepsLockPastItsTimeout(t *testing.T) {
 	}
 }
 
+// Every watchdog hold of a Client waits for its renewal in one queue; a hold
+// released from the middle of it must not stop the others' renewals, nor be
+// renewed itself.
+func TestWatchdogRenewsEveryHoldOfAClient(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	var (
+		mu       sync.Mutex
+		renewals = map[string]int{}
+	)
+	c := newClient(t, srv, WithWatchdogTimeout(300*time.Millisecond),
+		WithRenewalObserver(func(name string, err error) {
+			if err == nil {
+				mu.Lock()
+				renewals[name]++
+				mu.Unlock()
+			}
+		}))
+	ctx := ctxTimeout(t, 10*time.Second)
+	type held struct {
+		name, key string
+		lock      interface {
+			Locker
+			LockContext(context.Context) (context.Context, error)
+		}
+		ctx context.Context
+	}
+	var holds []*held
+	for i := range 4 {
+		h := &held{name: fmt.Sprintf("queue-%d", i)}
+		h.key, _ = lockKeys(h.name)
+		if i == 3 { // an ownedLock's hold in the same queue
+			h.lock = c.FairMutex(h.name)
+		} else {
+			h.lock = c.Mutex(h.name)
+		}
+		var err error
+		if h.ctx, err = h.lock.LockContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, h)
+		time.Sleep(30 * time.Millisecond) // each due at its own time
+	}
+	released := holds[1]
+	if err := released.lock.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1200 * time.Millisecond) // four watchdog timeouts
+	mu.Lock()
+	defer mu.Unlock()
+	for _, h := range holds {
+		// A Mutex reports renewals by its key, the other locks by name.
+		n := renewals[h.name] + renewals[h.key]
+		if h == released {
+			if n != 0 || rdb.Exists(ctx, h.key).Val() != 0 {
+				t.Errorf("%s: %d renewals after Unlock; key exists: %d", h.name, n, rdb.Exists(ctx, h.key).Val())
+			}
+			continue
+		}
+		if pttl := rdb.PTTL(ctx, h.key).Val(); pttl <= 0 || pttl > 300*time.Millisecond {
+			t.Errorf("%s: PTTL = %v, want within the 300ms watchdog timeout", h.name, pttl)
+		}
+		if h.ctx.Err() != nil {
+			t.Errorf("%s: held context ended while kept: %v", h.name, context.Cause(h.ctx))
+		}
+		if n < 8 {
+			t.Errorf("%s: %d renewals in 1.2s, want about 12 (every 100ms)", h.name, n)
+		}
+	}
+}
+
 func TestClosedClientLockIsTakenOverAfterWatchdogTimeout(t *testing.T) {
 	srv := redistest.Start(t)
 	const timeout = 500 * time.Millisecond

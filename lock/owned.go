@@ -112,11 +112,10 @@ func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 		}
 		return false, err
 	}
-	renew := func(ctx context.Context) (bool, error) { return o.ops.renew(ctx, o.c.opts.watchdogTimeout) }
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	// Under mu, so that a loss reported at once finds the hold in place.
-	o.hold, o.depth, o.lost = o.c.newHold(o.name, sent, lease, renew, o.evict), 1, false
+	o.hold, o.depth, o.lost = o.c.newHold(o.name, sent, lease, o), 1, false
 	return true, nil
 }
 
@@ -137,6 +136,11 @@ func (o *ownedLock) reenter(ctx context.Context, h *hold, ttl time.Duration) (bo
 	o.depth++
 	o.mu.Unlock()
 	return true, nil
+}
+
+// renew extends a watchdog hold.
+func (o *ownedLock) renew(ctx context.Context) (bool, error) {
+	return o.ops.renew(ctx, o.c.opts.watchdogTimeout)
 }
 
 // evict forgets a hold that was lost; the next Unlock reports it.
