@@ -553,6 +553,10 @@ func (row *StageRun) summaryLine() string {
 	if note := row.notRun(); note != "" {
 		return fmt.Sprintf("  %-28s %s", row.label(), note)
 	}
-	return fmt.Sprintf("  %-28s %d replicas  %d sales in %.1fs (%.0f/s)  oversold %d  consistent %s  after crash: %s",
-		row.label(), row.Replicas, row.Sales, row.ElapsedMS/1000, row.SalesPerSec, row.Oversold, yesNo(row.Consistent), row.CrashSummary())
+	after := "after crash: " + row.CrashSummary()
+	if row.Fault != nil {
+		after = row.CrashSummary() // names the fault: "pause: stuck 198 ms, ..."
+	}
+	return fmt.Sprintf("  %-28s %d replicas  %d sales in %.1fs (%.0f/s)  oversold %d  consistent %s  %s",
+		row.label(), row.Replicas, row.Sales, row.ElapsedMS/1000, row.SalesPerSec, row.Oversold, yesNo(row.Consistent), after)
 }
