@@ -80,10 +80,13 @@ func TestTrackHoldersCountsTheHoldersOfALostLock(t *testing.T) {
 		{"watchdog", 1},
 	} {
 		t.Run(tc.stage, func(t *testing.T) {
-			r.setFaults(tc.stage, `{"work":"300ms","lock_ttl":"100ms","track_holders":true}`)
+			// A 300ms lease renewed every 100ms: the watchdog loses it only
+			// if a renewal is 200ms late, which a loaded machine can do to a
+			// shorter lease.
+			r.setFaults(tc.stage, `{"work":"1s","lock_ttl":"300ms","track_holders":true}`)
 			r.reset(tc.stage, 10, 0)
 			first := async(r, 0, tc.stage)
-			time.Sleep(200 * time.Millisecond) // past the first sale's TTL
+			time.Sleep(400 * time.Millisecond) // past the first sale's TTL
 			second := async(r, 1, tc.stage)
 			a, b := <-first, <-second
 			audit := r.audit(tc.stage)
