@@ -66,7 +66,9 @@ func TestMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 	r.hammer(ctx, "setnx-expire", 8, 2*time.Millisecond)
 	cancel()
-	r.setFaults("watchdog", `{"work":"100ms","lock_ttl":"30ms"}`) // renewed every 10ms
+	// Renewed every 100ms (at least three times in 400ms); a renewal 200ms
+	// late on a loaded machine would still keep the lock.
+	r.setFaults("watchdog", `{"work":"400ms","lock_ttl":"300ms"}`)
 	if res := r.deduct(0, "watchdog", ""); res.status != http.StatusOK {
 		t.Fatalf("watchdog deduct = %d %s", res.status, res.body)
 	}
