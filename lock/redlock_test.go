@@ -196,7 +196,8 @@ func TestCompositeLocksFailWhenLeaseIsSpent(t *testing.T) {
 				t.Fatalf("TryLock with a spent lease = %v, %v; want false, nil", ok, err)
 			}
 			assertKeys(t, rdb, false, keys...)
-			if ok, err := l.TryLock(ctx, 100*time.Millisecond, 5*time.Second); !ok || err != nil {
+			// A wait budget a loaded machine's three 20ms locks cannot spend.
+			if ok, err := l.TryLock(ctx, 2*time.Second, 5*time.Second); !ok || err != nil {
 				t.Fatalf("TryLock with a lease to spare = %v, %v", ok, err)
 			}
 			if err := l.Unlock(ctx); err != nil {
