@@ -98,6 +98,10 @@ type Client struct {
 	id   string
 	opts options
 
+	// The Mutex scripts' owner and watchdog-lease arguments, boxed once:
+	// go-redis takes arguments as any, and boxing a string allocates.
+	idArg, watchdogTTLArg any
+
 	life       context.Context // cancelled with ErrClosed by Close
 	closeLife  context.CancelCauseFunc
 	goroutines sync.WaitGroup
@@ -130,6 +134,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		closeLife: closeLife,
 		cohorts:   make(map[string]*cohort),
 	}
+	c.idArg, c.watchdogTTLArg = c.id, ms(o.watchdogTimeout)
 	c.subs.init(c)
 	c.renewals.init(c)
 	return c
@@ -180,19 +185,26 @@ func (c *Client) newOwner() string {
 	return c.id + ":" + strconv.FormatUint(c.handles.Add(1), 10)
 }
 
-// cohort returns the cohort of key, pinned until unpin.
-func (c *Client) cohort(key, channel string) (*cohort, error) {
+// cohort returns the cohort of m's key, pinned until unpin. When there is
+// none, m's last cohort is reused if it has one: it was unpinned and dropped
+// by then, so nobody else uses it.
+func (c *Client) cohort(m *Mutex) (*cohort, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, ErrClosed
 	}
-	co := c.cohorts[key]
+	co := c.cohorts[m.key]
 	if co == nil {
-		co = newCohort(c, key, channel)
-		c.cohorts[key] = co
+		if co = m.lastCohort; co != nil {
+			co.reset()
+		} else {
+			co = newCohort(c, m.key, m.channel)
+		}
+		c.cohorts[m.key] = co
 	}
 	co.pins++
+	m.lastCohort = co
 	return co, nil
 }
 
@@ -321,3 +333,11 @@ func randomID() string {
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// ttlArg is ms(d) as a script argument.
+func (c *Client) ttlArg(d time.Duration) any {
+	if d == c.opts.watchdogTimeout {
+		return c.watchdogTTLArg
+	}
+	return ms(d)
+}

@@ -51,6 +51,18 @@ func newCohort(c *Client, key, channel string) *cohort {
 	return co
 }
 
+// reset makes a dropped cohort as good as new for reuse. Only stale pub/sub
+// deliveries may have touched it since it was dropped.
+func (co *cohort) reset() {
+	co.mu.Lock()
+	co.passes, co.foreignWaiter, co.yield = 0, false, false
+	co.mu.Unlock()
+	select {
+	case <-co.waker.notify:
+	default:
+	}
+}
+
 // announced handles a waiter's announcement on the lock's channel: one of
 // another Client stops local passing at the next unlock.
 func (co *cohort) announced(payload string) {
@@ -218,12 +230,12 @@ func (co *cohort) attempt(ctx context.Context, lease time.Duration, waiting bool
 		ttl = co.c.opts.watchdogTimeout
 	}
 	sent := time.Now()
-	acquired, pttl, err := co.c.attempt(ctx, lockScript, co.keys, ms(ttl), co.c.id, announce)
+	acquired, pttl, err := co.c.attempt(ctx, lockScript, co.keys, co.c.ttlArg(ttl), co.c.idArg, announce)
 	if !acquired {
 		return nil, pttl, err
 	}
 	if err != nil { // acquired but not replicated: give it back
-		_, _ = unlockScript.Run(context.WithoutCancel(ctx), co.c.rdb, co.keys, ms(ttl), co.c.id).Result()
+		_, _ = unlockScript.Run(context.WithoutCancel(ctx), co.c.rdb, co.keys, co.c.ttlArg(ttl), co.c.idArg).Result()
 		return nil, 0, err
 	}
 	return co.c.newHold(co.key, sent, lease, co), 0, nil
@@ -246,7 +258,7 @@ func (co *cohort) reenter(ctx context.Context, m *Mutex, lease time.Duration) (b
 	if ttl <= 0 {
 		ttl = h.lease
 	}
-	acquired, _, err := co.c.attempt(ctx, lockScript, co.keys, ms(ttl), co.c.id, "0") // announce: no
+	acquired, _, err := co.c.attempt(ctx, lockScript, co.keys, co.c.ttlArg(ttl), co.c.idArg, "0") // announce: no
 	switch {
 	case err != nil && !acquired:
 		return false, err
@@ -299,7 +311,7 @@ func (co *cohort) release(ctx context.Context, m *Mutex) error {
 	co.mu.Unlock()
 
 	h.end(ErrReleased) // stops the watchdog before the unlock is sent
-	err := unlockScript.Run(ctx, co.c.rdb, co.keys, ms(h.lease), co.c.id).Err()
+	err := unlockScript.Run(ctx, co.c.rdb, co.keys, co.c.ttlArg(h.lease), co.c.idArg).Err()
 
 	co.mu.Lock()
 	co.releasing, co.yield = false, yield
@@ -318,7 +330,7 @@ func (co *cohort) releaseLevel(ctx context.Context, h *hold) error {
 	if !h.alive() {
 		return fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
 	}
-	return unlockResult(co.key, unlockScript.Run(ctx, co.c.rdb, co.keys, ms(h.lease), co.c.id).Err())
+	return unlockResult(co.key, unlockScript.Run(ctx, co.c.rdb, co.keys, co.c.ttlArg(h.lease), co.c.idArg).Err())
 }
 
 func unlockResult(key string, err error) error {

@@ -24,6 +24,11 @@ type Mutex struct {
 	stopHeld func(cause error)
 
 	lost atomic.Bool // the hold ended by loss; the next Unlock reports it
+
+	// The cohort of the handle's last acquisition, kept for the next: a
+	// handle that locks a free lock again and again allocates no cohort.
+	// Guarded by Client.mu.
+	lastCohort *cohort
 }
 
 var _ Locker = (*Mutex)(nil)
@@ -74,7 +79,7 @@ func (m *Mutex) TryLockContext(ctx context.Context, wait, lease time.Duration) (
 }
 
 func (m *Mutex) tryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	co, err := m.c.cohort(m.key, m.channel)
+	co, err := m.c.cohort(m)
 	if err != nil {
 		return false, err
 	}

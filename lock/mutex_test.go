@@ -602,6 +602,44 @@ func TestWaiterDoesNotPollRedis(t *testing.T) {
 	}
 }
 
+// A handle keeps the cohort of its last acquisition for its next one. Two
+// handles of one Client whose kept cohorts differ must still exclude each
+// other: the cohort in use wins over a kept one.
+func TestHandlesReusingTheirCohortsExcludeEachOther(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv)
+	ctx := ctxTimeout(t, 5*time.Second)
+	a, b := c.Mutex("turns"), c.Mutex("turns")
+	// a keeps a cohort that is dropped at its Unlock; b's Lock makes another.
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for turn, pair := range [][2]*Mutex{{b, a}, {a, b}, {b, a}} {
+		holder, other := pair[0], pair[1]
+		if err := holder.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := other.TryLock(ctx, 0, 0); ok || err != nil {
+			t.Fatalf("turn %d: the other handle acquired a held lock: %v, %v", turn, ok, err)
+		}
+		if err := other.Unlock(ctx); !errors.Is(err, ErrNotHeld) {
+			t.Fatalf("turn %d: the other handle's Unlock = %v, want ErrNotHeld", turn, err)
+		}
+		if err := holder.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.mu.Lock()
+		left := len(c.cohorts)
+		c.mu.Unlock()
+		if left != 0 {
+			t.Fatalf("turn %d: %d cohorts left with nothing held or waiting", turn, left)
+		}
+	}
+}
+
 func TestCohortsShareTheLockBetweenClients(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
