@@ -3,6 +3,7 @@ package inventory
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -95,12 +96,12 @@ func TestFaultsHashRoundTrip(t *testing.T) {
 }
 
 func TestValidateSKUAndQty(t *testing.T) {
-	for _, sku := range []string{"sku-1", "A.b_C-9", "x"} {
+	for _, sku := range []string{"sku-1", "A.b_C-9", "x", strings.Repeat("z", 64)} {
 		if err := ValidateSKU(sku); err != nil {
 			t.Errorf("ValidateSKU(%q) = %v", sku, err)
 		}
 	}
-	for _, sku := range []string{"", "{sku}", "a:b", "a b", string(make([]byte, 65))} {
+	for _, sku := range []string{"", "{sku}", "a:b", "a b", "é", "a\x00", "\xff", strings.Repeat("z", 65), string(make([]byte, 65))} {
 		if err := ValidateSKU(sku); !errors.Is(err, ErrInvalid) {
 			t.Errorf("ValidateSKU(%q) = %v, want ErrInvalid", sku, err)
 		}

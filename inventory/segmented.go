@@ -170,7 +170,7 @@ func (s *segmentedStage) segmentStocks(ctx context.Context, sku string, n int) (
 	cmds := make([]*redis.StringCmd, n)
 	_, err := s.rdb().Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range n {
-			cmds[i] = p.Get(ctx, s.store.keys(segments.Tag(sku, i)).stock)
+			cmds[i] = p.Get(ctx, s.store.keys(segments.Tag(sku, i)).stock())
 		}
 		return nil
 	})

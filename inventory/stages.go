@@ -67,7 +67,7 @@ type seller struct {
 }
 
 // lockKey is the key of tag's lock.
-func (s *seller) lockKey(tag string) string { return s.store.keys(tag).lock }
+func (s *seller) lockKey(tag string) string { return s.store.keys(tag).lock() }
 
 // acquire takes g's lock of tag and records the wait and its outcome.
 func (s *seller) acquire(ctx context.Context, g guard, tag string, f Faults) (context.Context, func(context.Context) error, error) {

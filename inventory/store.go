@@ -42,27 +42,29 @@ type store struct {
 	stage string
 }
 
-type stockKeys struct {
-	initial, stock, sold, foreign, lock string
-	fence                               string // fenced: "<token>:<holder>" of the newest holder that read the stock
-}
+// stockKeys is the prefix of the keys of one tag, "lockstep:<stage>:{<tag>}:";
+// each key is built when asked for, so that a sale builds only the keys
+// it touches.
+type stockKeys string
 
 func (s *store) keys(tag string) stockKeys {
-	prefix := "lockstep:" + s.stage + ":{" + tag + "}:"
-	return stockKeys{
-		initial: prefix + "initial",
-		stock:   prefix + "stock",
-		sold:    prefix + "sold",
-		foreign: prefix + "foreign-unlocks",
-		lock:    prefix + "lock",
-		fence:   prefix + "fence",
-	}
+	return stockKeys("lockstep:" + s.stage + ":{" + tag + "}:")
 }
+
+func (k stockKeys) initial() string { return string(k) + "initial" }
+func (k stockKeys) stock() string   { return string(k) + "stock" }
+func (k stockKeys) sold() string    { return string(k) + "sold" }
+func (k stockKeys) foreign() string { return string(k) + "foreign-unlocks" }
+func (k stockKeys) lock() string    { return string(k) + "lock" }
+
+// fence (fenced) holds "<token>:<holder>" of the newest holder that read
+// the stock.
+func (k stockKeys) fence() string { return string(k) + "fence" }
 
 // stock reads the current stock; errNoStock when the tag was never
 // initialised.
 func (s *store) stock(ctx context.Context, tag string) (int64, error) {
-	n, err := s.rdb.Get(ctx, s.keys(tag).stock).Int64()
+	n, err := s.rdb.Get(ctx, s.keys(tag).stock()).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return 0, errNoStock
@@ -75,7 +77,7 @@ func (s *store) stock(ctx context.Context, tag string) (int64, error) {
 // initialise gives tag its initial stock unless it has one already.
 func (s *store) initialise(ctx context.Context, tag string, stock int64) error {
 	k := s.keys(tag)
-	if err := initScript.Run(ctx, s.rdb, []string{k.initial, k.stock, k.sold}, stock).Err(); err != nil {
+	if err := initScript.Run(ctx, s.rdb, []string{k.initial(), k.stock(), k.sold()}, stock).Err(); err != nil {
 		return unavailable("initialise stock", err)
 	}
 	return nil
@@ -86,8 +88,8 @@ func (s *store) initialise(ctx context.Context, tag string, stock int64) error {
 func (s *store) commit(ctx context.Context, tag string, newStock, qty int64) error {
 	k := s.keys(tag)
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, k.stock, newStock, 0)
-		p.IncrBy(ctx, k.sold, qty)
+		p.Set(ctx, k.stock(), newStock, 0)
+		p.IncrBy(ctx, k.sold(), qty)
 		return nil
 	})
 	if err != nil {
@@ -100,7 +102,7 @@ func (s *store) commit(ctx context.Context, tag string, newStock, qty int64) err
 // fence to that holder; errFenced when a newer holder already came through.
 func (s *store) fencedStock(ctx context.Context, tag string, token int64, holder string) (int64, error) {
 	k := s.keys(tag)
-	stock, err := fencedReadScript.Run(ctx, s.rdb, []string{k.stock, k.fence}, token, holder).Int64()
+	stock, err := fencedReadScript.Run(ctx, s.rdb, []string{k.stock(), k.fence()}, token, holder).Int64()
 	switch {
 	case err != nil:
 		return 0, unavailable("fenced read", err)
@@ -117,7 +119,7 @@ func (s *store) fencedStock(ctx context.Context, tag string, token int64, holder
 // is written.
 func (s *store) fencedCommit(ctx context.Context, tag string, newStock, qty, token int64, holder string) error {
 	k := s.keys(tag)
-	written, err := fencedCommitScript.Run(ctx, s.rdb, []string{k.stock, k.sold, k.fence}, newStock, qty, token, holder).Int()
+	written, err := fencedCommitScript.Run(ctx, s.rdb, []string{k.stock(), k.sold(), k.fence()}, newStock, qty, token, holder).Int()
 	switch {
 	case err != nil:
 		return unavailable("fenced commit", err)
@@ -131,7 +133,7 @@ func (s *store) fencedCommit(ctx context.Context, tag string, newStock, qty, tok
 // ErrSoldOut or errNoStock.
 func (s *store) atomicDeduct(ctx context.Context, tag string, qty int64) (int64, error) {
 	k := s.keys(tag)
-	remaining, err := atomicDeductScript.Run(ctx, s.rdb, []string{k.stock, k.sold}, qty).Int64()
+	remaining, err := atomicDeductScript.Run(ctx, s.rdb, []string{k.stock(), k.sold()}, qty).Int64()
 	switch {
 	case err != nil:
 		return 0, unavailable("atomic deduct", err)
@@ -148,10 +150,10 @@ func (s *store) atomicDeduct(ctx context.Context, tag string, qty int64) (int64,
 func (s *store) reset(ctx context.Context, tag string, stock int64) error {
 	k := s.keys(tag)
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, k.initial, stock, 0)
-		p.Set(ctx, k.stock, stock, 0)
-		p.Set(ctx, k.sold, 0, 0)
-		p.Del(ctx, k.foreign, k.lock)
+		p.Set(ctx, k.initial(), stock, 0)
+		p.Set(ctx, k.stock(), stock, 0)
+		p.Set(ctx, k.sold(), 0, 0)
+		p.Del(ctx, k.foreign(), k.lock())
 		return nil
 	})
 	if err != nil {
@@ -163,13 +165,13 @@ func (s *store) reset(ctx context.Context, tag string, stock int64) error {
 // drop deletes every key of tag (a segment that a reset removed).
 func (s *store) drop(ctx context.Context, p redis.Cmdable, tag string) {
 	k := s.keys(tag)
-	p.Del(ctx, k.initial, k.stock, k.sold, k.foreign, k.lock)
+	p.Del(ctx, k.initial(), k.stock(), k.sold(), k.foreign(), k.lock())
 }
 
 // countForeignUnlock records that a lock of tag was deleted while another
 // owner held it.
 func (s *store) countForeignUnlock(ctx context.Context, tag string) error {
-	if err := s.rdb.Incr(ctx, s.keys(tag).foreign).Err(); err != nil {
+	if err := s.rdb.Incr(ctx, s.keys(tag).foreign()).Err(); err != nil {
 		return unavailable("count foreign unlock", err)
 	}
 	return nil
@@ -191,7 +193,7 @@ func (c Counts) add(o Counts) Counts {
 // read when p is a pipeline.
 func (s *store) queueCounts(ctx context.Context, p redis.Cmdable, tag string) *redis.SliceCmd {
 	k := s.keys(tag)
-	return p.MGet(ctx, k.initial, k.stock, k.sold, k.foreign)
+	return p.MGet(ctx, k.initial(), k.stock(), k.sold(), k.foreign())
 }
 
 // parseCounts reads an MGET of queueCounts; ok is false when the tag was

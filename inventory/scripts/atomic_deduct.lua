@@ -6,11 +6,12 @@ local stock = redis.call('GET', KEYS[1])
 if not stock then
   return -2
 end
-stock = tonumber(stock)
 local qty = tonumber(ARGV[1])
-if stock < qty then
+if tonumber(stock) < qty then
   return -1
 end
-redis.call('SET', KEYS[1], stock - qty)
+-- DECRBY rather than SET of a number Lua computed: Redis does the
+-- arithmetic and Lua formats no string.
+local remaining = redis.call('DECRBY', KEYS[1], qty)
 redis.call('INCRBY', KEYS[2], qty)
-return stock - qty
+return remaining
