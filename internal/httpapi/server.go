@@ -80,6 +80,7 @@ type Server struct {
 	metrics   *metrics.Metrics
 	log       *slog.Logger
 	idem      *idempotency
+	deducts   map[string]*metrics.Deducts // by stage, for the stages this shop runs
 	tokenHash *[sha256.Size]byte
 	draining  atomic.Bool
 	handler   http.Handler
@@ -104,6 +105,12 @@ func New(cfg Config) *Server {
 			// its replica died mid-request.
 			pendingTTL: cfg.RequestTimeout + 5*time.Second,
 		},
+		deducts: make(map[string]*metrics.Deducts),
+	}
+	for _, info := range cfg.Inventory.Stages() {
+		if info.Available {
+			s.deducts[info.ID] = cfg.Metrics.Deducts(info.ID)
+		}
 	}
 	if cfg.AdminToken != "" {
 		h := sha256.Sum256([]byte(cfg.AdminToken))
@@ -232,7 +239,8 @@ func (s *Server) deduct(c *gin.Context) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.RequestTimeout)
 	defer cancel()
-	sell := func() answer { return s.sell(ctx, stage, sku, qty) }
+	deducts := s.deducts[stage]
+	sell := func() answer { return s.sell(ctx, deducts, stage, sku, qty) }
 	key, keyed := c.Request.Header["Idempotency-Key"]
 	if !keyed {
 		a := sell()
@@ -256,7 +264,7 @@ func (s *Server) deduct(c *gin.Context) {
 		return
 	}
 	if replayed {
-		s.metrics.Replay(stage)
+		deducts.Replay()
 		c.Header("Idempotent-Replayed", "true")
 	}
 	c.Data(a.Status, "application/json; charset=utf-8", a.Body)
@@ -286,33 +294,66 @@ func saleArgs(c *gin.Context) (string, int64, error) {
 }
 
 // sell runs one sale and renders its answer.
-func (s *Server) sell(ctx context.Context, stage, sku string, qty int64) answer {
+func (s *Server) sell(ctx context.Context, deducts *metrics.Deducts, stage, sku string, qty int64) answer {
 	start := time.Now()
 	sale, err := s.inv.Deduct(ctx, stage, sku, qty)
-	status, body := http.StatusOK, any(saleBody{
-		Stage: stage, SKU: sku, Qty: qty, Remaining: sale.Remaining, Replica: s.cfg.Replica, Segment: sale.Segment,
-	})
-	result := metrics.ResultSold
-	if err != nil {
-		var code string
-		status, code = errorStatus(err)
-		body = errorBody{Error: code, Message: err.Error()}
-		switch status {
-		case http.StatusConflict:
-			result = metrics.ResultSoldOut
-		case http.StatusLocked:
-			result = metrics.ResultBusy
-		default:
-			result = metrics.ResultError
-			s.log.Warn("deduct failed", "stage", stage, "sku", sku, "status", status, "err", err)
-		}
+	if err == nil {
+		deducts.Request(metrics.ResultSold, time.Since(start))
+		body := saleBody{Stage: stage, SKU: sku, Qty: qty, Remaining: sale.Remaining, Replica: s.cfg.Replica, Segment: sale.Segment}
+		return answer{Status: http.StatusOK, Body: body.appendJSON(make([]byte, 0, 128))}
 	}
-	s.metrics.Request(stage, result, time.Since(start))
-	encoded, err := json.Marshal(body)
+	status, code := errorStatus(err)
+	result := metrics.ResultError
+	switch status {
+	case http.StatusConflict:
+		result = metrics.ResultSoldOut
+	case http.StatusLocked:
+		result = metrics.ResultBusy
+	default:
+		s.log.Warn("deduct failed", "stage", stage, "sku", sku, "status", status, "err", err)
+	}
+	deducts.Request(result, time.Since(start))
+	encoded, err := json.Marshal(errorBody{Error: code, Message: err.Error()})
 	if err != nil {
 		return answer{Status: http.StatusInternalServerError, Body: []byte(`{"error":"internal","message":"encode answer"}`)}
 	}
 	return answer{Status: status, Body: encoded}
+}
+
+// appendJSON appends the bytes json.Marshal writes for b, without its
+// reflection: every sale renders one.
+func (b saleBody) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"stage":`...)
+	dst = appendJSONString(dst, b.Stage)
+	dst = append(dst, `,"sku":`...)
+	dst = appendJSONString(dst, b.SKU)
+	dst = append(dst, `,"qty":`...)
+	dst = strconv.AppendInt(dst, b.Qty, 10)
+	dst = append(dst, `,"remaining":`...)
+	dst = strconv.AppendInt(dst, b.Remaining, 10)
+	dst = append(dst, `,"replica":`...)
+	dst = appendJSONString(dst, b.Replica)
+	if b.Segment != nil {
+		dst = append(dst, `,"segment":`...)
+		dst = strconv.AppendInt(dst, int64(*b.Segment), 10)
+	}
+	return append(dst, '}')
+}
+
+// appendJSONString appends s as encoding/json writes it: as is between
+// quotes when no byte needs escaping (printable ASCII other than the quote,
+// the backslash and the HTML characters it escapes), else json.Marshal's
+// own encoding.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			quoted, _ := json.Marshal(s) // a string always encodes
+			return append(dst, quoted...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // auditBody is the answer of GET audit.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/lockstep/lockstep/inventory"
@@ -16,13 +17,30 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// Request results, the values of the result label of lockstep_requests_total.
+// Result is the outcome of one deduct request.
+type Result uint8
+
 const (
-	ResultSold    = "sold"
-	ResultSoldOut = "sold_out"
-	ResultBusy    = "lock_busy"
-	ResultError   = "error"
+	ResultSold Result = iota
+	ResultSoldOut
+	ResultBusy
+	ResultError
+	resultCount
 )
+
+// String is the value of the result label of lockstep_requests_total.
+func (r Result) String() string {
+	switch r {
+	case ResultSold:
+		return "sold"
+	case ResultSoldOut:
+		return "sold_out"
+	case ResultBusy:
+		return "lock_busy"
+	default:
+		return "error"
+	}
+}
 
 // auditTimeout bounds the Redis reads of one scrape.
 const auditTimeout = 2 * time.Second
@@ -86,14 +104,35 @@ func New(auditor Auditor, log *slog.Logger) *Metrics {
 	return m
 }
 
+// Deducts records the deduct requests of one stage. Each of its series is
+// looked up once, on first use (so a stage or result never seen still has
+// no series, as with WithLabelValues), and not again on every request.
+type Deducts struct {
+	results  [resultCount]func() prometheus.Counter
+	duration func() prometheus.Observer
+	replays  func() prometheus.Counter
+}
+
+// Deducts returns the deduct instruments of stage.
+func (m *Metrics) Deducts(stage string) *Deducts {
+	d := &Deducts{
+		duration: sync.OnceValue(func() prometheus.Observer { return m.duration.WithLabelValues(stage) }),
+		replays:  sync.OnceValue(func() prometheus.Counter { return m.replays.WithLabelValues(stage) }),
+	}
+	for r := range resultCount {
+		d.results[r] = sync.OnceValue(func() prometheus.Counter { return m.requests.WithLabelValues(stage, r.String()) })
+	}
+	return d
+}
+
 // Request records one executed deduct request.
-func (m *Metrics) Request(stage, result string, d time.Duration) {
-	m.requests.WithLabelValues(stage, result).Inc()
-	m.duration.WithLabelValues(stage).Observe(d.Seconds())
+func (d *Deducts) Request(result Result, took time.Duration) {
+	d.results[result]().Inc()
+	d.duration().Observe(took.Seconds())
 }
 
 // Replay records a deduct answered from the idempotency store.
-func (m *Metrics) Replay(stage string) { m.replays.WithLabelValues(stage).Inc() }
+func (d *Deducts) Replay() { d.replays().Inc() }
 
 // LockAcquire implements inventory.Observer.
 func (m *Metrics) LockAcquire(stage string, wait time.Duration, result inventory.LockResult) {
