@@ -237,7 +237,7 @@ func (s *Server) deduct(c *gin.Context) {
 		s.failWith(c, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.RequestTimeout)
+	ctx, cancel := withLazyTimeout(c.Request.Context(), s.cfg.RequestTimeout)
 	defer cancel()
 	deducts := s.deducts[stage]
 	sell := func() answer { return s.sell(ctx, deducts, stage, sku, qty) }
