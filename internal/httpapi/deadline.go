@@ -14,10 +14,10 @@ import (
 //
 // Until then Value reads parent's values, so context.Cause, which reads one
 // of them, is nil unless parent was canceled; read after Done closed, as it
-// should be, it gives what WithTimeout's would.
-func withLazyTimeout(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	c := &lazyDeadline{parent: parent, deadline: time.Now().Add(timeout)}
-	return c, c.cancel
+// should be, it gives what WithTimeout's would. Its cancel func is the
+// method cancel, not a func value that would cost another allocation.
+func withLazyTimeout(parent context.Context, timeout time.Duration) *lazyDeadline {
+	return &lazyDeadline{parent: parent, deadline: time.Now().Add(timeout)}
 }
 
 type lazyDeadline struct {
@@ -49,6 +49,7 @@ func (c *lazyDeadline) started() context.Context {
 	return c.timed
 }
 
+// cancel is the context's CancelFunc.
 func (c *lazyDeadline) cancel() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

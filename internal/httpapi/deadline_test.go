@@ -81,7 +81,7 @@ func TestLazyTimeoutBehavesAsWithTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got [2]observed
-			for i, withTimeout := range []func(context.Context, time.Duration) (context.Context, context.CancelFunc){context.WithTimeout, withLazyTimeout} {
+			for i, withTimeout := range []func(context.Context, time.Duration) (context.Context, context.CancelFunc){context.WithTimeout, lazyTimeout} {
 				synctest.Test(t, func(t *testing.T) {
 					parent, cancelParent := context.WithCancelCause(context.WithValue(context.Background(), ctxKey{}, "v"))
 					defer cancelParent(nil)
@@ -108,4 +108,9 @@ func TestLazyTimeoutBehavesAsWithTimeout(t *testing.T) {
 			}
 		})
 	}
+}
+
+func lazyTimeout(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx := withLazyTimeout(parent, timeout)
+	return ctx, ctx.cancel
 }

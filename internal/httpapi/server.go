@@ -237,8 +237,8 @@ func (s *Server) deduct(c *gin.Context) {
 		s.failWith(c, err)
 		return
 	}
-	ctx, cancel := withLazyTimeout(c.Request.Context(), s.cfg.RequestTimeout)
-	defer cancel()
+	ctx := withLazyTimeout(c.Request.Context(), s.cfg.RequestTimeout)
+	defer ctx.cancel()
 	deducts := s.deducts[stage]
 	sell := func() answer { return s.sell(ctx, deducts, stage, sku, qty) }
 	key, keyed := c.Request.Header["Idempotency-Key"]
