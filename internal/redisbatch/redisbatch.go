@@ -43,17 +43,22 @@ type Batcher struct {
 	// until closed is set, so an enqueued command is always sent.
 	mu     sync.RWMutex
 	closed bool
+
+	// calls are reused: every command needs one, for as long as it waits.
+	calls sync.Pool
 }
 
 type call struct {
-	cmd  redis.Cmder
-	done chan struct{}
+	cmd redis.Cmder
+	// sent gets one value once cmd has its reply or error.
+	sent chan struct{}
 }
 
 // Attach installs automatic pipelining on rdb. Close stops it; close it
 // before the client.
 func Attach(rdb redis.UniversalClient) *Batcher {
 	b := &Batcher{rdb: rdb, queue: make(chan *call, maxBatch), stop: make(chan struct{})}
+	b.calls.New = func() any { return &call{sent: make(chan struct{}, 1)} }
 	b.done.Go(b.send)
 	rdb.AddHook(b)
 	return b
@@ -99,10 +104,13 @@ func (b *Batcher) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			b.mu.RUnlock()
 			return next(ctx, cmd)
 		}
-		c := &call{cmd: cmd, done: make(chan struct{})}
+		c := b.calls.Get().(*call)
+		c.cmd = cmd
 		b.queue <- c
 		b.mu.RUnlock()
-		<-c.done
+		<-c.sent
+		c.cmd = nil
+		b.calls.Put(c)
 		return cmd.Err()
 	}
 }
@@ -163,7 +171,7 @@ func (b *Batcher) flush(batch []*call) {
 		}
 	}
 	for _, c := range batch {
-		close(c.done)
+		c.sent <- struct{}{}
 	}
 }
 
