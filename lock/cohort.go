@@ -221,16 +221,16 @@ func (co *cohort) acquireRedis(ctx context.Context, start time.Time, wait, lease
 // attempt runs the acquire script once for the cohort's Client.
 // A waiting attempt announces itself to the holder's cohort.
 func (co *cohort) attempt(ctx context.Context, lease time.Duration, waiting bool) (*hold, time.Duration, error) {
-	announce := "0"
-	if waiting {
-		announce = "1"
-	}
 	ttl := lease
 	if ttl <= 0 {
 		ttl = co.c.opts.watchdogTimeout
 	}
+	args := []any{co.c.ttlArg(ttl), co.c.idArg}
+	if waiting {
+		args = append(args, "1") // announce
+	}
 	sent := time.Now()
-	acquired, pttl, err := co.c.attempt(ctx, lockScript, co.keys, co.c.ttlArg(ttl), co.c.idArg, announce)
+	acquired, pttl, err := co.c.attempt(ctx, lockScript, co.keys, args...)
 	if !acquired {
 		return nil, pttl, err
 	}
@@ -258,7 +258,7 @@ func (co *cohort) reenter(ctx context.Context, m *Mutex, lease time.Duration) (b
 	if ttl <= 0 {
 		ttl = h.lease
 	}
-	acquired, _, err := co.c.attempt(ctx, lockScript, co.keys, co.c.ttlArg(ttl), co.c.idArg, "0") // announce: no
+	acquired, _, err := co.c.attempt(ctx, lockScript, co.keys, co.c.ttlArg(ttl), co.c.idArg)
 	switch {
 	case err != nil && !acquired:
 		return false, err
@@ -311,7 +311,7 @@ func (co *cohort) release(ctx context.Context, m *Mutex) error {
 	co.mu.Unlock()
 
 	h.end(ErrReleased) // stops the watchdog before the unlock is sent
-	err := unlockScript.Run(ctx, co.c.rdb, co.keys, co.c.ttlArg(h.lease), co.c.idArg).Err()
+	err := releaseScript.Run(ctx, co.c.rdb, co.keys, co.c.idArg).Err()
 
 	co.mu.Lock()
 	co.releasing, co.yield = false, yield

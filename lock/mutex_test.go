@@ -60,6 +60,27 @@ func TestReentrantCountsLevelsInRedis(t *testing.T) {
 }
 
 // Two owners of one Client and two Clients (two processes) must behave alike.
+// A Client's last Unlock deletes its field, whatever count Redis keeps in
+// it: a reentrant level whose release reached Redis as a lost reply, or was
+// never sent, must not leave the lock held until its lease runs out.
+func TestLastUnlockReleasesWhateverRedisCounts(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	c := newClient(t, srv)
+	ctx := ctxTimeout(t, 5*time.Second)
+	m := c.Mutex("miscounted")
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rdb.HIncrBy(ctx, m.Key(), c.ID(), 1) // a level the Client no longer holds
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, m.Key()).Val(); n != 0 {
+		t.Fatalf("lock key still exists after the last Unlock: %v", rdb.HGetAll(ctx, m.Key()).Val())
+	}
+}
+
 func ownerPairs(t *testing.T, srv *redistest.Server, opts ...Option) map[string][2]*Client {
 	one := newClient(t, srv, opts...)
 	return map[string][2]*Client{

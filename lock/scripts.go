@@ -21,7 +21,8 @@ func loadScript(name string) *redis.Script {
 
 // The scripts are computed once at start-up and never change.
 var (
-	lockScript   = loadScript("lock.lua")
-	unlockScript = loadScript("unlock.lua")
-	renewScript  = loadScript("renew.lua")
+	lockScript    = loadScript("lock.lua")
+	unlockScript  = loadScript("unlock.lua")
+	releaseScript = loadScript("release.lua")
+	renewScript   = loadScript("renew.lua")
 )

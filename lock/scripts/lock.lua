@@ -1,6 +1,7 @@
 -- Acquire (or re-enter) a reentrant lock: Redisson's RedissonLock.tryLockInnerAsync.
 -- KEYS[1] lock hash, KEYS[2] unlock channel (same hash tag)
--- ARGV[1] lease in ms, ARGV[2] owner field, ARGV[3] '1' when the caller will wait
+-- ARGV[1] lease in ms, ARGV[2] owner field, ARGV[3] '1' when the caller will
+-- wait (absent otherwise)
 -- Returns 'OK' when acquired, else the lock's PTTL in ms. Redisson returns nil
 -- when acquired; go-redis makes a nil reply an error and runs it through its
 -- retry checks, which cost ~1.5 µs of client CPU on every acquisition.

@@ -1,4 +1,6 @@
 -- Release one level of a reentrant lock: Redisson's RedissonLock.unlockInnerAsync.
+-- A Mutex gives up its inner levels here and its last one with release.lua;
+-- a FencedMutex, whose hash also holds its token, gives up every level here.
 -- KEYS[1] lock hash, KEYS[2] unlock channel
 -- ARGV[1] lease in ms to keep after a reentrant release, ARGV[2] owner field
 -- Returns nil when the owner does not hold the lock, 0 when it still holds
