@@ -321,7 +321,7 @@ func (co *cohort) release(ctx context.Context, m *Mutex) error {
 }
 
 func (co *cohort) mayPassLocked(h *hold, next *waiter) bool {
-	return h.watchdog && next.lease <= 0 && h.ctx.Err() == nil &&
+	return h.watchdog && next.lease <= 0 && h.alive() &&
 		co.passes < co.c.opts.maxLocalPasses && !co.foreignWaiter
 }
 

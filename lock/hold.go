@@ -3,20 +3,28 @@ package lock
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // hold is one acquisition of a lock in Redis by a Client, from the moment the
-// acquire script was sent until it is released or lost. Its context ends with
-// the hold: cause ErrReleased, ErrLockLost or ErrClosed.
+// acquire script was sent until it is released or lost. It ends with a
+// cause: ErrReleased, ErrLockLost, or ErrClosed when its Client closes.
 type hold struct {
 	c        *Client
 	name     string
 	owner    holdOwner
 	lease    time.Duration // the TTL written to Redis: the caller's lease, or the watchdog timeout
 	watchdog bool          // renewed by a watchdog until released
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
+	ended    atomic.Bool   // cause is set
+
+	// The context that ends with the hold is made only when asked for
+	// (LockContext, renewals): a Lock+Unlock needs none, and one costs
+	// allocations and a registration with the Client's life.
+	mu     sync.Mutex
+	cause  error // guarded by mu
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
 	expiry *time.Timer // a lease hold's: ends it when the lease runs out
 
@@ -48,8 +56,7 @@ type holdOwner interface {
 // timer of their own until they are renewed. Timer callbacks register with
 // the Client so that Close waits for them.
 func (c *Client) newHold(name string, sent time.Time, lease time.Duration, owner holdOwner) *hold {
-	ctx, cancel := context.WithCancelCause(c.life)
-	h := &hold{c: c, name: name, owner: owner, lease: lease, ctx: ctx, cancel: cancel}
+	h := &hold{c: c, name: name, owner: owner, lease: lease}
 	if lease > 0 {
 		h.expiry = time.AfterFunc(time.Until(sent.Add(lease)), h.expire)
 		return h
@@ -60,11 +67,50 @@ func (c *Client) newHold(name string, sent time.Time, lease time.Duration, owner
 	return h
 }
 
-func (h *hold) alive() bool { return h != nil && h.ctx.Err() == nil }
+func (h *hold) alive() bool { return h != nil && !h.ended.Load() && h.c.life.Err() == nil }
+
+// finish ends the hold with cause unless it already ended (its Client's
+// closing ends it too); it reports whether this call ended it.
+func (h *hold) finish(cause error) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cause != nil || h.c.life.Err() != nil {
+		return false
+	}
+	h.cause = cause
+	h.ended.Store(true)
+	if h.cancel != nil {
+		h.cancel(cause)
+	}
+	return true
+}
+
+// endCause is why the hold ended; nil while it lasts.
+func (h *hold) endCause() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cause != nil {
+		return h.cause
+	}
+	return context.Cause(h.c.life)
+}
+
+// context returns a context that ends with the hold, with its cause.
+func (h *hold) context() context.Context {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ctx == nil {
+		h.ctx, h.cancel = context.WithCancelCause(h.c.life)
+		if h.cause != nil {
+			h.cancel(h.cause)
+		}
+	}
+	return h.ctx
+}
 
 // end ends the hold with cause and stops what would renew or expire it.
 func (h *hold) end(cause error) {
-	h.cancel(cause)
+	h.finish(cause)
 	if h.watchdog {
 		h.c.renewals.remove(h)
 	} else {
@@ -76,8 +122,7 @@ func (h *hold) end(cause error) {
 // It runs from the timer that expired the hold or from its renewal, so there
 // is no timer to stop and no queued renewal to remove.
 func (h *hold) lose() {
-	if h.ctx.Err() == nil {
-		h.cancel(ErrLockLost)
+	if h.finish(ErrLockLost) {
 		h.owner.evict(h)
 	}
 }
@@ -98,7 +143,7 @@ func (h *hold) expire() {
 func (h *hold) renew() {
 	c := h.c
 	defer c.goroutines.Done()
-	if h.ctx.Err() != nil {
+	if !h.alive() {
 		return
 	}
 	if !time.Now().Before(h.expires) {
@@ -110,11 +155,11 @@ func (h *hold) renew() {
 	// I/O by it unless told to): this timer ends the hold at its expiry
 	// whatever the call does.
 	expiry := time.AfterFunc(time.Until(h.expires), h.expire)
-	ctx, cancel := context.WithDeadline(h.ctx, h.expires)
+	ctx, cancel := context.WithDeadline(h.context(), h.expires)
 	renewed, err := h.owner.renew(ctx)
 	cancel()
 	expiry.Stop()
-	if h.ctx.Err() != nil {
+	if !h.alive() {
 		// Released, closed or expired while the renewal was in flight:
 		// whatever it found says nothing about the next holder (Redisson #7272).
 		return
@@ -163,7 +208,7 @@ func (q *renewalQueue) init(c *Client) {
 func (q *renewalQueue) add(h *hold) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.stopped || h.ctx.Err() != nil {
+	if q.stopped || !h.alive() {
 		return
 	}
 	h.due = time.Now().Add(q.interval)
@@ -244,7 +289,7 @@ func (q *renewalQueue) stop() {
 // heldContext gives a holder a context that ends with h, synchronously, or
 // when release is called, and carries ctx's values.
 func heldContext(ctx context.Context, h *hold) (context.Context, func(cause error)) {
-	held, cancel := context.WithCancelCause(h.ctx)
+	held, cancel := context.WithCancelCause(h.context())
 	return valuesFrom{Context: held, values: ctx}, cancel
 }
 

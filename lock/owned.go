@@ -151,7 +151,7 @@ func (o *ownedLock) evict(h *hold) {
 		return
 	}
 	o.hold, o.depth, o.lost = nil, 0, true
-	o.endHeldLocked(context.Cause(h.ctx))
+	o.endHeldLocked(h.endCause())
 }
 
 // Unlock releases one level; ErrNotHeld when this handle does not hold the
