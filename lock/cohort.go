@@ -290,7 +290,7 @@ func (co *cohort) release(ctx context.Context, m *Mutex) error {
 		return co.releaseLevel(ctx, h)
 	}
 	m.depth = 0
-	m.endHeld(ErrReleased)
+	m.endHeld(releaseCause(h))
 	if !h.alive() {
 		co.holder, co.hold = nil, nil
 		co.promoteLocked()

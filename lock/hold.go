@@ -18,9 +18,9 @@ type hold struct {
 	watchdog bool          // renewed by a watchdog until released
 	ended    atomic.Bool   // cause is set
 
-	// The context that ends with the hold is made only when asked for
-	// (LockContext, renewals): a Lock+Unlock needs none, and one costs
-	// allocations and a registration with the Client's life.
+	// The context that ends with the hold is made only for its renewals:
+	// a Lock+Unlock needs none, and one costs allocations and a
+	// registration with the Client's life.
 	mu     sync.Mutex
 	cause  error // guarded by mu
 	ctx    context.Context
@@ -286,11 +286,30 @@ func (q *renewalQueue) stop() {
 	}
 }
 
-// heldContext gives a holder a context that ends with h, synchronously, or
-// when release is called, and carries ctx's values.
-func heldContext(ctx context.Context, h *hold) (context.Context, func(cause error)) {
-	held, cancel := context.WithCancelCause(h.context())
+// heldContext gives a holder a context that carries ctx's values and ends
+// with ErrClosed when c closes. The lock that made it ends it with the hold:
+// at release, and at eviction after a loss, under the mutex it was made
+// under, so that no loss goes untold.
+func heldContext(ctx context.Context, c *Client) (context.Context, func(cause error)) {
+	held, cancel := context.WithCancelCause(c.life)
 	return valuesFrom{Context: held, values: ctx}, cancel
+}
+
+// releaseCause is the cause a held context ends with at its holder's
+// release: ErrReleased, unless the hold ended first (its eviction may be
+// waiting for the mutex the release holds).
+func releaseCause(h *hold) error {
+	if h.alive() {
+		return ErrReleased
+	}
+	return h.endCause()
+}
+
+// endedContext is a held context for a hold that already ended with cause.
+func endedContext(ctx context.Context, cause error) context.Context {
+	held, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	return valuesFrom{Context: held, values: ctx}
 }
 
 // valuesFrom is a context whose cancellation comes from its own chain and

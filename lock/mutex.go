@@ -27,7 +27,7 @@ type Mutex struct {
 
 	// The cohort of the handle's last acquisition, kept for the next: a
 	// handle that locks a free lock again and again allocates no cohort.
-	// Guarded by Client.mu.
+	// Written under Client.mu by the handle's user, who reads it in Unlock.
 	lastCohort *cohort
 }
 
@@ -42,7 +42,7 @@ func (m *Mutex) Key() string { return m.key }
 // Lock waits until the lock is acquired or ctx is done. A watchdog keeps the
 // lock until Unlock.
 func (m *Mutex) Lock(ctx context.Context) error {
-	_, err := m.tryLock(ctx, -1, 0)
+	_, _, err := m.tryLock(ctx, -1, 0)
 	return err
 }
 
@@ -60,44 +60,48 @@ func (m *Mutex) LockContext(ctx context.Context) (context.Context, error) {
 // limit but ctx). With lease > 0 the lock expires after lease unless
 // released; with lease 0 a watchdog keeps it until Unlock.
 func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	return m.tryLock(ctx, wait, lease)
+	_, ok, err := m.tryLock(ctx, wait, lease)
+	return ok, err
 }
 
 // TryLockContext is TryLock returning the held context of LockContext.
 func (m *Mutex) TryLockContext(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
-	ok, err := m.tryLock(ctx, wait, lease)
+	co, ok, err := m.tryLock(ctx, wait, lease)
 	if !ok {
 		return nil, false, err
 	}
-	co := m.cohortHeld()
+	// Under the cohort's mu, which an eviction takes to end m.held.
 	co.mu.Lock()
 	defer co.mu.Unlock()
+	if co.holder != m { // lost and evicted as soon as acquired
+		return endedContext(ctx, ErrLockLost), true, nil
+	}
 	if m.held == nil {
-		m.held, m.stopHeld = heldContext(ctx, co.hold)
+		m.held, m.stopHeld = heldContext(ctx, m.c)
 	}
 	return m.held, true, nil
 }
 
-func (m *Mutex) tryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
+func (m *Mutex) tryLock(ctx context.Context, wait, lease time.Duration) (*cohort, bool, error) {
 	co, err := m.c.cohort(m)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	ok, err := co.acquire(ctx, m, wait, lease)
 	if !ok {
 		m.c.unpin(co) // a held level keeps its pin until Unlock
 	}
 	if err != nil {
-		return ok, fmt.Errorf("lock %s: %w", m.name, err)
+		return co, ok, fmt.Errorf("lock %s: %w", m.name, err)
 	}
-	return ok, nil
+	return co, ok, nil
 }
 
 // Unlock releases one level of the lock. It returns ErrNotHeld when this
 // handle does not hold it, and ErrNotHeld wrapping ErrLockLost when the lock
 // was lost while held.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	co := m.cohortHeld()
+	co := m.lastCohort // the handle's only cohort while it holds
 	err := ErrNotHeld
 	if co != nil {
 		err = co.release(ctx, m)
@@ -111,13 +115,6 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return fmt.Errorf("unlock %s: %w: %w", m.name, ErrNotHeld, ErrLockLost)
 	}
 	return fmt.Errorf("unlock %s: %w", m.name, ErrNotHeld)
-}
-
-// cohortHeld returns the cohort of the handle's key if one exists.
-func (m *Mutex) cohortHeld() *cohort {
-	m.c.mu.Lock()
-	defer m.c.mu.Unlock()
-	return m.c.cohorts[m.key]
 }
 
 // endHeld cancels the handle's held context; called under the cohort's mu.

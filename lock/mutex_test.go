@@ -488,6 +488,34 @@ func TestCancelledContextEndsWaitPromptly(t *testing.T) {
 	}
 }
 
+func TestHeldContextCarriesValuesNotCancellation(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv)
+	type key struct{}
+	for name, l := range map[string]interface {
+		LockContext(context.Context) (context.Context, error)
+		Unlock(context.Context) error
+	}{"Mutex": c.Mutex("values"), "FairMutex": c.FairMutex("fair-values")} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.WithValue(ctxTimeout(t, 5*time.Second), key{}, "v"))
+			held, err := l.LockContext(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			if held.Err() != nil || held.Value(key{}) != "v" {
+				t.Fatalf("held context after the caller's cancel: err %v, value %v; want alive, with the caller's value", held.Err(), held.Value(key{}))
+			}
+			if err := l.Unlock(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if cause := context.Cause(held); !errors.Is(cause, ErrReleased) {
+				t.Fatalf("cause after Unlock = %v, want ErrReleased", cause)
+			}
+		})
+	}
+}
+
 func TestLostLockCancelsHeldContext(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)

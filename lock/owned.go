@@ -73,10 +73,14 @@ func (o *ownedLock) TryLockContext(ctx context.Context, wait, lease time.Duratio
 	if !ok {
 		return nil, false, err
 	}
+	// Under mu, which an eviction takes to end o.held.
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.hold == nil { // lost and evicted as soon as acquired
+		return endedContext(ctx, ErrLockLost), true, nil
+	}
 	if o.held == nil {
-		o.held, o.stopHeld = heldContext(ctx, o.hold)
+		o.held, o.stopHeld = heldContext(ctx, o.c)
 	}
 	return o.held, true, nil
 }
@@ -174,7 +178,7 @@ func (o *ownedLock) Unlock(ctx context.Context) error {
 		return o.ops.release(ctx, h.lease)
 	}
 	o.hold, o.depth = nil, 0
-	o.endHeldLocked(ErrReleased)
+	o.endHeldLocked(releaseCause(h))
 	o.mu.Unlock()
 	h.end(ErrReleased) // stops the watchdog before the unlock is sent
 	return o.ops.release(ctx, h.lease)
