@@ -45,6 +45,91 @@ func BenchmarkTwoEvalSha(b *testing.B) {
 	}
 }
 
+// BenchmarkUncontendedSideBySide times, in the same iterations and so in the
+// same loopback weather, what BenchmarkUncontended and BenchmarkTwoEvalSha
+// time one after the other, and between them the floor of Redisson's data
+// model: the Mutex's own lock and release scripts sent directly, with none
+// of the Client's work. It reports each one's mean µs and its ratio to the
+// two bare EVALSHA (mean and median).
+func BenchmarkUncontendedSideBySide(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	c := New(rdb)
+	defer c.Close()
+	ctx := context.Background()
+	bare := redis.NewScript("return 1")
+	m := c.Mutex("bench-side-by-side")
+	scriptKeys := []string{"{bench-side-by-side-scripts}", "{bench-side-by-side-scripts}:channel"}
+	type variant struct {
+		name  string
+		op    func() error
+		taken []time.Duration
+	}
+	variants := []*variant{
+		{name: "2evalsha", op: func() error {
+			if err := bare.Run(ctx, rdb, nil).Err(); err != nil {
+				return err
+			}
+			return bare.Run(ctx, rdb, nil).Err()
+		}},
+		{name: "scripts", op: func() error {
+			if err := lockScript.Run(ctx, rdb, scriptKeys, c.watchdogTTLArg, c.idArg).Err(); err != nil {
+				return err
+			}
+			return releaseScript.Run(ctx, rdb, scriptKeys, c.idArg).Err()
+		}},
+		{name: "lock", op: func() error {
+			if err := m.Lock(ctx); err != nil {
+				return err
+			}
+			return m.Unlock(ctx)
+		}},
+		{name: "lockctx", op: func() error {
+			if _, err := m.LockContext(ctx); err != nil {
+				return err
+			}
+			return m.Unlock(ctx)
+		}},
+	}
+	for _, v := range variants { // warm: scripts loaded, connection open
+		if err := v.op(); err != nil {
+			b.Fatalf("%s: %v", v.name, err)
+		}
+	}
+	turn := 0
+	for b.Loop() {
+		turn++
+		for i := range variants {
+			v := variants[(turn+i)%len(variants)] // each goes first in turn
+			start := time.Now()
+			if err := v.op(); err != nil {
+				b.Fatalf("%s: %v", v.name, err)
+			}
+			v.taken = append(v.taken, time.Since(start))
+		}
+	}
+	b.StopTimer()
+	mean := func(d []time.Duration) float64 {
+		var sum time.Duration
+		for _, x := range d {
+			sum += x
+		}
+		return float64(sum) / float64(len(d))
+	}
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2])
+	}
+	baseMean, baseMedian := mean(variants[0].taken), median(variants[0].taken)
+	for _, v := range variants {
+		b.ReportMetric(mean(v.taken)/1e3, v.name+"-µs")
+		if v != variants[0] {
+			b.ReportMetric(mean(v.taken)/baseMean, v.name+"-x")
+			b.ReportMetric(median(v.taken)/baseMedian, v.name+"-p50-x")
+		}
+	}
+}
+
 // BenchmarkContended is 64 goroutines of one process on one key, each
 // looping lock → INCR → unlock; one op is one acquisition. It reports the
 // p99 time spent waiting in Lock and checks that no two were ever inside.
