@@ -49,8 +49,9 @@ func BenchmarkTwoEvalSha(b *testing.B) {
 // same loopback weather, what BenchmarkUncontended and BenchmarkTwoEvalSha
 // time one after the other, and between them the floor of Redisson's data
 // model: the Mutex's own lock and release scripts sent directly, with none
-// of the Client's work. It reports each one's mean µs and its ratio to the
-// two bare EVALSHA (mean and median).
+// of the Client's work. One iteration is a block of sideBySideBlock of each
+// in turn, as bench/peers does. It reports each one's mean µs and its ratio
+// to the two bare EVALSHA (mean and median).
 func BenchmarkUncontendedSideBySide(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := srv.Client(b)
@@ -91,6 +92,7 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 			return m.Unlock(ctx)
 		}},
 	}
+	const sideBySideBlock = 50
 	for _, v := range variants { // warm: scripts loaded, connection open
 		if err := v.op(); err != nil {
 			b.Fatalf("%s: %v", v.name, err)
@@ -101,11 +103,13 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 		turn++
 		for i := range variants {
 			v := variants[(turn+i)%len(variants)] // each goes first in turn
-			start := time.Now()
-			if err := v.op(); err != nil {
-				b.Fatalf("%s: %v", v.name, err)
+			for range sideBySideBlock {
+				start := time.Now()
+				if err := v.op(); err != nil {
+					b.Fatalf("%s: %v", v.name, err)
+				}
+				v.taken = append(v.taken, time.Since(start))
 			}
-			v.taken = append(v.taken, time.Since(start))
 		}
 	}
 	b.StopTimer()
