@@ -51,7 +51,7 @@ func run() error {
 	fs.DurationVar(&cfg.uncontended, "uncontended", 2*time.Second, "uncontended run per contender, shared in alternating blocks with its EVALSHA baseline")
 	fs.IntVar(&cfg.goroutines, "goroutines", 64, "contending goroutines (one process, one key)")
 	fs.IntVar(&cfg.rounds, "rounds", 1, "passes over the contenders, each starting one later; several give median ratios")
-	fs.StringVar(&cfg.selected, "contenders", "all", "comma-separated contenders to run, or all: "+strings.Join(names(allContenders(0)), ","))
+	fs.StringVar(&cfg.selected, "contenders", "all", "comma-separated contenders to run (a library's name without a configuration, such as redislock, runs all of its configurations), or all: "+strings.Join(names(allContenders(0)), ","))
 	fs.StringVar(&cfg.jsonPath, "json", "", "also write the figures to this file as JSON")
 	fs.StringVar(&cfg.redisBin, "redis-server", "redis-server", "redis-server binary")
 	fs.StringVar(&cfg.redisCPUs, "redis-cpus", "", "pin redis-server to these CPUs (taskset -c list); pin the bench itself with taskset when starting it")
@@ -212,11 +212,20 @@ func selectContenders(all []contender, list string) ([]contender, error) {
 	}
 	var out []contender
 	for name := range strings.SplitSeq(list, ",") {
-		i := indexOf(all, strings.TrimSpace(name))
-		if i < 0 {
+		name = strings.TrimSpace(name)
+		if i := indexOf(all, name); i >= 0 {
+			out = append(out, all[i])
+			continue
+		}
+		n := len(out)
+		for _, c := range all {
+			if strings.HasPrefix(c.name, name+"-") {
+				out = append(out, c)
+			}
+		}
+		if len(out) == n {
 			return nil, fmt.Errorf("unknown contender %q (have %s)", name, strings.Join(names(all), ","))
 		}
-		out = append(out, all[i])
 	}
 	return out, nil
 }

@@ -217,3 +217,28 @@ func TestRatiosPickTheFastestPeer(t *testing.T) {
 		t.Error("median of one round")
 	}
 }
+
+func TestSelectContenders(t *testing.T) {
+	all := allContenders(time.Millisecond)
+	for _, tc := range []struct {
+		list string
+		want string // names, comma-separated; empty: an error
+	}{
+		{"all", strings.Join(names(all), ",")},
+		{"lockstep", "lockstep"},
+		{"redislock,lockstep-nocohort", "redislock-100ms,redislock-fast,lockstep-nocohort"},
+		{"rueidislock-defaults, redsync", "rueidislock-defaults,redsync"},
+		{"redis", ""},
+		{"lockstep,nope", ""},
+	} {
+		got, err := selectContenders(all, tc.list)
+		switch {
+		case tc.want == "" && err == nil:
+			t.Errorf("%q: selected %v, want an error", tc.list, names(got))
+		case tc.want != "" && err != nil:
+			t.Errorf("%q: %v", tc.list, err)
+		case tc.want != "" && strings.Join(names(got), ",") != tc.want:
+			t.Errorf("%q: selected %v, want %s", tc.list, names(got), tc.want)
+		}
+	}
+}
