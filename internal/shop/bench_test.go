@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lockstep/lockstep/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 const (
@@ -34,11 +38,16 @@ type workload struct {
 // sees the same machine (loopback latency on a shared box drifts by
 // several times within seconds). It also reports watchdog and segmented
 // with 1 ms of business work, where the critical section rather than the
-// CPU bounds them. Run it as
+// CPU bounds them. Next to the rates it reports the CPU each request cost
+// this process (the shop and its HTTP clients) and redis-server, in µs:
+// where the CPU is the bound, their ratio is what the rates' ratio tends
+// to, and it moves less with the machine's load. Run it as
 //
 //	go test -run '^$' -bench BenchmarkThroughput -benchtime 1x ./internal/shop/
 func BenchmarkThroughput(b *testing.B) {
-	r := startReplicas(b, redistest.Start(b), 1)
+	srv := redistest.Start(b)
+	r := startReplicas(b, srv, 1)
+	rdb := srv.Client(b)
 	workloads := []workload{
 		{name: "healthz", method: http.MethodGet, path: "/healthz"},
 		{name: "atomic", method: http.MethodPost, path: "/api/stages/atomic/deduct", stage: "atomic", faults: `{}`},
@@ -53,26 +62,39 @@ func BenchmarkThroughput(b *testing.B) {
 		}
 	}
 	rate := make(map[string]float64)
+	shopCPU := make(map[string]float64) // µs per request
+	redisCPU := make(map[string]float64)
 	for b.Loop() {
 		ok := make(map[string]int64)
-		var elapsed = make(map[string]time.Duration)
+		var elapsed, shopUsed, redisUsed = make(map[string]time.Duration), make(map[string]time.Duration), make(map[string]time.Duration)
 		for range benchRounds {
 			for _, w := range workloads {
 				if w.stage != "" {
 					r.setFaults(w.stage, w.faults)
 				}
+				shop0, redis0 := processCPU(b), redisServerCPU(b, rdb)
 				n, d := r.load(b, w)
+				shop1, redis1 := processCPU(b), redisServerCPU(b, rdb)
 				ok[w.name] += n
 				elapsed[w.name] += d
+				shopUsed[w.name] += shop1 - shop0
+				redisUsed[w.name] += redis1 - redis0
 			}
 		}
 		for _, w := range workloads {
 			rate[w.name] = float64(ok[w.name]) / elapsed[w.name].Seconds()
+			shopCPU[w.name] = float64(shopUsed[w.name].Microseconds()) / float64(ok[w.name])
+			redisCPU[w.name] = float64(redisUsed[w.name].Microseconds()) / float64(ok[w.name])
 		}
 	}
 	for _, w := range workloads {
 		b.ReportMetric(rate[w.name], w.name+"/s")
 	}
+	for _, w := range []string{"healthz", "atomic"} {
+		b.ReportMetric(shopCPU[w], w+"-shop-cpu-µs/req")
+		b.ReportMetric(redisCPU[w], w+"-redis-cpu-µs/req")
+	}
+	b.ReportMetric(shopCPU["healthz"]/(shopCPU["atomic"]+redisCPU["atomic"]), "atomic/healthz-by-cpu")
 	b.ReportMetric(rate["segmented"]/rate["watchdog"], "segmented/watchdog")
 	b.ReportMetric(rate["atomic"]/rate["healthz"], "atomic/healthz")
 	b.ReportMetric(rate["segmented-work1ms"]/rate["watchdog-work1ms"], "segmented/watchdog@work1ms")
@@ -119,4 +141,33 @@ func (r *replicas) load(b *testing.B, w workload) (int64, time.Duration) {
 		b.Fatalf("%s: %v", w.name, f)
 	}
 	return ok.Load(), time.Since(start)
+}
+
+// processCPU is the CPU time this process has used so far.
+func processCPU(b *testing.B) time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// redisServerCPU is the CPU time redis-server has used so far, from INFO.
+func redisServerCPU(b *testing.B, rdb *redis.Client) time.Duration {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatalf("INFO cpu: %v", err)
+	}
+	var seconds float64
+	for line := range strings.Lines(info) {
+		name, value, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if name == "used_cpu_sys" || name == "used_cpu_user" {
+			v, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu: %s: %v", line, err)
+			}
+			seconds += v
+		}
+	}
+	return time.Duration(seconds * float64(time.Second))
 }
