@@ -9,8 +9,8 @@
 // commands into smaller batches, each costing the system calls and wake-ups
 // of a round trip on both sides: with 64 concurrent HTTP clients on the
 // shop's atomic stage, four senders sent batches of ~3 commands and Redis
-// spent ~4.5 µs of CPU per sale, one sends batches of ~7-12 and Redis
-// spends ~3.2 µs (BENCHMARKS.md, shop section).
+// spent 4.0-4.4 µs of CPU per sale; one, with the yield in send, sends
+// ~16 and Redis spends 2.7-3.0 µs (BENCHMARKS.md, shop section).
 //
 // Each command still gets its own reply and error. Pipelines and
 // transactions (MULTI/EXEC) pass through untouched, and so do blocking
