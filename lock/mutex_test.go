@@ -59,7 +59,6 @@ func TestReentrantCountsLevelsInRedis(t *testing.T) {
 	}
 }
 
-// Two owners of one Client and two Clients (two processes) must behave alike.
 // A Client's last Unlock deletes its field, whatever count Redis keeps in
 // it: a reentrant level whose release reached Redis as a lost reply, or was
 // never sent, must not leave the lock held until its lease runs out.
@@ -81,6 +80,7 @@ func TestLastUnlockReleasesWhateverRedisCounts(t *testing.T) {
 	}
 }
 
+// Two owners of one Client and two Clients (two processes) must behave alike.
 func ownerPairs(t *testing.T, srv *redistest.Server, opts ...Option) map[string][2]*Client {
 	one := newClient(t, srv, opts...)
 	return map[string][2]*Client{
