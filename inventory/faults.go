@@ -242,17 +242,17 @@ func (b *faultBook) set(ctx context.Context, stage string, f Faults) error {
 		"wait_replicas":      strconv.Itoa(f.WaitReplicas),
 		"wait_timeout":       f.WaitTimeout.String(),
 	}
+	// Stored and announced in one transaction: one round trip, and no
+	// stored change that the other replicas are not told of.
 	if _, err := b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, key)
 		p.HSet(ctx, key, fields)
+		p.Publish(ctx, faultsChannel, stage)
 		return nil
 	}); err != nil {
 		return unavailable("store faults", err)
 	}
 	b.write(stage, f)
-	if err := b.rdb.Publish(ctx, faultsChannel, stage).Err(); err != nil {
-		return unavailable("announce faults", err)
-	}
 	return nil
 }
 
