@@ -27,6 +27,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/loadgen"
 	"github.com/lockstep/lockstep/scenarios"
 )
@@ -73,8 +74,8 @@ func main() {
 type options struct {
 	replicas, redisMasters               int
 	scenario, out, proxy, redis, shopBin string
-	adminToken                           string
-	keep                                 bool
+	adminToken, only, liveAddr           string
+	keep, step                           bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -89,6 +90,9 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.redisMasters, "redis-masters", 3, "independent Redis masters; the first holds the stock, three or more make the redlock stage available")
 	fs.StringVar(&o.shopBin, "shop-bin", "", "shop binary to run; empty: go build ./cmd/shop into a temporary directory")
 	fs.StringVar(&o.adminToken, "admin-token", "", "admin token of the shops; empty: a random one")
+	fs.StringVar(&o.only, "only", "", "run only these stages of the scenario, comma-separated (e.g. watchdog,segmented)")
+	fs.StringVar(&o.liveAddr, "live-addr", "127.0.0.1:0", "loopback address of the live page (port 0: a free one)")
+	fs.BoolVar(&o.step, "step", false, "wait before each stage until \"run this stage\" is pressed on the live page, or Enter on the terminal")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -129,6 +133,9 @@ type stateRedis struct {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the usage is printed; asking for it is no failure
+	}
 	if err != nil {
 		return err
 	}
@@ -136,6 +143,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sc, scenarioName, err := scenarios.Load(o.scenario)
 	if err != nil {
 		return err
+	}
+	if o.only != "" {
+		if err := sc.Only(flagenv.List(o.only)); err != nil {
+			return err
+		}
 	}
 	top, err := topologyOf(sc)
 	if err != nil {

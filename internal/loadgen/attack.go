@@ -153,7 +153,7 @@ func attack(ctx context.Context, spec attackSpec, tl *timelineBuilder, onAnswer 
 	pacer := vegeta.Rate{Freq: int(spec.rate), Per: time.Second}
 	for res := range attacker.Attack(targeter, pacer, spec.duration, spec.name) {
 		t.add(res)
-		tl.add(res.End(), classify(res.Code) == outcomeSale)
+		tl.answer(res.End(), classify(res.Code))
 		if spec.onResult != nil {
 			spec.onResult(res)
 		}

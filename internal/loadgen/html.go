@@ -12,6 +12,12 @@ import (
 //go:embed report.html.tmpl
 var reportTemplateText string
 
+// ReportCSS is report.html's stylesheet, which the workshop's live page
+// shares, so its charts look as the report's.
+//
+//go:embed report.css
+var ReportCSS string
+
 // htmlRow is one stage run as the HTML template shows it.
 type htmlRow struct {
 	*StageRun
@@ -34,6 +40,7 @@ type htmlPage struct {
 	OversoldChart template.HTML
 	LatencyChart  template.HTML
 	ParamsJSON    string
+	Style         template.CSS
 }
 
 // WriteHTML renders the self-contained report page: inline CSS and SVG only,
@@ -44,7 +51,7 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("parse report template: %w", err)
 	}
-	page := htmlPage{Report: rep}
+	page := htmlPage{Report: rep, Style: template.CSS(ReportCSS)} //nolint:gosec // our own embedded stylesheet
 	var sales, oversold []barRow
 	for i := range rep.Stages {
 		r := &rep.Stages[i]

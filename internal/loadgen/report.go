@@ -153,6 +153,14 @@ type Timeline struct {
 	Sales    []int   `json:"sales"`
 	Failures []int   `json:"failures"`
 	Events   []Event `json:"events,omitempty"`
+	// Oversold is the audit's oversold figure sampled while the load ran.
+	Oversold []OversoldSample `json:"oversold,omitempty"`
+}
+
+// OversoldSample is the audit's oversold figure at a moment of a stage run.
+type OversoldSample struct {
+	AtMS     float64 `json:"at_ms"`
+	Oversold int     `json:"oversold"`
 }
 
 // Event marks a moment of a stage run on its timeline.

@@ -58,7 +58,9 @@ type Config struct {
 	// is a warning, never a failed run.
 	GrafanaURL   string
 	GrafanaToken string
-	Logger       *slog.Logger
+	// Watch, optional, follows the run live (see Watcher).
+	Watch  Watcher
+	Logger *slog.Logger
 }
 
 // readyTimeout bounds the wait for a replica, e.g. one restarting after a crash.
@@ -73,6 +75,7 @@ type runner struct {
 	log      *slog.Logger
 	info     map[string]StageInfo
 	names    []string // the replicas' names, as ReplicaURLs
+	live     *LiveStage // the running stage's, for cfg.Watch; nil without
 }
 
 // Run walks the scenario and returns the report. When ctx ends it stops
@@ -153,6 +156,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		rep.Stages = append(rep.Stages, row)
 		r.progress.note("%s", row.summaryLine())
+		if cfg.Watch != nil {
+			cfg.Watch.StageDone(row)
+		}
 	}
 	if runErr == nil {
 		runErr = ctx.Err()
@@ -205,12 +211,21 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) StageRun 
 		r.log.Error("stage run failed", "stage", run.Stage, "err", err)
 		return row
 	}
+	r.live = nil
+	if r.cfg.Watch != nil {
+		r.live = &LiveStage{phase: "waiting to start"}
+		if err := r.cfg.Watch.StageStarting(ctx, r.stageStart(index, run, &row), r.live); err != nil {
+			return fail(err)
+		}
+	}
 	if err := r.waitAllReady(ctx); err != nil {
 		return fail(err)
 	}
 	if run.Fault != nil {
 		start := time.Now()
 		tl := newTimeline(start)
+		r.live.follow(tl)
+		r.live.setPhase(run.Fault.Kind + " step")
 		r.progress.phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.label(), run.Fault.Kind), run.Fault.window())
 		err := r.faultStep(ctx, run, &row, tl)
 		row.Timeline = tl.build()
@@ -219,6 +234,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) StageRun 
 		}
 		return row
 	}
+	r.live.setPhase("reset")
 	if err := r.shop.reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
 		return fail(fmt.Errorf("reset: %w", err))
 	}
@@ -227,8 +243,10 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) StageRun 
 	}
 	start := time.Now()
 	tl := newTimeline(start)
+	r.live.follow(tl)
+	r.live.setPhase("load")
 	r.progress.phase(fmt.Sprintf("[%d/%d] %s via %s", index+1, len(r.cfg.Scenario.Runs), run.Stage, run.Via), run.Duration.D())
-	stopPolling := r.pollOversold(ctx, base, run.Stage, sku)
+	stopPolling := r.pollOversold(ctx, base, run.Stage, sku, tl)
 	cpu := startCPUSampler(r.cfg.Processes)
 	t := attack(ctx, attackSpec{
 		name:          run.Stage,
@@ -278,6 +296,7 @@ func (row *StageRun) fillFromTally(t *tally) {
 // whether, and when, sales resume. See CrashStep.
 func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *StageRun, tl *timelineBuilder) error {
 	sku := r.cfg.Scenario.SKU
+	r.live.setPhase("crash step")
 	if err := r.waitAllReady(ctx); err != nil {
 		return err
 	}
@@ -317,6 +336,7 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 	crash.AtMS = tl.since(crashAt)
 	tl.mark(crashAt, "crash")
 
+	r.live.setPhase("after the crash")
 	r.progress.phase(fmt.Sprintf("      %s after the crash", run.Stage), run.Crash.Observe.D())
 	t := attack(ctx, attackSpec{
 		name:     run.Stage + "-after-crash",
@@ -440,16 +460,18 @@ func (r *runner) lockKeys(ctx context.Context, stage string) ([]LockKey, error) 
 	return out, nil
 }
 
-// pollOversold keeps the progress line's "oversold so far" fresh from the
-// audit until the returned stop function is called.
-func (r *runner) pollOversold(ctx context.Context, base, stage, sku string) (stop func()) {
-	if r.cfg.Progress == nil {
+// pollOversold keeps the progress line's "oversold so far" and the live
+// page's fresh from the audit, and samples it on the timeline, until the
+// returned stop function is called.
+func (r *runner) pollOversold(ctx context.Context, base, stage, sku string, tl *timelineBuilder) (stop func()) {
+	if r.cfg.Progress == nil && r.cfg.Watch == nil {
 		return func() {}
 	}
+	live := r.live
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		tick := time.NewTicker(500 * time.Millisecond)
+		tick := time.NewTicker(250 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			select {
@@ -458,6 +480,8 @@ func (r *runner) pollOversold(ctx context.Context, base, stage, sku string) (sto
 			case <-tick.C:
 				if a, err := r.shop.audit(ctx, base, stage, sku); err == nil {
 					r.progress.oversold.Store(int64(a.Oversold))
+					live.audited(a)
+					tl.sampleOversold(time.Now(), a.Oversold)
 				}
 			}
 		}

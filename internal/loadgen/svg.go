@@ -196,6 +196,7 @@ func timelineChart(r *StageRun) template.HTML {
 	}
 	fmt.Fprintf(&d, " L%.1f,%.1f Z", x(spanMS), y(0))
 	s.path(d.String(), "sales-area")
+	oversoldLine(s, tl.Oversold, x, top, plotH, width-right)
 
 	for i, ev := range tl.Events {
 		class := strings.TrimSpace("event " + eventClass(ev.Label))
@@ -211,6 +212,30 @@ func timelineChart(r *StageRun) template.HTML {
 		}
 	}
 	return s.html()
+}
+
+// oversoldLine draws the oversold figure sampled over the stage run as a
+// red step line on a scale of its own, labelled on the right, when it ever
+// rose above zero.
+func oversoldLine(s *svgBuilder, samples []OversoldSample, x func(atMS float64) float64, top, plotH, right float64) {
+	most := 0
+	for _, o := range samples {
+		most = max(most, o.Oversold)
+	}
+	if most == 0 {
+		return
+	}
+	scale := niceCeil(float64(most))
+	y := func(n int) float64 { return top + plotH*(1-float64(n)/scale) }
+	var d strings.Builder
+	fmt.Fprintf(&d, "M%.1f,%.1f", x(0), y(0))
+	prev := 0
+	for _, o := range samples {
+		fmt.Fprintf(&d, " L%.1f,%.1f L%.1f,%.1f", x(o.AtMS), y(prev), x(o.AtMS), y(o.Oversold))
+		prev = o.Oversold
+	}
+	s.path(d.String(), "oversold-line")
+	s.text(right-2, y(most)-4, "end", "oversold-label", fmt.Sprintf("oversold %d", most))
 }
 
 // niceCeil rounds v up to 1, 2 or 5 times a power of ten.

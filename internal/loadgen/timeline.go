@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -17,6 +18,9 @@ type timelineBuilder struct {
 	sales    []int
 	failures []int
 	events   []Event
+	oversold []OversoldSample
+	// outcomes counts the attacks' answers by outcome, for the live page.
+	outcomes [outcomeError + 1]int
 }
 
 func newTimeline(start time.Time) *timelineBuilder {
@@ -46,6 +50,22 @@ func (b *timelineBuilder) add(at time.Time, sale bool) {
 	}
 }
 
+// answer counts one attack answer: on the timeline, and by its outcome.
+func (b *timelineBuilder) answer(at time.Time, o outcome) {
+	b.add(at, o == outcomeSale)
+	b.mu.Lock()
+	b.outcomes[o]++
+	b.mu.Unlock()
+}
+
+// sampleOversold records the audit's oversold figure at a moment.
+func (b *timelineBuilder) sampleOversold(at time.Time, n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.bucket(at)
+	b.oversold = append(b.oversold, OversoldSample{AtMS: ms(at.Sub(b.start)), Oversold: n})
+}
+
 // mark records an event and extends the timeline to cover it.
 func (b *timelineBuilder) mark(at time.Time, label string) {
 	b.mu.Lock()
@@ -59,7 +79,19 @@ func (b *timelineBuilder) since(at time.Time) float64 { return ms(at.Sub(b.start
 func (b *timelineBuilder) build() Timeline {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return Timeline{BucketMS: int(timelineBucket / time.Millisecond), Sales: b.sales, Failures: b.failures, Events: b.events}
+	return Timeline{BucketMS: int(timelineBucket / time.Millisecond), Sales: b.sales, Failures: b.failures, Events: b.events, Oversold: b.oversold}
+}
+
+// snapshot copies the timeline so far and the answers by outcome, while
+// the attacks still add to it.
+func (b *timelineBuilder) snapshot() (Timeline, [outcomeError + 1]int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return Timeline{
+		BucketMS: int(timelineBucket / time.Millisecond),
+		Sales:    slices.Clone(b.sales), Failures: slices.Clone(b.failures),
+		Events: slices.Clone(b.events), Oversold: slices.Clone(b.oversold),
+	}, b.outcomes
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

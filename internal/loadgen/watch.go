@@ -1,0 +1,118 @@
+package loadgen
+
+import (
+	"context"
+	"html/template"
+	"sync"
+	"time"
+)
+
+// Watcher follows a run as it happens: the workshop's live page. Run calls
+// it from its own goroutine, in the scenario's order.
+type Watcher interface {
+	// StageStarting is called before each stage run that is going to run
+	// (not for skipped ones), before its reset. It may block (the
+	// workshop's step mode waits there for a click); its error ends the
+	// run. live has the stage run's figures while it runs.
+	StageStarting(ctx context.Context, s StageStart, live *LiveStage) error
+	// StageDone is called with every row once it is final, skipped ones
+	// included.
+	StageDone(row StageRun)
+}
+
+// StageStart is what a Watcher learns of a stage run before it starts.
+type StageStart struct {
+	Index, Runs int
+	Label       string
+	Stage, Via  string
+	// Fault is the fault step's kind; "" for a plain load.
+	Fault                             string
+	Title, Article, Mechanism, Defect string
+	// Planned is how long the load (or the fault step's window) runs.
+	Planned time.Duration
+}
+
+// LiveStage is a stage run's figures so far; safe for concurrent use.
+type LiveStage struct {
+	mu       sync.Mutex
+	phase    string
+	tl       *timelineBuilder
+	maxHeld  *int64
+	oversold int
+}
+
+// LiveSnapshot is a copy of a LiveStage's figures at one moment.
+type LiveSnapshot struct {
+	// Phase says what the run does now: "reset", "load", "after the
+	// crash", the fault step's kind...
+	Phase    string
+	Timeline Timeline
+	// The attacks' answers by outcome so far.
+	Requests, Sales, SoldOut, Busy, Errors int
+	// Oversold is the latest audit's figure; MaxHolders its most sales
+	// seen inside the critical section at once (the track_holders fault).
+	Oversold   int
+	MaxHolders *int64
+}
+
+// Snapshot copies the figures so far.
+func (l *LiveStage) Snapshot() LiveSnapshot {
+	l.mu.Lock()
+	s := LiveSnapshot{Phase: l.phase, Oversold: l.oversold, MaxHolders: l.maxHeld}
+	tl := l.tl
+	l.mu.Unlock()
+	if tl == nil {
+		return s
+	}
+	var byOutcome [outcomeError + 1]int
+	s.Timeline, byOutcome = tl.snapshot()
+	s.Sales, s.SoldOut, s.Busy, s.Errors = byOutcome[outcomeSale], byOutcome[outcomeSoldOut], byOutcome[outcomeBusy], byOutcome[outcomeError]
+	s.Requests = s.Sales + s.SoldOut + s.Busy + s.Errors
+	return s
+}
+
+// The runner's side; a nil *LiveStage (no Watcher) ignores them.
+
+func (l *LiveStage) setPhase(phase string) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.phase = phase
+}
+
+func (l *LiveStage) follow(tl *timelineBuilder) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.tl = tl
+}
+
+func (l *LiveStage) audited(a Audit) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.oversold, l.maxHeld = a.Oversold, a.MaxHolders
+}
+
+// stageStart describes a stage run about to start.
+func (r *runner) stageStart(index int, run RunSpec, row *StageRun) StageStart {
+	s := StageStart{
+		Index: index, Runs: len(r.cfg.Scenario.Runs), Label: row.label(), Stage: run.Stage, Via: run.Via,
+		Title: row.Title, Article: row.Article, Mechanism: row.Mechanism, Defect: row.Defect,
+		Planned: run.Duration.D(),
+	}
+	if run.Fault != nil {
+		s.Fault, s.Planned = run.Fault.Kind, run.Fault.window()
+	}
+	return s
+}
+
+// TimelineChart is the report's sales-over-time chart of a row, for pages
+// that show a stage run while it runs.
+func TimelineChart(row *StageRun) template.HTML { return timelineChart(row) }
