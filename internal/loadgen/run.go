@@ -74,7 +74,7 @@ type runner struct {
 	progress *progress
 	log      *slog.Logger
 	info     map[string]StageInfo
-	names    []string // the replicas' names, as ReplicaURLs
+	names    []string   // the replicas' names, as ReplicaURLs
 	live     *LiveStage // the running stage's, for cfg.Watch; nil without
 }
 
