@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -12,6 +13,10 @@ import (
 
 //go:embed scripts/*.lua
 var scriptFiles embed.FS
+
+// Scripts are the Lua scripts the package runs, for tools that name the
+// script an EVALSHA runs (the workshop's traces of a sale's commands).
+func Scripts() fs.FS { return scriptFiles }
 
 func loadScript(name string) *redis.Script {
 	src, err := scriptFiles.ReadFile("scripts/" + name)

@@ -2,12 +2,17 @@ package lock
 
 import (
 	"embed"
+	"io/fs"
 
 	"github.com/redis/go-redis/v9"
 )
 
 //go:embed scripts/*.lua
 var scriptFiles embed.FS
+
+// Scripts are the Lua scripts the package runs, for tools that name the
+// script an EVALSHA runs (the workshop's traces of a sale's commands).
+func Scripts() fs.FS { return scriptFiles }
 
 // loadScript wraps an embedded script for EVALSHA with EVAL fallback
 // (redis.Script.Run). A missing file is a build defect, caught by every test.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -20,6 +21,10 @@ import (
 
 //go:embed scripts/*.lua
 var scriptFiles embed.FS
+
+// Scripts are the Lua scripts the package runs, for tools that name the
+// script an EVALSHA runs (the workshop's traces of a sale's commands).
+func Scripts() fs.FS { return scriptFiles }
 
 func loadScript(name string) *redis.Script {
 	src, err := scriptFiles.ReadFile("scripts/" + name)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/lockstep/lockstep/internal/metrics"
+	"github.com/lockstep/lockstep/internal/redistrace"
 	"github.com/lockstep/lockstep/inventory"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
@@ -69,6 +70,9 @@ type Config struct {
 	IdempotencyTTL time.Duration
 	// RequestTimeout bounds one deduct, lock wait included (default 10s).
 	RequestTimeout time.Duration
+	// Tracer, optional, records the Redis commands of a sale on request
+	// (POST /api/stages/{stage}/trace); it must be attached to the clients.
+	Tracer *redistrace.Tracer
 }
 
 const defaultRequestTimeout = 10 * time.Second
@@ -84,6 +88,7 @@ type Server struct {
 	tokenHash *[sha256.Size]byte
 	draining  atomic.Bool
 	handler   http.Handler
+	sampler   *redistrace.Sampler[answer] // nil without Config.Tracer
 }
 
 // New builds the routes.
@@ -106,6 +111,7 @@ func New(cfg Config) *Server {
 			pendingTTL: cfg.RequestTimeout + 5*time.Second,
 		},
 		deducts: make(map[string]*metrics.Deducts),
+		sampler: newSampler(cfg.Tracer),
 	}
 	for _, info := range cfg.Inventory.Stages() {
 		if info.Available {
@@ -133,6 +139,7 @@ func New(cfg Config) *Server {
 	api.GET("/:stage/audit", s.audit)
 	api.POST("/:stage/reset", s.admin, s.reset)
 	api.PUT("/:stage/faults", s.admin, s.setFaults)
+	api.POST("/:stage/trace", s.admin, s.trace)
 	s.handler = r
 	return s
 }
@@ -240,7 +247,9 @@ func (s *Server) deduct(c *gin.Context) {
 	ctx := withLazyTimeout(c.Request.Context(), s.cfg.RequestTimeout)
 	defer ctx.cancel()
 	deducts := s.deducts[stage]
-	sell := func() answer { return s.sell(ctx, deducts, stage, sku, qty) }
+	sell := func() answer {
+		return s.traced(ctx, stage, func(ctx context.Context) answer { return s.sell(ctx, deducts, stage, sku, qty) })
+	}
 	key, keyed := c.Request.Header["Idempotency-Key"]
 	if !keyed {
 		a := sell()

@@ -13,7 +13,9 @@ import (
 	"github.com/lockstep/lockstep/internal/httpapi"
 	"github.com/lockstep/lockstep/internal/metrics"
 	"github.com/lockstep/lockstep/internal/redisbatch"
+	"github.com/lockstep/lockstep/internal/redistrace"
 	"github.com/lockstep/lockstep/inventory"
+	"github.com/lockstep/lockstep/lock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -119,10 +121,17 @@ func New(cfg Config) (*Shop, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	// The tracer goes on every client before automatic pipelining, which
+	// sends commands from a goroutine of its own: it must see the sale's.
+	tracer, err := redistrace.New(lock.Scripts(), inventory.Scripts(), httpapi.Scripts())
+	if err != nil {
+		return nil, fmt.Errorf("shop: %w", err)
+	}
 	s := &Shop{}
 	connect := func(addr string) *redis.Client {
 		rdb := redis.NewClient(clientOptions(cfg, addr))
 		s.clients = append(s.clients, rdb)
+		tracer.Attach(rdb)
 		if !cfg.NoAutoPipeline {
 			s.batchers = append(s.batchers, redisbatch.Attach(rdb))
 		}
@@ -132,6 +141,7 @@ func New(cfg Config) (*Shop, error) {
 	if len(cfg.RedisSentinels) > 0 {
 		stock = redis.NewFailoverClient(failoverOptions(cfg))
 		s.clients = append(s.clients, stock)
+		tracer.Attach(stock)
 		if !cfg.NoAutoPipeline {
 			s.batchers = append(s.batchers, redisbatch.Attach(stock))
 		}
@@ -171,6 +181,7 @@ func New(cfg Config) (*Shop, error) {
 	s.server = httpapi.New(httpapi.Config{
 		Inventory: inv, Redis: stock, Metrics: s.Metrics, Logger: cfg.Logger, Replica: cfg.Replica,
 		AdminToken: cfg.AdminToken, IdempotencyTTL: cfg.IdempotencyTTL, RequestTimeout: cfg.RequestTimeout,
+		Tracer: tracer,
 	})
 	return s, nil
 }
