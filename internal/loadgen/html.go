@@ -29,6 +29,7 @@ type htmlRow struct {
 	Timeline    template.HTML
 	FaultsText  string
 	SalesPerSec string
+	TraceHTML   template.HTML
 }
 
 type htmlPage struct {
@@ -70,6 +71,9 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		}
 		if row.NotRun == "" {
 			row.Timeline = timelineChart(r)
+		}
+		if row.TraceHTML, err = TraceHTML(r.Trace); err != nil {
+			return err
 		}
 		sales = append(sales, barRow{
 			label: row.Label, missing: row.NotRun, value: r.SalesPerSec, class: "bar-sales",

@@ -105,6 +105,8 @@ type StageRun struct {
 
 	// CPU is the cores each component used during the load phase (CPU
 	// seconds per wall second); "loadgen" is this process.
+	// Trace is the Redis commands of one of the run's sales (TraceSales).
+	Trace    *SaleTrace         `json:"trace,omitempty"`
 	CPU      map[string]float64 `json:"cpu_cores,omitempty"`
 	Timeline Timeline           `json:"timeline"`
 	Checks   []CheckResult      `json:"checks,omitempty"`

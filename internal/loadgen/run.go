@@ -59,8 +59,11 @@ type Config struct {
 	GrafanaURL   string
 	GrafanaToken string
 	// Watch, optional, follows the run live (see Watcher).
-	Watch  Watcher
-	Logger *slog.Logger
+	Watch Watcher
+	// TraceSales asks the first replica to trace one sale of each stage
+	// run (its Redis commands: StageRun.Trace).
+	TraceSales bool
+	Logger     *slog.Logger
 }
 
 // readyTimeout bounds the wait for a replica, e.g. one restarting after a crash.
@@ -176,9 +179,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 // runStage runs one stage run; setup failures end up in the row's Error.
-func (r *runner) runStage(ctx context.Context, index int, run RunSpec) StageRun {
+func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row StageRun) {
 	sku := r.cfg.Scenario.SKU
-	row := StageRun{
+	row = StageRun{
 		Index:   index,
 		Label:   run.Label,
 		Stage:   run.Stage,
@@ -218,6 +221,8 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) StageRun 
 			return fail(err)
 		}
 	}
+	tracer := r.traceSales(ctx, run.Stage, r.live)
+	defer func() { row.Trace = tracer.stop() }()
 	if err := r.waitAllReady(ctx); err != nil {
 		return fail(err)
 	}

@@ -39,6 +39,7 @@ type LiveStage struct {
 	tl       *timelineBuilder
 	maxHeld  *int64
 	oversold int
+	trace    *SaleTrace
 }
 
 // LiveSnapshot is a copy of a LiveStage's figures at one moment.
@@ -53,12 +54,14 @@ type LiveSnapshot struct {
 	// seen inside the critical section at once (the track_holders fault).
 	Oversold   int
 	MaxHolders *int64
+	// Trace is the best sale traced so far (Config.TraceSales).
+	Trace *SaleTrace
 }
 
 // Snapshot copies the figures so far.
 func (l *LiveStage) Snapshot() LiveSnapshot {
 	l.mu.Lock()
-	s := LiveSnapshot{Phase: l.phase, Oversold: l.oversold, MaxHolders: l.maxHeld}
+	s := LiveSnapshot{Phase: l.phase, Oversold: l.oversold, MaxHolders: l.maxHeld, Trace: l.trace}
 	tl := l.tl
 	l.mu.Unlock()
 	if tl == nil {
@@ -98,6 +101,15 @@ func (l *LiveStage) audited(a Audit) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.oversold, l.maxHeld = a.Oversold, a.MaxHolders
+}
+
+func (l *LiveStage) traced(t *SaleTrace) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.trace = t
 }
 
 // stageStart describes a stage run about to start.

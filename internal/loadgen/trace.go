@@ -1,0 +1,194 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockstep/lockstep/internal/redistrace"
+)
+
+// SaleTrace is the Redis commands of one sale of a stage run, as the
+// replica that sold it recorded them (POST /api/stages/{stage}/trace).
+type SaleTrace struct {
+	Replica string `json:"replica"`
+	// Sold is false when no sale was traced, only an attempt.
+	Sold       bool              `json:"sold"`
+	Status     int               `json:"status"`
+	Answer     json.RawMessage   `json:"answer"`
+	RoundTrips int               `json:"round_trips"`
+	Calls      []redistrace.Call `json:"calls"`
+	// Shows lists what this sale shows of its lock: "acquire", "release",
+	// "renewal", "walked past a segment".
+	Shows []string `json:"shows,omitempty"`
+}
+
+// What a traced sale can show of its lock, and what each stage's sales
+// can show at best: tracing goes on, one sale after another, until a sale
+// shows all of it or the stage run ends.
+const (
+	showsAcquire    = "acquire"
+	showsRelease    = "release"
+	showsRenewal    = "renewal"
+	showsWalkedPast = "walked past a segment"
+)
+
+var stageShows = map[string][]string{
+	"setnx": {showsAcquire, showsRelease}, "setnx-expire": {showsAcquire, showsRelease},
+	"uuid-lua": {showsAcquire, showsRelease}, "redlock": {showsAcquire, showsRelease},
+	"fenced":   {showsAcquire, showsRelease},
+	"watchdog": {showsAcquire, showsRelease, showsRenewal},
+	// A segment another replica holds costs a try in Redis; one this
+	// replica holds is passed by in process, and shows nothing.
+	"segmented": {showsAcquire, showsRelease, showsWalkedPast},
+}
+
+// traceWait bounds one trace request: a stage run's tracing stops with the
+// run, and a request outliving it is abandoned.
+const traceWait = 2 * time.Second
+
+// shows works out what a traced sale shows of its lock.
+func (t *SaleTrace) shows() []string {
+	var found []string
+	locks := map[string]bool{}
+	has := map[string]bool{}
+	for _, c := range t.Calls {
+		lockKey := len(c.Keys) > 0 && strings.HasSuffix(c.Keys[0], ":lock")
+		switch {
+		case c.Background:
+			has[showsRenewal] = true
+		case lockKey && (strings.Contains(c.Script, "unlock") || strings.Contains(c.Script, "release") || c.Command == "DEL"):
+			has[showsRelease] = true
+		case lockKey:
+			has[showsAcquire] = true
+			locks[c.Keys[0]] = true
+		}
+	}
+	if len(locks) > 1 {
+		has[showsWalkedPast] = true
+	}
+	for _, s := range []string{showsAcquire, showsRelease, showsRenewal, showsWalkedPast} {
+		if has[s] {
+			found = append(found, s)
+		}
+	}
+	return found
+}
+
+// saleTracer traces sales of one stage run until it ends, keeping the one
+// that shows the most.
+type saleTracer struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu   sync.Mutex
+	best *SaleTrace
+}
+
+// traceSales starts tracing the stage run's sales on the first replica;
+// nil when Config.TraceSales is off or the replicas' URLs are unknown.
+func (r *runner) traceSales(ctx context.Context, stage string, live *LiveStage) *saleTracer {
+	if !r.cfg.TraceSales || len(r.cfg.ReplicaURLs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	t := &saleTracer{cancel: cancel, done: make(chan struct{})}
+	want := stageShows[stage]
+	url := stageURL(r.cfg.ReplicaURLs[0], stage, "trace") + "?wait=" + traceWait.String()
+	go func() {
+		defer close(t.done)
+		for ctx.Err() == nil {
+			var got struct {
+				Replica    string            `json:"replica"`
+				Sold       bool              `json:"sold"`
+				RoundTrips int               `json:"round_trips"`
+				Calls      []redistrace.Call `json:"calls"`
+				Result     struct {
+					Status int             `json:"status"`
+					Body   json.RawMessage `json:"body"`
+				} `json:"result"`
+			}
+			err := r.shop.do(ctx, http.MethodPost, url, nil, true, &got)
+			var apiErr *apiError
+			switch {
+			case errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable:
+				continue // no sale within the wait: ask again
+			case err != nil:
+				// The replica is down (a crash step) or the run moves on.
+				select {
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond):
+				}
+				continue
+			}
+			tr := &SaleTrace{Replica: got.Replica, Sold: got.Sold, Status: got.Result.Status, Answer: got.Result.Body,
+				RoundTrips: got.RoundTrips, Calls: got.Calls}
+			tr.Shows = tr.shows()
+			if t.keep(tr) && len(tr.Shows) == len(want) && tr.Sold {
+				live.traced(tr)
+				return
+			}
+			live.traced(t.trace())
+		}
+	}()
+	return t
+}
+
+// keep keeps tr when it shows more than the best so far; it reports
+// whether tr is now the best.
+func (t *saleTracer) keep(tr *SaleTrace) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	better := t.best == nil || (tr.Sold && !t.best.Sold) || (tr.Sold == t.best.Sold && len(tr.Shows) > len(t.best.Shows))
+	if better {
+		t.best = tr
+	}
+	return better
+}
+
+func (t *saleTracer) trace() *SaleTrace {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.best
+}
+
+// stop ends the tracing and returns the best sale traced; nil for none.
+func (t *saleTracer) stop() *SaleTrace {
+	if t == nil {
+		return nil
+	}
+	t.cancel()
+	<-t.done
+	return t.trace()
+}
+
+var traceTemplate = template.Must(template.New("trace").Funcs(template.FuncMap{
+	"join": func(s []string) string { return strings.Join(s, " ") },
+}).Parse(`<div class="trace">
+<p class="muted">what one {{if .Sold}}sale{{else}}attempt (no sale traced){{end}} sent to Redis, recorded by {{.Replica}}: <b>{{.RoundTrips}} round trip{{if ne .RoundTrips 1}}s{{end}}</b>{{with .Shows}} · shows {{join .}}{{end}} · answer {{.Status}} <code>{{printf "%s" .Answer}}</code></p>
+<div class="scroll"><table class="results trace-calls">
+<thead><tr><th>#</th><th>command</th><th>keys</th><th>arguments</th><th>reply</th><th>ms</th></tr></thead>
+<tbody>
+{{range .Calls}}<tr{{if .Background}} class="background"{{end}}><td>{{if .Background}}watchdog{{else}}{{.RoundTrip}}{{end}}</td><td class="left">{{.Command}}{{with .Script}} <b>{{.}}</b>{{end}}</td><td class="left">{{join .Keys}}</td><td class="left">{{join .Args}}</td><td class="left">{{.Reply}}</td><td>{{printf "%.2f" .TookMS}}</td></tr>
+{{end}}</tbody></table></div>
+</div>`))
+
+// TraceHTML renders a traced sale's commands as a table: command (a
+// script by its name), keys, arguments, reply, and the round trip each
+// belongs to; a renewal the watchdog sent meanwhile is marked.
+func TraceHTML(t *SaleTrace) (template.HTML, error) {
+	if t == nil {
+		return "", nil
+	}
+	var b strings.Builder
+	if err := traceTemplate.Execute(&b, t); err != nil {
+		return "", fmt.Errorf("render trace: %w", err)
+	}
+	return template.HTML(b.String()), nil //nolint:gosec // rendered by html/template
+}
