@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/lockstep/lockstep/internal/flagenv"
@@ -56,7 +57,7 @@ func main() {
 			}
 		}
 	}()
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	interrupted := ctx.Err() != nil
 	close(done)
 	<-handled
@@ -131,7 +132,7 @@ type stateRedis struct {
 	PIDs  []int    `json:"pids"`
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // the usage is printed; asking for it is no failure
@@ -152,6 +153,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	top, err := topologyOf(sc)
 	if err != nil {
 		return err
+	}
+	lv, err := startLive(o.liveAddr, scenarioName, len(sc.Runs), o.step, log)
+	if err != nil {
+		return err
+	}
+	defer lv.close()
+	fmt.Fprintf(stderr, "workshop: live page: %s\n", lv.url)
+	if o.step {
+		go lv.readEnter(stdin)
 	}
 	if o.adminToken == "" {
 		o.adminToken = randomToken()
@@ -211,6 +221,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		replicaURLs = append(replicaURLs, r.url())
 	}
 	say("%d shop replicas: %s", len(replicas), strings.Join(replicaURLs, ", "))
+	followCtx, stopFollowing := context.WithCancel(ctx)
+	var following sync.WaitGroup
+	following.Go(func() { lv.follow(followCtx, replicaURLs) })
+	defer following.Wait()
+	defer stopFollowing()
 
 	proxy, err := startProxy(ctx, o.proxy, upstreams, workDir)
 	if err != nil {
@@ -263,13 +278,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			return m
 		},
-		Logger: log,
+		Watch:      lv,
+		TraceSales: true,
+		Logger:     log,
 	})
 	if rep != nil {
 		if err := loadgen.Publish(rep, o.out, stdout); err != nil {
 			return errors.Join(runErr, err)
 		}
 	}
+	reportPath, _ := filepath.Abs(filepath.Join(o.out, "report.html"))
+	lv.finish(reportPath, runErr)
 	for _, r := range replicas {
 		if n := r.sup.restartCount(); n > 0 {
 			say("%s was restarted %d time(s) (crash steps and the crash scenario end a replica on purpose)", r.name, n)

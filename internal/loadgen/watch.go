@@ -39,6 +39,7 @@ type LiveStage struct {
 	tl       *timelineBuilder
 	maxHeld  *int64
 	oversold int
+	stock    *int
 	trace    *SaleTrace
 }
 
@@ -54,6 +55,8 @@ type LiveSnapshot struct {
 	// seen inside the critical section at once (the track_holders fault).
 	Oversold   int
 	MaxHolders *int64
+	// Stock is the stock left at the latest audit; nil before the first.
+	Stock *int
 	// Trace is the best sale traced so far (Config.TraceSales).
 	Trace *SaleTrace
 }
@@ -61,7 +64,7 @@ type LiveSnapshot struct {
 // Snapshot copies the figures so far.
 func (l *LiveStage) Snapshot() LiveSnapshot {
 	l.mu.Lock()
-	s := LiveSnapshot{Phase: l.phase, Oversold: l.oversold, MaxHolders: l.maxHeld, Trace: l.trace}
+	s := LiveSnapshot{Phase: l.phase, Oversold: l.oversold, MaxHolders: l.maxHeld, Trace: l.trace, Stock: l.stock}
 	tl := l.tl
 	l.mu.Unlock()
 	if tl == nil {
@@ -100,7 +103,8 @@ func (l *LiveStage) audited(a Audit) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.oversold, l.maxHeld = a.Oversold, a.MaxHolders
+	stock := a.Stock
+	l.oversold, l.maxHeld, l.stock = a.Oversold, a.MaxHolders, &stock
 }
 
 func (l *LiveStage) traced(t *SaleTrace) {
@@ -128,3 +132,10 @@ func (r *runner) stageStart(index int, run RunSpec, row *StageRun) StageStart {
 // TimelineChart is the report's sales-over-time chart of a row, for pages
 // that show a stage run while it runs.
 func TimelineChart(row *StageRun) template.HTML { return timelineChart(row) }
+
+// Heading names the row as the table does: its label, or the stage and
+// how it was reached.
+func (r *StageRun) Heading() string { return r.label() }
+
+// NotRunReason says why the row has no figures, or "" when it has.
+func (r *StageRun) NotRunReason() string { return r.notRun() }

@@ -1,0 +1,367 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen"
+)
+
+// The live page: one page on loopback that follows the run while it runs
+// (the stage, its figures and sales over time, the crash and fault
+// markers, what one sale sent to Redis, the results table filling in),
+// and, with --step, waits before each stage for "run this stage". The
+// workshop renders the page's content with the report's own chart code
+// and sends it whole, over server-sent events, a few times a second: the
+// page needs no chart library, and one opened mid-run gets the current
+// state as its first event.
+
+//go:embed live
+var liveAssets embed.FS
+
+var (
+	liveIndex = template.Must(template.ParseFS(liveAssets, "live/index.html"))
+	liveMain  = template.Must(template.ParseFS(liveAssets, "live/main.tmpl"))
+)
+
+// liveEvery is how often a connected page is sent the state, when changed.
+const liveEvery = 250 * time.Millisecond
+
+// live serves the page and is the run's loadgen.Watcher.
+type live struct {
+	url    string
+	srv    *http.Server
+	served chan struct{}
+	quit   chan struct{} // closed on close: ends the event streams
+	step   bool
+	// run takes a "run this stage" (a click or Enter) while a stage waits.
+	run      chan struct{}
+	log      *slog.Logger
+	renewals *renewalCounter
+
+	mu       sync.Mutex
+	scenario string
+	runs     int
+	current  *liveStage
+	waiting  *loadgen.StageStart
+	done     []loadgen.StageRun
+	finished bool
+	report   string
+	runErr   string
+}
+
+type liveStage struct {
+	start   loadgen.StageStart
+	live    *loadgen.LiveStage
+	started time.Time
+}
+
+// startLive listens on addr, which must be a loopback address.
+func startLive(addr, scenario string, runs int, step bool, log *slog.Logger) (*live, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--live-addr: %w", err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("--live-addr %s: the live page listens on loopback only (127.0.0.1, ::1 or localhost)", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("live page: %w", err)
+	}
+	l := &live{
+		url: "http://" + ln.Addr().String() + "/", served: make(chan struct{}), quit: make(chan struct{}),
+		step: step, run: make(chan struct{}), log: log, scenario: scenario, runs: runs,
+		renewals: newRenewalCounter(),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", l.index)
+	mux.HandleFunc("GET /events", l.events)
+	mux.HandleFunc("POST /run", l.runStage)
+	mux.HandleFunc("GET /report.css", asset("text/css", []byte(loadgen.ReportCSS)))
+	for _, name := range []string{"live.css", "live.js"} {
+		data, err := liveAssets.ReadFile("live/" + name)
+		if err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("live page: %w", err)
+		}
+		kind := "text/css"
+		if strings.HasSuffix(name, ".js") {
+			kind = "text/javascript"
+		}
+		mux.HandleFunc("GET /"+name, asset(kind, data))
+	}
+	l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		defer close(l.served)
+		if err := l.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("live page", "err", err)
+		}
+	}()
+	return l, nil
+}
+
+func asset(kind string, data []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", kind+"; charset=utf-8")
+		_, _ = w.Write(data)
+	}
+}
+
+// close ends the event streams, then the server.
+func (l *live) close() {
+	close(l.quit)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = l.srv.Shutdown(ctx)
+	<-l.served
+}
+
+// follow counts the replicas' watchdog renewals until ctx ends.
+func (l *live) follow(ctx context.Context, replicaURLs []string) {
+	l.renewals.follow(ctx, replicaURLs)
+}
+
+// finish shows the run's end: where the report is, or why it failed.
+func (l *live) finish(reportPath string, runErr error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.finished, l.report, l.current, l.waiting = true, reportPath, nil, nil
+	if runErr != nil {
+		l.runErr = runErr.Error()
+	}
+}
+
+// StageStarting implements loadgen.Watcher; with --step it waits for "run
+// this stage".
+func (l *live) StageStarting(ctx context.Context, s loadgen.StageStart, stage *loadgen.LiveStage) error {
+	if l.step {
+		l.mu.Lock()
+		l.waiting, l.current = &s, nil
+		l.mu.Unlock()
+		l.log.Info(fmt.Sprintf("next: [%d/%d] %s; press Enter here, or \"run this stage\" on %s", s.Index+1, s.Runs, s.Label, l.url))
+		select {
+		case <-l.run:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.waiting = nil
+	l.current = &liveStage{start: s, live: stage, started: time.Now()}
+	return nil
+}
+
+// StageDone implements loadgen.Watcher.
+func (l *live) StageDone(row loadgen.StageRun) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done = append(l.done, row)
+	if l.current != nil && l.current.start.Index == row.Index {
+		l.current = nil
+	}
+}
+
+// readEnter passes each Enter on the terminal on as "run this stage". It
+// returns at the end of input; a workshop whose input stays open leaves it
+// blocked in its read when it exits, as nothing can interrupt a read of
+// standard input.
+func (l *live) readEnter(in io.Reader) {
+	lines := bufio.NewScanner(in)
+	for lines.Scan() {
+		select {
+		case l.run <- struct{}{}:
+		case <-l.quit:
+			return
+		default: // nothing waits: an Enter does not run a stage ahead
+		}
+	}
+}
+
+func (l *live) runStage(w http.ResponseWriter, _ *http.Request) {
+	select {
+	case l.run <- struct{}{}:
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		http.Error(w, "no stage is waiting to run", http.StatusConflict)
+	}
+}
+
+func (l *live) index(w http.ResponseWriter, _ *http.Request) {
+	main, err := l.render()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := liveIndex.Execute(w, main); err != nil {
+		l.log.Warn("live page", "err", err)
+	}
+}
+
+// events streams the rendered state, when it changed, until the page goes
+// away or the workshop stops.
+func (l *live) events(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	tick := time.NewTicker(liveEvery)
+	defer tick.Stop()
+	var last template.HTML
+	for {
+		main, err := l.render()
+		if err != nil {
+			l.log.Warn("live page", "err", err)
+			return
+		}
+		if main != last {
+			data, err := json.Marshal(string(main))
+			if err != nil {
+				return
+			}
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", data); err != nil {
+				return
+			}
+			flusher.Flush()
+			last = main
+		}
+		select {
+		case <-tick.C:
+		case <-r.Context().Done():
+			return
+		case <-l.quit:
+			return
+		}
+	}
+}
+
+// The template's view of the state.
+type livePage struct {
+	Scenario, ReportPath, Error string
+	Runs                        int
+	Finished                    bool
+	Waiting                     *liveStart
+	Current                     *liveNow
+	Done                        []liveRow
+}
+
+type liveStart struct {
+	loadgen.StageStart
+	Number int
+}
+
+type liveNow struct {
+	liveStart
+	loadgen.LiveSnapshot
+	Phase       string
+	ElapsedS    float64
+	SalesPerSec float64
+	StockLeft   string
+	Renewals    int
+	Chart       template.HTML
+	Trace       template.HTML
+}
+
+type liveRow struct {
+	*loadgen.StageRun
+	Label, NotRun, After string
+	Checked, Passed      bool
+	Chart, Trace         template.HTML
+}
+
+func (l *live) render() (template.HTML, error) {
+	l.mu.Lock()
+	page := livePage{Scenario: l.scenario, Runs: l.runs, Finished: l.finished, ReportPath: l.report, Error: l.runErr}
+	if l.waiting != nil {
+		page.Waiting = &liveStart{StageStart: *l.waiting, Number: l.waiting.Index + 1}
+	}
+	current := l.current
+	done := l.done
+	l.mu.Unlock()
+
+	if current != nil {
+		now, err := l.now(current)
+		if err != nil {
+			return "", err
+		}
+		page.Current = now
+	}
+	for i := range done {
+		row, err := liveRowOf(&done[i])
+		if err != nil {
+			return "", err
+		}
+		page.Done = append(page.Done, row)
+	}
+	var b bytes.Buffer
+	if err := liveMain.Execute(&b, page); err != nil {
+		return "", fmt.Errorf("render the live page: %w", err)
+	}
+	return template.HTML(b.String()), nil //nolint:gosec // rendered by html/template
+}
+
+func (l *live) now(c *liveStage) (*liveNow, error) {
+	snap := c.live.Snapshot()
+	now := &liveNow{
+		liveStart:    liveStart{StageStart: c.start, Number: c.start.Index + 1},
+		LiveSnapshot: snap,
+		Phase:        snap.Phase,
+		ElapsedS:     time.Since(c.started).Seconds(),
+		SalesPerSec:  recentSalesPerSec(snap.Timeline),
+		StockLeft:    "",
+		Renewals:     l.renewals.count(c.start.Stage),
+	}
+	if snap.Stock != nil {
+		now.StockLeft = fmt.Sprint(*snap.Stock)
+	}
+	row := loadgen.StageRun{Stage: c.start.Stage, Label: c.start.Label, Timeline: snap.Timeline}
+	now.Chart = loadgen.TimelineChart(&row)
+	trace, err := loadgen.TraceHTML(snap.Trace)
+	now.Trace = trace
+	return now, err
+}
+
+func liveRowOf(r *loadgen.StageRun) (liveRow, error) {
+	row := liveRow{StageRun: r, Label: r.Heading(), NotRun: r.NotRunReason(), After: r.CrashSummary(),
+		Checked: len(r.Checks) > 0, Passed: r.Passed() && r.Error == ""}
+	if row.NotRun == "" {
+		row.Chart = loadgen.TimelineChart(r)
+	}
+	trace, err := loadgen.TraceHTML(r.Trace)
+	row.Trace = trace
+	return row, err
+}
+
+// recentSalesPerSec is the sales of the last whole second of the timeline.
+func recentSalesPerSec(tl loadgen.Timeline) float64 {
+	if tl.BucketMS == 0 || len(tl.Sales) < 2 {
+		return 0
+	}
+	perSecond := 1000 / tl.BucketMS
+	end := len(tl.Sales) - 1 // the last bucket is still filling
+	start := max(0, end-perSecond)
+	sum := 0
+	for _, n := range tl.Sales[start:end] {
+		sum += n
+	}
+	return float64(sum) * 1000 / float64((end-start)*tl.BucketMS)
+}

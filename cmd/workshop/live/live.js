@@ -1,0 +1,21 @@
+// The live page: the workshop renders the page's content and sends it
+// whole over server-sent events a few times a second; this only swaps it
+// in, and sends the "run this stage" click. A page opened mid-run gets the
+// current state as its first event.
+"use strict";
+(function () {
+  const main = document.getElementById("live");
+  const events = new EventSource("/events");
+  events.onmessage = (e) => {
+    main.innerHTML = JSON.parse(e.data);
+    document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
+  };
+  document.addEventListener("click", (e) => {
+    const button = e.target.closest("button[data-run]");
+    if (!button) return;
+    button.disabled = true;
+    fetch("/run", { method: "POST" }).then((res) => {
+      if (!res.ok) button.disabled = false;
+    });
+  });
+})();
