@@ -135,11 +135,15 @@ func (l *live) follow(ctx context.Context, replicaURLs []string) {
 	l.renewals.follow(ctx, replicaURLs)
 }
 
-// finish shows the run's end: where the report is, or why it failed.
-func (l *live) finish(reportPath string, runErr error) {
+// finish shows the run's end: the rows as the report has them (judged
+// against the articles), where the report is, or why the run failed.
+func (l *live) finish(rep *loadgen.Report, reportPath string, runErr error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.finished, l.report, l.current, l.waiting = true, reportPath, nil, nil
+	if rep != nil {
+		l.done = rep.Stages
+	}
 	if runErr != nil {
 		l.runErr = runErr.Error()
 	}

@@ -288,7 +288,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 	reportPath, _ := filepath.Abs(filepath.Join(o.out, "report.html"))
-	lv.finish(reportPath, runErr)
+	lv.finish(rep, reportPath, runErr)
 	for _, r := range replicas {
 		if n := r.sup.restartCount(); n > 0 {
 			say("%s was restarted %d time(s) (crash steps and the crash scenario end a replica on purpose)", r.name, n)

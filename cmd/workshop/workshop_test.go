@@ -272,11 +272,7 @@ func runChromium(t *testing.T, chromium, path string, action ...string) (string,
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	args := append([]string{
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0",
-	}, action...)
+	args := append(chromiumFlags(t), action...)
 	cmd := exec.CommandContext(ctx, chromium, append(args, "file://"+path)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
