@@ -104,6 +104,35 @@ func (s *segmentedStage) deduct(ctx context.Context, sku string, qty int64, f Fa
 	if err != nil {
 		return Sale{}, err
 	}
+	sale, err := s.sell(ctx, sku, n, qty, f)
+	if err != nil {
+		return sale, err
+	}
+	return s.withSKUStock(ctx, sku, n, sale), nil
+}
+
+// withSKUStock gives a segment's sale the SKU's stock left, read after the
+// segment's lock is released (one pipelined round trip), beside the
+// segment's own. A failed read leaves the segment's figure, a lower bound
+// of the SKU's, in both: the sale is made and must be answered as such.
+func (s *segmentedStage) withSKUStock(ctx context.Context, sku string, n int, sale Sale) Sale {
+	segment := sale.Remaining
+	sale.SegmentRemaining = &segment
+	stocks, err := s.segmentStocks(ctx, sku, n)
+	if err != nil {
+		s.log.Warn("stock left of the SKU after a segment's sale", "stage", s.id, "sku", sku, "err", err)
+		return sale
+	}
+	var total int64
+	for _, st := range stocks {
+		total += st
+	}
+	sale.Remaining = max(total, segment)
+	return sale
+}
+
+// sell sells qty from one of the n segments of sku.
+func (s *segmentedStage) sell(ctx context.Context, sku string, n int, qty int64, f Faults) (Sale, error) {
 	start := segments.Start(n)
 	// A segment whose lock is taken may be held by a slow sale for long;
 	// another one serves as well. Only when the first few are all busy

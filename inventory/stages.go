@@ -20,8 +20,11 @@ const crashExitCode = 137
 
 // Sale is a successful deduction.
 type Sale struct {
-	Remaining int64 // stock left in the SKU, or in the segment that sold
+	Remaining int64 // stock left in the SKU
 	Segment   *int  // the segment that sold (segmented only)
+	// SegmentRemaining is the stock left in the segment that sold
+	// (segmented only).
+	SegmentRemaining *int64
 }
 
 // Audit is the accounting of one SKU of one stage, read from Redis, so it

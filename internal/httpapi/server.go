@@ -228,9 +228,10 @@ type saleBody struct {
 	Qty       int64  `json:"qty"`
 	Remaining int64  `json:"remaining"`
 	Replica   string `json:"replica"`
-	// Segment is the segment that sold (segmented only); remaining is then
-	// that segment's.
-	Segment *int `json:"segment,omitempty"`
+	// Segment is the segment that sold and SegmentRemaining its stock left
+	// (segmented only); remaining is the SKU's, all segments together.
+	Segment          *int   `json:"segment,omitempty"`
+	SegmentRemaining *int64 `json:"segment_remaining,omitempty"`
 }
 
 func (s *Server) deduct(c *gin.Context) {
@@ -308,7 +309,7 @@ func (s *Server) sell(ctx context.Context, deducts *metrics.Deducts, stage, sku 
 	sale, err := s.inv.Deduct(ctx, stage, sku, qty)
 	if err == nil {
 		deducts.Request(metrics.ResultSold, time.Since(start))
-		body := saleBody{Stage: stage, SKU: sku, Qty: qty, Remaining: sale.Remaining, Replica: s.cfg.Replica, Segment: sale.Segment}
+		body := saleBody{Stage: stage, SKU: sku, Qty: qty, Remaining: sale.Remaining, Replica: s.cfg.Replica, Segment: sale.Segment, SegmentRemaining: sale.SegmentRemaining}
 		return answer{Status: http.StatusOK, Body: body.appendJSON(make([]byte, 0, 128))}
 	}
 	status, code := errorStatus(err)
@@ -345,6 +346,10 @@ func (b saleBody) appendJSON(dst []byte) []byte {
 	if b.Segment != nil {
 		dst = append(dst, `,"segment":`...)
 		dst = strconv.AppendInt(dst, int64(*b.Segment), 10)
+	}
+	if b.SegmentRemaining != nil {
+		dst = append(dst, `,"segment_remaining":`...)
+		dst = strconv.AppendInt(dst, *b.SegmentRemaining, 10)
 	}
 	return append(dst, '}')
 }
