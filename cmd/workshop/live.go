@@ -331,7 +331,6 @@ func (l *live) now(c *liveStage) (*liveNow, error) {
 		Phase:        snap.Phase,
 		ElapsedS:     time.Since(c.started).Seconds(),
 		SalesPerSec:  recentSalesPerSec(snap.Timeline),
-		StockLeft:    "",
 		Renewals:     l.renewals.count(c.start.Stage),
 	}
 	if snap.Stock != nil {

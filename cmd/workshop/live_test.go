@@ -165,4 +165,3 @@ func TestLivePageFollowsTheRun(t *testing.T) {
 		t.Errorf("console messages on the live page:\n%s", strings.Join(console, "\n"))
 	}
 }
-

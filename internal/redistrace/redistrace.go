@@ -178,12 +178,12 @@ func (h hook) DialHook(next redis.DialHook) redis.DialHook {
 
 func (h hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.t.inFlight.Load() == 0 { // nothing traced: the common case
+			return next(ctx, cmd)
+		}
 		tr, traced := ctx.Value(traceKey{}).(*Trace)
 		var background []*Trace
 		if !traced {
-			if h.t.inFlight.Load() == 0 {
-				return next(ctx, cmd)
-			}
 			if background = h.t.holding(h.t.keysOf(cmd)); background == nil {
 				return next(ctx, cmd)
 			}
@@ -207,6 +207,9 @@ func (h hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // ProcessHook has already seen.
 func (h hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.t.inFlight.Load() == 0 {
+			return next(ctx, cmds)
+		}
 		tr, traced := ctx.Value(traceKey{}).(*Trace)
 		if !traced {
 			return next(ctx, cmds)
