@@ -141,14 +141,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	sc, scenarioName, err := scenarios.Load(o.scenario)
+	sc, scenarioName, err := loadScenario(o)
 	if err != nil {
 		return err
-	}
-	if o.only != "" {
-		if err := sc.Only(flagenv.List(o.only)); err != nil {
-			return err
-		}
 	}
 	top, err := topologyOf(sc)
 	if err != nil {
@@ -303,6 +298,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		<-ctx.Done()
 	}
 	return nil
+}
+
+// loadScenario loads --scenario, keeping the runs of the --only stages.
+func loadScenario(o options) (*loadgen.Scenario, string, error) {
+	sc, name, err := scenarios.Load(o.scenario)
+	if err != nil {
+		return nil, "", err
+	}
+	if o.only != "" {
+		if err := sc.Only(flagenv.List(o.only)); err != nil {
+			return nil, "", err
+		}
+	}
+	return sc, name, nil
 }
 
 func randomToken() string {

@@ -131,8 +131,15 @@ func (t *Tracer) Finish(tr *Trace) Recording {
 	return tr.rec
 }
 
+// handshake are the commands go-redis sends to set up a new connection:
+// not the request's, though a request that dials waits for them.
+var handshake = map[string]bool{"hello": true, "client": true, "auth": true, "select": true, "readonly": true}
+
 // record adds the commands of one round trip.
 func (tr *Trace) record(cmds []redis.Cmder, took time.Duration, background bool, t *Tracer) {
+	if handshake[strings.ToLower(cmds[0].Name())] {
+		return
+	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	roundTrip := 0 // a background call cost the request no round trip
