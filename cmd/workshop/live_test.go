@@ -151,7 +151,9 @@ func TestLivePageFollowsTheRun(t *testing.T) {
 		t.Logf("segmented trace walked past a segment: %t", strings.Contains(segmented, "walked past"))
 
 		end := b.open(url, 1280, 2600)
-		end.waitFor("the finished run", `document.querySelector('[data-status]').dataset.status === "finished" && document.querySelectorAll('tr[data-row]').length === 3`, 30*time.Second)
+		// Its first event has replaced the content it loaded with: the
+		// details opened next stay open.
+		end.waitFor("the finished run, streamed", `document.body.dataset.updates >= 1 && document.querySelector('[data-status]').dataset.status === "finished" && document.querySelectorAll('tr[data-row]').length === 3`, 30*time.Second)
 		if err := end.eval(`document.querySelector('section[data-done="watchdog"] details').open = true`, nil); err != nil {
 			t.Fatal(err)
 		}
