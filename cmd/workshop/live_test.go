@@ -15,10 +15,11 @@ import (
 // TestLivePageFollowsTheRun runs the workshop with --step on a short
 // scenario and watches its live page in headless Chromium: each stage
 // waits for "run this stage", the sales chart moves while a stage runs,
-// naive's oversold counter turns red before its stage ends, the results
-// fill in, the watchdog's traced sale lists its lock script and release,
-// and a page opened mid-run or after the run catches up. Nothing is
-// logged on the console. The screenshots are kept as artifacts.
+// naive's oversold counter turns red before its stage ends, the watchdog's
+// renewals are counted, the results fill in, the watchdog's traced sale
+// lists its lock script, its release and a renewal, and a page opened
+// mid-run or after the run catches up. Nothing is logged on the console.
+// The screenshots are kept as artifacts.
 func TestLivePageFollowsTheRun(t *testing.T) {
 	redistest.Binary(t)
 	require(t, "nginx", "nginx", "/usr/sbin/nginx")
@@ -128,6 +129,9 @@ func TestLivePageFollowsTheRun(t *testing.T) {
 		late := b.open(url, 1280, 1500)
 		late.waitFor("the running stage and the finished row",
 			`!!document.querySelector('section.now[data-stage="watchdog"]') && !!document.querySelector('tr[data-row="naive"]')`, 30*time.Second)
+		// Half its sales outlive a third of the lease: the replicas renew.
+		late.waitFor("the watchdog's renewals counted",
+			`Number((document.querySelector('section.now[data-stage="watchdog"] [data-counter="renewals"] b') || {}).textContent) > 0`, 30*time.Second)
 	})
 
 	t.Run("the run ends; its traces list the lock scripts", func(t *testing.T) {
