@@ -14,7 +14,7 @@ import (
 
 // TestLivePageFollowsTheRun runs the workshop with --step on a short
 // scenario and watches its live page in headless Chromium: each stage
-// waits for "run this stage", the sales chart moves while a stage runs,
+// waits for "run this stage" (or Enter), the sales chart moves while a stage runs,
 // naive's oversold counter turns red before its stage ends, the watchdog's
 // renewals are counted, the results fill in, the watchdog's traced sale
 // lists its lock script, its release and a renewal, and a page opened
@@ -31,7 +31,7 @@ func TestLivePageFollowsTheRun(t *testing.T) {
 	cmd := exec.Command(bins.workshop, "--shop-bin", bins.shop, "--scenario", "testdata/live.yaml",
 		"--out", filepath.Join(artifacts, "live"), "--keep", "--step")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	stdin, err := cmd.StdinPipe() // open, and no Enter: only the page runs stages
+	stdin, err := cmd.StdinPipe() // the workshop's terminal: Enter runs a stage
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +66,16 @@ func TestLivePageFollowsTheRun(t *testing.T) {
 
 	b := startBrowser(t, chromium)
 	page := b.open(url, 1280, 1500)
-	click := func(stage string) {
+	// run runs the stage once it waits: with the page's button, or with
+	// Enter on the workshop's terminal.
+	run := func(stage string, enter bool) {
 		t.Helper()
 		page.waitFor(stage+" waiting to run", `!!document.querySelector('section.step[data-step="`+stage+`"] button[data-run]')`, 120*time.Second)
-		if err := page.eval(`document.querySelector('button[data-run]').click()`, nil); err != nil {
+		if enter {
+			if _, err := stdin.Write([]byte("\n")); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := page.eval(`document.querySelector('button[data-run]').click()`, nil); err != nil {
 			t.Fatal(err)
 		}
 		page.waitFor(stage+" running", `!!document.querySelector('section.now[data-stage="`+stage+`"]')`, 60*time.Second)
@@ -89,7 +95,7 @@ func TestLivePageFollowsTheRun(t *testing.T) {
 	})
 
 	t.Run("naive: the chart moves, oversold turns red before the stage ends", func(t *testing.T) {
-		click("naive")
+		run("naive", false)
 		page.waitFor("naive's first sales", `Number(document.querySelector('[data-counter="sales"] b').textContent) > 0`, 30*time.Second)
 		chart := `section.now svg[data-chart="timeline"]`
 		var before, after string
@@ -125,7 +131,7 @@ func TestLivePageFollowsTheRun(t *testing.T) {
 	})
 
 	t.Run("a page opened mid-run catches up", func(t *testing.T) {
-		click("watchdog")
+		run("watchdog", false)
 		late := b.open(url, 1280, 1500)
 		late.waitFor("the running stage and the finished row",
 			`!!document.querySelector('section.now[data-stage="watchdog"]') && !!document.querySelector('tr[data-row="naive"]')`, 30*time.Second)
@@ -135,7 +141,7 @@ func TestLivePageFollowsTheRun(t *testing.T) {
 	})
 
 	t.Run("the run ends; its traces list the lock scripts", func(t *testing.T) {
-		click("segmented")
+		run("segmented", true)
 		page.waitFor("the run's end", `document.querySelector('[data-status]').dataset.status === "finished"`, 120*time.Second)
 		var rows int
 		if err := page.eval(`document.querySelectorAll('tr[data-row]').length`, &rows); err != nil || rows != 3 {

@@ -293,8 +293,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runErr
 	}
 	if o.keep {
-		say("still running until Ctrl-C. Try:\n  curl -s %s/api/stages\n  curl -s -XPOST '%s/api/stages/naive/deduct?sku=sku-1'\n  admin token: %s (see %s)",
-			proxy.url, proxy.url, o.adminToken, filepath.Join(o.out, "workshop.json"))
+		say("still running until Ctrl-C. Try:\n  curl -s %s/api/stages\n  curl -s -XPOST '%s/api/stages/naive/deduct?sku=sku-1'\n  admin token: %s (see %s)\n  live page: %s",
+			proxy.url, proxy.url, o.adminToken, filepath.Join(o.out, "workshop.json"), lv.url)
 		<-ctx.Done()
 	}
 	return nil
