@@ -23,13 +23,13 @@ type cohort struct {
 
 	waker *waker // wakes the leader on unlocks and on the lock's grant to this Client
 
-	mu            sync.Mutex
-	holder        *Mutex
-	hold          *hold // the Redis lock as this Client holds it, nil when not held
-	leading       bool  // a handle is acquiring the Redis lock for the cohort
-	releasing     bool  // a global unlock is on its way to Redis
-	queue         []*waiter
-	passes        int // local passes since the Redis lock was acquired or kept
+	mu        sync.Mutex
+	holder    *Mutex
+	hold      *hold // the Redis lock as this Client holds it, nil when not held
+	leading   bool  // a handle is acquiring the Redis lock for the cohort
+	releasing bool  // a global unlock is on its way to Redis
+	queue     []*waiter
+	passes    int // local passes since the Redis lock was acquired or kept
 }
 
 type waiter struct {
