@@ -183,3 +183,25 @@ func TestDeadQueuedClientHoldsTheLockAtMostOneLease(t *testing.T) {
 	}
 	queued(t, rdb, ma)
 }
+
+// A Client's own place in the queue can only be stale (its leave failed);
+// its release skips it rather than granting the lock back to itself.
+func TestReleaseSkipsTheOwnersStalePlace(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	a := newClient(t, srv)
+	ctx := ctxTimeout(t, 10*time.Second)
+	ma := a.Mutex("stale")
+	if err := ma.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.RPush(ctx, ma.Key()+":queue", a.ID()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ma.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, ma.Key()).Val(); n != 0 {
+		t.Fatalf("lock granted back to its releasing Client: %v", rdb.HGetAll(ctx, ma.Key()).Val())
+	}
+}

@@ -31,6 +31,10 @@ else
     end
     nextOwner = redis.call('lpop', KEYS[3])
 end
+-- The owner's own place can only be stale (a leave that failed): skip it.
+if nextOwner == ARGV[1] then
+    nextOwner = redis.call('lpop', KEYS[3])
+end
 -- Granted: the lock is the next Client's, for one grant lease unless it
 -- confirms (its waiting attempt sets its own lease); a dead Client's grant
 -- lapses after that lease, and its place in the queue was its only one.
