@@ -20,9 +20,6 @@ const (
 	defaultMaxLocalPasses  = 16
 	// defaultFairWaiterTimeout is Redisson's threadWaitTime.
 	defaultFairWaiterTimeout = 5 * time.Second
-	// yieldWindow is how long a cohort that released the lock for a waiting
-	// process lets that process take it before competing again.
-	yieldWindow = 10 * time.Millisecond
 	// renewRetry is the pause between renewals that failed on a Redis error.
 	renewRetry = 100 * time.Millisecond
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,25 +12,24 @@ import (
 
 // cohort is the state one Client keeps for one Mutex key: which of its handles
 // holds the lock, the Redis hold behind it, and the handles queued for it.
-// Only one handle at a time — the leader — talks to Redis to acquire; the
+// Only one handle at a time — the leader — talks to Redis to acquire, and
+// holds the Client's one place in the lock's queue of waiting Clients; the
 // others wait in FIFO order and are passed the lock inside the process.
 type cohort struct {
 	c            *Client
 	key, channel string
-	keys         []string // key and channel, as the scripts take them
+	keys         []string // key, channel and waiter queue, as the scripts take them
 	pins         int      // handles acquiring or holding; guarded by Client.mu
 
-	waker *waker // wakes the leader on unlocks; tells of other Clients' waiters
+	waker *waker // wakes the leader on unlocks and on the lock's grant to this Client
 
-	mu            sync.Mutex
-	holder        *Mutex
-	hold          *hold // the Redis lock as this Client holds it, nil when not held
-	leading       bool  // a handle is acquiring the Redis lock for the cohort
-	releasing     bool  // a global unlock is on its way to Redis
-	queue         []*waiter
-	passes        int  // local passes since the Redis lock was acquired
-	foreignWaiter bool // another Client announced it is waiting
-	yield         bool // released for another Client: the next leader lets it go first
+	mu        sync.Mutex
+	holder    *Mutex
+	hold      *hold // the Redis lock as this Client holds it, nil when not held
+	leading   bool  // a handle is acquiring the Redis lock for the cohort
+	releasing bool  // a global unlock is on its way to Redis
+	queue     []*waiter
+	passes    int // local passes since the Redis lock was acquired or kept
 }
 
 type waiter struct {
@@ -41,13 +39,12 @@ type waiter struct {
 }
 
 type grant struct {
-	lead  bool // false: the lock was passed to the waiter; true: it must acquire it in Redis
-	yield bool // lead only: another Client was promised the next turn
+	lead bool // false: the lock was passed to the waiter; true: it must acquire it in Redis
 }
 
 func newCohort(c *Client, key, channel string) *cohort {
-	co := &cohort{c: c, key: key, channel: channel, keys: []string{key, channel}}
-	co.waker = newWaker(c.id, co.announced)
+	co := &cohort{c: c, key: key, channel: channel, keys: []string{key, channel, key + ":queue"}}
+	co.waker = newWaker(c.id)
 	return co
 }
 
@@ -55,21 +52,11 @@ func newCohort(c *Client, key, channel string) *cohort {
 // deliveries may have touched it since it was dropped.
 func (co *cohort) reset() {
 	co.mu.Lock()
-	co.passes, co.foreignWaiter, co.yield = 0, false, false
+	co.passes = 0
 	co.mu.Unlock()
 	select {
 	case <-co.waker.notify:
 	default:
-	}
-}
-
-// announced handles a waiter's announcement on the lock's channel: one of
-// another Client stops local passing at the next unlock.
-func (co *cohort) announced(payload string) {
-	if strings.HasPrefix(payload, "w") && payload[1:] != co.c.id {
-		co.mu.Lock()
-		co.foreignWaiter = true
-		co.mu.Unlock()
 	}
 }
 
@@ -85,19 +72,14 @@ func (co *cohort) acquire(ctx context.Context, m *Mutex, wait, lease time.Durati
 	case co.holder == nil && !co.leading && !co.releasing:
 		co.leading = true
 		co.mu.Unlock()
-		return co.lead(ctx, m, start, wait, lease, false)
+		return co.lead(ctx, m, start, wait, lease)
 	case wait == 0:
 		co.mu.Unlock()
 		return false, nil
 	}
 	w := &waiter{m: m, lease: lease, grant: make(chan grant, 1)}
 	co.queue = append(co.queue, w)
-	holding := co.hold != nil
 	co.mu.Unlock()
-	if holding {
-		// Listen for waiters of other Clients while passing the lock here.
-		_ = co.c.subs.subscribe(ctx, co.channel, co.waker.listener, false)
-	}
 
 	var expired <-chan time.Time
 	if wait > 0 {
@@ -114,7 +96,7 @@ func (co *cohort) acquire(ctx context.Context, m *Mutex, wait, lease time.Durati
 			co.abdicate()
 			return false, nil
 		}
-		return co.lead(ctx, m, start, wait, lease, g.yield)
+		return co.lead(ctx, m, start, wait, lease)
 	case <-expired:
 		return false, co.abandon(w, nil)
 	case <-ctx.Done():
@@ -161,13 +143,12 @@ func (co *cohort) promoteLocked() {
 	w := co.queue[0]
 	co.queue = co.queue[1:]
 	co.leading = true
-	w.grant <- grant{lead: true, yield: co.yield}
-	co.yield = false
+	w.grant <- grant{lead: true}
 }
 
 // lead acquires the Redis lock for m as the cohort's leader.
-func (co *cohort) lead(ctx context.Context, m *Mutex, start time.Time, wait, lease time.Duration, yield bool) (bool, error) {
-	h, err := co.acquireRedis(ctx, start, wait, lease, yield)
+func (co *cohort) lead(ctx context.Context, m *Mutex, start time.Time, wait, lease time.Duration) (bool, error) {
+	h, err := co.acquireRedis(ctx, start, wait, lease)
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	co.leading = false
@@ -176,7 +157,7 @@ func (co *cohort) lead(ctx context.Context, m *Mutex, start time.Time, wait, lea
 		return false, err
 	}
 	co.holder, co.hold, m.depth = m, h, 1
-	co.passes, co.foreignWaiter = 0, false
+	co.passes = 0
 	m.lost.Store(false)
 	return true, nil
 }
@@ -202,24 +183,44 @@ func (co *cohort) evict(h *hold) {
 }
 
 // acquireRedis acquires the Redis lock for the cohort, waiting as waitFor
-// does; a leader after a fairness release first lets the other Client in.
-func (co *cohort) acquireRedis(ctx context.Context, start time.Time, wait, lease time.Duration, yield bool) (*hold, error) {
-	if yield && !co.waker.sleep(ctx, yieldWindow) {
-		return nil, ctx.Err()
-	}
+// does. A waiting attempt takes the Client's place in the lock's queue, and
+// the holder's release hands the lock to the queue's head; a leader that
+// gives up leaves the queue, handing on a grant that came meanwhile.
+func (co *cohort) acquireRedis(ctx context.Context, start time.Time, wait, lease time.Duration) (*hold, error) {
 	var h *hold
+	queued := false
 	_, err := co.c.waitFor(ctx, co.waker, co.channel, start, wait, forever,
 		func(ctx context.Context, waiting bool) (bool, time.Duration, error) {
 			var ttl time.Duration
 			var err error
 			h, ttl, err = co.attempt(ctx, lease, waiting)
+			queued = queued || waiting
 			return h != nil, ttl, err
 		})
+	if h == nil && queued {
+		leaveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), co.c.opts.watchdogTimeout)
+		defer cancel()
+		if leaveErr := co.runRelease(leaveCtx, releaseLeave).Err(); leaveErr != nil && !errors.Is(leaveErr, redis.Nil) {
+			// The place lapses with the queue's TTL, a grant with its lease.
+			err = errors.Join(err, fmt.Errorf("leave the queue of %s: %w", co.key, leaveErr))
+		}
+	}
 	return h, err
 }
 
-// attempt runs the acquire script once for the cohort's Client.
-// A waiting attempt announces itself to the holder's cohort.
+// The modes of release.lua.
+const (
+	releaseGive  = "release" // give the lock up, to the next queued Client if any
+	releaseKeep  = "keep"    // give it up only to a queued Client, else keep it
+	releaseLeave = "leave"   // leave the queue; hand on a grant that came meanwhile
+)
+
+func (co *cohort) runRelease(ctx context.Context, mode string) *redis.Cmd {
+	return releaseScript.Run(ctx, co.c.rdb, co.keys, co.c.idArg, co.c.watchdogTTLArg, mode)
+}
+
+// attempt runs the acquire script once for the cohort's Client. A waiting
+// attempt queues the Client, or takes the lock granted to it.
 func (co *cohort) attempt(ctx context.Context, lease time.Duration, waiting bool) (*hold, time.Duration, error) {
 	ttl := lease
 	if ttl <= 0 {
@@ -227,7 +228,7 @@ func (co *cohort) attempt(ctx context.Context, lease time.Duration, waiting bool
 	}
 	args := []any{co.c.ttlArg(ttl), co.c.idArg}
 	if waiting {
-		args = append(args, "1") // announce
+		args = append(args, "1")
 	}
 	sent := time.Now()
 	acquired, pttl, err := co.c.attempt(ctx, lockScript, co.keys, args...)
@@ -298,31 +299,68 @@ func (co *cohort) release(ctx context.Context, m *Mutex) error {
 		return fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
 	}
 	if len(co.queue) > 0 && co.mayPassLocked(h, co.queue[0]) {
-		next := co.queue[0]
-		co.queue = co.queue[1:]
-		co.holder, next.m.depth = next.m, 1
-		co.passes++
-		next.grant <- grant{}
+		if co.passes < co.c.opts.maxLocalPasses {
+			co.passLocked()
+			co.mu.Unlock()
+			return nil
+		}
+		// At the bound: other Clients get their turn, if any waits.
+		co.holder, co.releasing = nil, true
 		co.mu.Unlock()
-		return nil
+		kept, err := co.runRelease(ctx, releaseKeep).Int()
+		co.mu.Lock()
+		co.releasing = false
+		if err == nil && kept == 0 {
+			if co.hold == h && len(co.queue) > 0 && co.mayPassLocked(h, co.queue[0]) {
+				co.passes = 0
+				co.passLocked()
+				co.mu.Unlock()
+				return nil
+			}
+			// Kept, but the waiter left or the hold ended meanwhile.
+			return co.releaseRedisLocked(ctx, h)
+		}
+		if co.hold == h {
+			co.hold = nil
+		}
+		co.promoteLocked()
+		co.mu.Unlock()
+		h.end(ErrReleased)
+		return unlockResult(co.key, err)
 	}
+	return co.releaseRedisLocked(ctx, h)
+}
+
+// releaseRedisLocked gives the lock up in Redis, to the next queued Client
+// if any, and makes the next local waiter the leader. Called under co.mu
+// with the last level released; returns with it unlocked.
+func (co *cohort) releaseRedisLocked(ctx context.Context, h *hold) error {
 	co.holder, co.hold, co.releasing = nil, nil, true
-	yield := co.foreignWaiter && len(co.queue) > 0
 	co.mu.Unlock()
 
 	h.end(ErrReleased) // stops the watchdog before the unlock is sent
-	err := releaseScript.Run(ctx, co.c.rdb, co.keys, co.c.idArg).Err()
+	err := co.runRelease(ctx, releaseGive).Err()
 
 	co.mu.Lock()
-	co.releasing, co.yield = false, yield
+	co.releasing = false
 	co.promoteLocked()
 	co.mu.Unlock()
 	return unlockResult(co.key, err)
 }
 
+// passLocked passes the lock to the first local waiter.
+func (co *cohort) passLocked() {
+	next := co.queue[0]
+	co.queue = co.queue[1:]
+	co.holder, next.m.depth = next.m, 1
+	co.passes++
+	next.grant <- grant{}
+}
+
+// mayPassLocked reports whether the lock may stay in the process for next:
+// watchdog holds only, and cohorting on. The pass bound is the caller's.
 func (co *cohort) mayPassLocked(h *hold, next *waiter) bool {
-	return h.watchdog && next.lease <= 0 && h.alive() &&
-		co.passes < co.c.opts.maxLocalPasses && !co.foreignWaiter
+	return h.watchdog && next.lease <= 0 && h.alive() && co.c.opts.maxLocalPasses > 0
 }
 
 // releaseLevel releases an inner reentrant level in Redis.

@@ -14,9 +14,14 @@
 // on Redis, and when the holder unlocks while another handle of the same
 // Client is waiting, the Redis lock is passed to it inside the process without
 // a round trip. A cohort passes the lock locally at most MaxLocalPasses times
-// in a row (WithMaxLocalPasses), and stops at the next unlock as soon as a
-// waiter of another Client announces itself, so other processes wait a bounded
-// number of critical sections.
+// in a row (WithMaxLocalPasses), so other processes wait a bounded number of
+// critical sections.
+//
+// Between Clients the lock is handed over rather than raced for: a waiting
+// Client's leader queues the Client once in a list beside the lock, and the
+// release grants the lock to the list's head and wakes that Client alone,
+// which takes the grant with its next attempt. A Client that died while
+// queued holds its grant for one lease at most.
 //
 // Every Lua script lives in scripts/ and runs with EVALSHA, falling back to
 // EVAL when Redis does not have it cached. All keys and the pub/sub channel of

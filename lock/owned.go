@@ -41,7 +41,7 @@ type ownedOps interface {
 }
 
 func newOwnedLock(c *Client, name, channel string, maxSleep time.Duration, ops ownedOps) ownedLock {
-	return ownedLock{c: c, name: name, channel: channel, maxSleep: maxSleep, ops: ops, waker: newWaker("", nil)}
+	return ownedLock{c: c, name: name, channel: channel, maxSleep: maxSleep, ops: ops, waker: newWaker("")}
 }
 
 // Lock waits until the lock is acquired or ctx is done; a watchdog keeps it.

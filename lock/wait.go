@@ -17,21 +17,18 @@ type waker struct {
 }
 
 // newWaker returns a waker woken by unlock messages ("u", then the releasing
-// owner), except those of self when it is not empty; other payloads go to
-// other, when given.
-func newWaker(self string, other func(payload string)) *waker {
+// owner), except those of self when it is not empty, and by the grant of the
+// lock to self ("g", then self) — grants to others wake nobody.
+func newWaker(self string) *waker {
 	w := &waker{notify: make(chan struct{}, 1)}
 	w.listener = &listener{deliver: func(payload string) {
-		if strings.HasPrefix(payload, "u") {
-			if self != "" && payload[1:] == self {
-				return
-			}
+		switch {
+		case strings.HasPrefix(payload, "u") && (self == "" || payload[1:] != self),
+			self != "" && strings.HasPrefix(payload, "g") && payload[1:] == self:
 			select {
 			case w.notify <- struct{}{}:
 			default:
 			}
-		} else if other != nil {
-			other(payload)
 		}
 	}}
 	return w

@@ -252,3 +252,19 @@ func noLoopTrackingSupported(version string) bool {
 	}
 	return major > 7 || major == 7 && (minor > 0 || patch >= 5)
 }
+
+// noLock excludes nothing: the bench's self-check that its overlap check
+// sees overlaps, within a process and across processes. It is never part of
+// "all"; -contenders none selects it, and the run then fails, as it should.
+var noLock = contender{
+	name:  "none",
+	about: "no lock at all: the bench's overlap check must report overlaps",
+	open:  func(target) (session, error) { return noLockSession{}, nil },
+}
+
+type noLockSession struct{}
+
+func (noLockSession) Locker(string) locker         { return noLockSession{} }
+func (noLockSession) Close() error                 { return nil }
+func (noLockSession) Lock(context.Context) error   { return nil }
+func (noLockSession) Unlock(context.Context) error { return nil }

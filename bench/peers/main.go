@@ -34,9 +34,18 @@ type config struct {
 	redisCPUs   string
 	lease       time.Duration
 	fastBackoff time.Duration
+	procs       string // multi-process shapes; empty: one process
 }
 
 func main() {
+	if spec, ok := os.LookupEnv(childEnv); ok {
+		// One contending process of a multi-process run (see multiproc.go).
+		if err := runChild(context.Background(), spec, os.Stdin, os.Stdout); err != nil {
+			slog.Error("peers child", "err", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		slog.Error("peers", "err", err)
 		os.Exit(1)
@@ -49,7 +58,8 @@ func run() error {
 	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "contended run per contender")
 	fs.DurationVar(&cfg.warmup, "warmup", 300*time.Millisecond, "unrecorded contended run before each contender's measured one")
 	fs.DurationVar(&cfg.uncontended, "uncontended", 2*time.Second, "uncontended run per contender, shared in alternating blocks with its EVALSHA baseline")
-	fs.IntVar(&cfg.goroutines, "goroutines", 64, "contending goroutines (one process, one key)")
+	fs.IntVar(&cfg.goroutines, "goroutines", 64, "contending goroutines (per process with -procs N), one key")
+	fs.StringVar(&cfg.procs, "procs", "", "multi-process runs instead of the one-process ones: comma-separated N (processes of -goroutines each) or NxG (N processes of G goroutines), e.g. 2x32,3x21,4x16,8x8")
 	fs.IntVar(&cfg.rounds, "rounds", 1, "passes over the contenders, each starting one later; several give median ratios")
 	fs.StringVar(&cfg.selected, "contenders", "all", "comma-separated contenders to run (a library's name without a configuration, such as redislock, runs all of its configurations), or all: "+strings.Join(names(allContenders(0)), ","))
 	fs.StringVar(&cfg.jsonPath, "json", "", "also write the figures to this file as JSON")
@@ -76,7 +86,11 @@ func run() error {
 		return err
 	}
 	rep.Command = strings.Join(os.Args, " ")
-	rep.print(os.Stdout)
+	if rep.Shapes != nil {
+		rep.printShapes(os.Stdout)
+	} else {
+		rep.print(os.Stdout)
+	}
 	if cfg.jsonPath != "" {
 		if err := writeJSON(cfg.jsonPath, rep); err != nil {
 			return err
@@ -85,6 +99,11 @@ func run() error {
 	var bad []string
 	for _, rd := range rep.Rounds {
 		bad = append(bad, failures(rd.Results)...)
+	}
+	for _, sr := range rep.Shapes {
+		for _, rd := range sr.Rounds {
+			bad = append(bad, failures(rd.Results)...)
+		}
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("%s", strings.Join(bad, "; "))
@@ -120,29 +139,58 @@ func measureAll(ctx context.Context, cfg config, selected []contender) (*report,
 		UncontendedFor: cfg.uncontended.String(),
 		Lease:          cfg.lease.String(),
 	}
-	for n := range cfg.rounds {
-		// Each round starts one contender later, so that a slow spell on the
-		// shared machine does not always fall on the same neighbours.
+	t := target{addr: srv.Addr, version: srv.Version, lease: cfg.lease}
+	if cfg.procs != "" {
+		shapes, err := parseShapes(cfg.procs, cfg.goroutines)
+		if err != nil {
+			return nil, err
+		}
+		rep.UncontendedFor = ""
+		for _, sh := range shapes {
+			rounds, err := rotate(ctx, cfg.rounds, selected, func(c contender) result {
+				slog.Info("measuring", "shape", sh, "contender", c.name, "redis", srv.Addr)
+				return b.measureProcs(ctx, c, t, cfg, sh)
+			})
+			if err != nil {
+				return nil, err
+			}
+			rep.Shapes = append(rep.Shapes, shapeReport{Shape: sh, Rounds: rounds, MedianRatios: medianRatios(rounds)})
+		}
+		return rep, nil
+	}
+	if rep.Rounds, err = rotate(ctx, cfg.rounds, selected, func(c contender) result {
+		slog.Info("measuring", "contender", c.name, "redis", srv.Addr)
+		return b.measure(ctx, c, t, cfg)
+	}); err != nil {
+		return nil, err
+	}
+	rep.MedianRatios = medianRatios(rep.Rounds)
+	return rep, nil
+}
+
+// rotate measures every selected contender in n rounds, each round starting
+// one contender later, so that a slow spell on the shared machine does not
+// always fall on the same neighbours.
+func rotate(ctx context.Context, n int, selected []contender, measure func(contender) result) ([]round, error) {
+	var rounds []round
+	for k := range n {
 		rd := round{Results: make([]result, len(selected))}
-		for k := range selected {
-			i := (n + k) % len(selected)
-			c := selected[i]
-			slog.Info("measuring", "round", n+1, "contender", c.name, "redis", srv.Addr)
-			r := b.measure(ctx, c, target{addr: srv.Addr, version: srv.Version, lease: cfg.lease}, cfg)
+		for j := range selected {
+			i := (k + j) % len(selected)
+			r := measure(selected[i])
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 			if r.Error != "" {
-				slog.Error("contender failed", "round", n+1, "contender", c.name, "err", r.Error)
+				slog.Error("contender failed", "round", k+1, "contender", r.Name, "err", r.Error)
 			}
-			rd.RunOrder = append(rd.RunOrder, c.name)
+			rd.RunOrder = append(rd.RunOrder, r.Name)
 			rd.Results[i] = r
 		}
 		rd.Ratios = computeRatios(rd.Results)
-		rep.Rounds = append(rep.Rounds, rd)
+		rounds = append(rounds, rd)
 	}
-	rep.MedianRatios = medianRatios(rep.Rounds)
-	return rep, nil
+	return rounds, nil
 }
 
 // measure runs one contender: warm-up, contended run, uncontended run, each
@@ -213,6 +261,10 @@ func selectContenders(all []contender, list string) ([]contender, error) {
 	var out []contender
 	for name := range strings.SplitSeq(list, ",") {
 		name = strings.TrimSpace(name)
+		if name == noLock.name {
+			out = append(out, noLock)
+			continue
+		}
 		if i := indexOf(all, name); i >= 0 {
 			out = append(out, all[i])
 			continue

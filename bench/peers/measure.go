@@ -63,12 +63,14 @@ type contendedRun struct {
 	overlaps     int64           // entries that found another goroutine inside
 	counter      int64           // the INCR counter at the end
 	commands     commandDelta
-	requests     int64 // commands the contender's client wrote
+	requests     int64   // commands the contender's client(s) wrote
+	perProcess   []int64 // acquisitions of each process, in a multi-process run
 }
 
-// contended runs the workload once. Each goroutine owns one locker. The
-// critical section and unlock run to completion even when the run ends while
-// they are under way, so the counter can be compared with the acquisitions.
+// contended runs the workload once in this process. Each goroutine owns one
+// locker. The critical section and unlock run to completion even when the
+// run ends while they are under way, so the counter can be compared with the
+// acquisitions.
 func (b *bench) contended(ctx context.Context, s session, requests *requestCounter, key string, goroutines int, d time.Duration) (*contendedRun, error) {
 	counterKey := key + ":counter"
 	if err := b.work.Del(ctx, counterKey).Err(); err != nil {
@@ -83,18 +85,80 @@ func (b *bench) contended(ctx context.Context, s session, requests *requestCount
 		return nil, err
 	}
 	requestsBefore := requests.Load()
+	var check inProcessCheck
+	loop, err := b.loop(ctx, lockers, &check, counterKey, time.Now().Add(d))
+	if err != nil {
+		return nil, err
+	}
+	run := &contendedRun{
+		elapsed:      loop.end.Sub(loop.start),
+		waits:        loop.waits,
+		cutWaits:     loop.cutWaits,
+		perGoroutine: loop.perGoroutine,
+		overlaps:     check.overlaps.Load(),
+		requests:     requests.Load() - requestsBefore,
+	}
+	after, err := b.stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	run.commands = after.minus(before)
+	run.acquisitions = int64(len(run.waits))
+	if run.counter, err = b.counter(ctx, counterKey); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
 
-	runCtx, cancel := context.WithTimeout(ctx, d)
+func (b *bench) counter(ctx context.Context, counterKey string) (int64, error) {
+	n, err := b.work.Get(ctx, counterKey).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("read counter: %w", err)
+	}
+	return n, nil
+}
+
+// exclusionCheck is how a critical section learns whether another one is
+// under way: enter reports an overlap when someone else is inside.
+type exclusionCheck interface {
+	enter()
+	leave()
+}
+
+// inProcessCheck sees the goroutines of one process.
+type inProcessCheck struct{ inside, overlaps atomic.Int64 }
+
+func (c *inProcessCheck) enter() {
+	if c.inside.Add(1) != 1 {
+		c.overlaps.Add(1)
+	}
+}
+
+func (c *inProcessCheck) leave() { c.inside.Add(-1) }
+
+// loopRun is what the goroutines of one process did in a contended run.
+type loopRun struct {
+	start, end   time.Time
+	waits        []time.Duration // time spent in Lock, per acquisition
+	cutWaits     []time.Duration // waits still open when the run ended
+	perGoroutine []int64         // acquisitions of each goroutine
+}
+
+// loop runs lock → INCR → unlock on every locker, one goroutine each, until
+// deadline. The critical section and unlock run to completion even when the
+// run ends while they are under way, so the counter can be compared with the
+// acquisitions.
+func (b *bench) loop(ctx context.Context, lockers []locker, check exclusionCheck, counterKey string, deadline time.Time) (*loopRun, error) {
+	runCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var (
-		inside, overlaps atomic.Int64
-		wg               sync.WaitGroup
-		mu               sync.Mutex
-		run              = &contendedRun{}
-		errs             []error
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		run  = &loopRun{}
+		errs []error
 	)
 	finish := context.WithoutCancel(ctx)
-	start := time.Now()
+	run.start = time.Now()
 	for _, l := range lockers {
 		wg.Go(func() {
 			var waits []time.Duration
@@ -110,11 +174,9 @@ func (b *bench) contended(ctx context.Context, s session, requests *requestCount
 						return fmt.Errorf("lock: %w", err)
 					}
 					waits = append(waits, time.Since(t0))
-					if inside.Add(1) != 1 {
-						overlaps.Add(1)
-					}
+					check.enter()
 					incrErr := b.work.Incr(finish, counterKey).Err()
-					inside.Add(-1)
+					check.leave()
 					if err := l.Unlock(finish); err != nil {
 						return fmt.Errorf("unlock: %w", err)
 					}
@@ -141,26 +203,15 @@ func (b *bench) contended(ctx context.Context, s session, requests *requestCount
 	go func() { wg.Wait(); close(finished) }()
 	select {
 	case <-finished:
-	case <-time.After(time.Until(start.Add(d + b.stallLimit))):
+	case <-time.After(time.Until(deadline.Add(b.stallLimit))):
 		// A goroutine stuck in a library cannot be stopped; show where it is
 		// and leave it behind: the command exits after the report.
 		b.dumpGoroutines()
 		return nil, fmt.Errorf("stalled: goroutines still in Lock or Unlock %v after the run ended (stacks on stderr)", b.stallLimit)
 	}
-	run.elapsed = time.Since(start)
+	run.end = time.Now()
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
-	}
-	run.requests = requests.Load() - requestsBefore
-	after, err := b.stats(ctx)
-	if err != nil {
-		return nil, err
-	}
-	run.commands = after.minus(before)
-	run.acquisitions = int64(len(run.waits))
-	run.overlaps = overlaps.Load()
-	if run.counter, err = b.work.Get(ctx, counterKey).Int64(); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("read counter: %w", err)
 	}
 	return run, nil
 }

@@ -26,6 +26,15 @@ type report struct {
 	Rounds         []round   `json:"rounds"`
 	// MedianRatios are the rounds' ratios' medians, when there are several.
 	MedianRatios *ratios `json:"median_ratios,omitempty"`
+	// Shapes are the multi-process runs (-procs), in place of Rounds.
+	Shapes []shapeReport `json:"multi_process,omitempty"`
+}
+
+// shapeReport is the rounds of one multi-process shape.
+type shapeReport struct {
+	Shape        shape   `json:"shape"`
+	Rounds       []round `json:"rounds"`
+	MedianRatios *ratios `json:"median_ratios,omitempty"`
 }
 
 // round is one pass over the contenders; results are in the order of the
@@ -66,7 +75,12 @@ type contendedFigures struct {
 	LongestUnfinishedWait float64 `json:"longest_unfinished_wait_us"`
 	// Fairness is Jain's index of acquisitions per goroutine: 1 = equal
 	// shares, 1/goroutines = one goroutine took them all.
-	Fairness        float64 `json:"fairness"`
+	Fairness float64 `json:"fairness"`
+	// In a multi-process run: the processes, their acquisitions, and Jain's
+	// index of those (1 = every process got the same share).
+	Processes       int     `json:"processes,omitempty"`
+	PerProcess      []int64 `json:"acquisitions_per_process,omitempty"`
+	ProcessFairness float64 `json:"process_fairness,omitempty"`
 	MinPerGoroutine int64   `json:"min_acquisitions_per_goroutine"`
 	MaxPerGoroutine int64   `json:"max_acquisitions_per_goroutine"`
 	Overlaps        int64   `json:"overlaps"`
@@ -111,8 +125,11 @@ type ratios struct {
 	// BestPeerFairness is the best peer's Jain index (lockstep's is in its
 	// result).
 	BestPeerFairness float64 `json:"best_peer_fairness"`
-	// CmdsPerAcq: lockstep's own; target ≤ 4.
+	// CmdsPerAcq: lockstep's own; target ≤ 4 (≤ 2 across processes).
 	CmdsPerAcq float64 `json:"server_commands_per_acquisition"`
+	// ProcessFairness: lockstep's Jain index over its processes'
+	// acquisitions, in a multi-process run; target ≥ 0.9.
+	ProcessFairness float64 `json:"process_fairness,omitempty"`
 	// Uncontended: lockstep mean Lock+Unlock ÷ mean of two EVALSHA round
 	// trips measured alternately with it; target ≤ 1.3. UncontendedP50 is
 	// the same for the medians, which other load on the machine moves less.
@@ -199,6 +216,7 @@ func computeRatios(results []result) *ratios {
 		WaitPerAcq:       own.Contended.WaitPerAcq / best.Contended.WaitPerAcq,
 		WaitMax:          own.Contended.WaitMax / best.Contended.WaitMax,
 		CmdsPerAcq:       own.Contended.CmdsPerAcq,
+		ProcessFairness:  own.Contended.ProcessFairness,
 	}
 	if u := own.Uncontended; u != nil {
 		rt.Uncontended, rt.UncontendedP50 = u.VsBaseline, u.P50/u.BaselineP50
@@ -241,6 +259,45 @@ func (rep *report) print(w io.Writer) {
 	}
 }
 
+func (rep *report) printShapes(w io.Writer) {
+	fmt.Fprintf(w, "redis %s (cpus %s), bench cpus %s, GOMAXPROCS %d per process; processes × goroutines, one key, lock → INCR → unlock for %s\n",
+		rep.RedisVersion, orAny(rep.RedisCPUs), rep.BenchCPUs, rep.GOMAXPROCS, rep.Duration)
+	for _, sr := range rep.Shapes {
+		for i, rd := range sr.Rounds {
+			fmt.Fprintf(w, "\n%d processes × %d goroutines", sr.Shape.Procs, sr.Shape.Goroutines)
+			if len(sr.Rounds) > 1 {
+				fmt.Fprintf(w, ", round %d of %d (ran %s)", i+1, len(sr.Rounds), strings.Join(rd.RunOrder, ", "))
+			}
+			fmt.Fprintln(w)
+			rd.printProcs(w)
+		}
+		if rt := sr.MedianRatios; rt != nil {
+			fmt.Fprintf(w, "\n%d×%d, medians over %d rounds:\n", sr.Shape.Procs, sr.Shape.Goroutines, len(sr.Rounds))
+			rt.print(w)
+		}
+	}
+	fmt.Fprintln(w, "\nfair procs: Jain's index of acquisitions per process; fair gor: per goroutine (1 = equal shares); overlaps: entries that found another critical section under way in any process (a shared memory counter)")
+	fmt.Fprintln(w, "cmds/acq: Δ INFO total_commands_processed − 1 INFO − the INCRs, ÷ acquisitions; reqs/acq: commands the contender's clients wrote ÷ acquisitions")
+}
+
+func (rd *round) printProcs(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "contender\tacq/s\twait p50\twait p99\twait max\twait/acq\tfair procs\tfair gor\tcmds/acq\treqs/acq\toverlaps\tcounter ok\t")
+	for _, r := range rd.Results {
+		cells := []string{r.Name}
+		if c := r.Contended; c != nil {
+			cells = append(cells, fmt.Sprintf("%.0f", c.AcqPerSec), fmtUs(c.WaitP50), fmtUs(c.WaitP99), fmtUs(c.WaitMax),
+				fmtUs(c.WaitPerAcq), fmt.Sprintf("%.2f", c.ProcessFairness), fmt.Sprintf("%.2f", c.Fairness),
+				fmt.Sprintf("%.2f", c.CmdsPerAcq), fmt.Sprintf("%.2f", c.ReqsPerAcq), fmt.Sprint(c.Overlaps), fmt.Sprint(c.Counter == c.Acquisitions))
+		} else {
+			cells = append(cells, slices.Repeat([]string{"-"}, 11)...)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	tw.Flush()
+	rd.printTail(w)
+}
+
 func (rd *round) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "contender\tacq/s\twait p50\twait p99\twait max\twait/acq\tfairness\tcmds/acq\treqs/acq\toverlaps\tcounter ok\tuncont mean\tp50\tp99\tops/s\t÷ 2×EVALSHA\t")
@@ -261,6 +318,11 @@ func (rd *round) print(w io.Writer) {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
+	rd.printTail(w)
+}
+
+// printTail prints the commands by name, the failures and the ratios.
+func (rd *round) printTail(w io.Writer) {
 	fmt.Fprintln(w, "\nserver commands per contended acquisition, by name:")
 	for _, r := range rd.Results {
 		if r.Contended != nil {
@@ -281,7 +343,12 @@ func (rd *round) print(w io.Writer) {
 func (rt *ratios) print(w io.Writer) {
 	fmt.Fprintf(w, "lockstep vs best peer (%s, fairness %.2f): acq/s ×%.2f (target ≥ 2), p99 wait ×%.2f (target ≤ 0.5), wait/acq ×%.2f, wait max ×%.2f\n",
 		rt.BestPeer, rt.BestPeerFairness, rt.AcqPerSec, rt.WaitP99, rt.WaitPerAcq, rt.WaitMax)
-	fmt.Fprintf(w, "lockstep cmds/acq %.2f (target ≤ 4)", rt.CmdsPerAcq)
+	fmt.Fprintf(w, "lockstep cmds/acq %.2f", rt.CmdsPerAcq)
+	if rt.ProcessFairness > 0 {
+		fmt.Fprintf(w, " (target ≤ 2), fairness between processes %.2f (target ≥ 0.9)", rt.ProcessFairness)
+	} else {
+		fmt.Fprint(w, " (target ≤ 4)")
+	}
 	if rt.Uncontended > 0 {
 		fmt.Fprintf(w, "; uncontended Lock+Unlock ÷ 2×EVALSHA: mean %.2f, p50 %.2f (target ≤ 1.3)", rt.Uncontended, rt.UncontendedP50)
 	}
@@ -323,6 +390,7 @@ func medianRatios(rounds []round) *ratios {
 		WaitPerAcq:       med(func(rt *ratios) float64 { return rt.WaitPerAcq }),
 		WaitMax:          med(func(rt *ratios) float64 { return rt.WaitMax }),
 		CmdsPerAcq:       med(func(rt *ratios) float64 { return rt.CmdsPerAcq }),
+		ProcessFairness:  med(func(rt *ratios) float64 { return rt.ProcessFairness }),
 		Uncontended:      med(func(rt *ratios) float64 { return rt.Uncontended }),
 		UncontendedP50:   med(func(rt *ratios) float64 { return rt.UncontendedP50 }),
 	}

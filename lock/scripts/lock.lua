@@ -1,18 +1,37 @@
--- Acquire (or re-enter) a reentrant lock: Redisson's RedissonLock.tryLockInnerAsync.
--- KEYS[1] lock hash, KEYS[2] unlock channel (same hash tag)
--- ARGV[1] lease in ms, ARGV[2] owner field, ARGV[3] '1' when the caller will
--- wait (absent otherwise)
+-- Acquire (or re-enter) a reentrant lock: Redisson's RedissonLock.tryLockInnerAsync,
+-- with a queue of waiting Clients that release.lua hands the lock to.
+-- KEYS[1] lock hash, KEYS[2] unlock channel, KEYS[3] waiter queue (list of
+-- owner fields; all three share a hash tag)
+-- ARGV[1] lease in ms, ARGV[2] owner field, ARGV[3] '1' when the caller
+-- waits (listens on the channel), absent otherwise
 -- Returns 'OK' when acquired, else the lock's PTTL in ms. Redisson returns nil
 -- when acquired; go-redis makes a nil reply an error and runs it through its
 -- retry checks, which cost ~1.5 µs of client CPU on every acquisition.
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+if redis.call('exists', KEYS[1]) == 0 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    if ARGV[3] == '1' then
+        redis.call('lrem', KEYS[3], 0, ARGV[2])
+    end
+    return 'OK'
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    -- A waiting Client holds no level here: its field is release.lua's grant,
+    -- which it takes as is. Otherwise this is one more reentrant level.
+    if ARGV[3] ~= '1' then
+        redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    end
     redis.call('pexpire', KEYS[1], ARGV[1])
     return 'OK'
 end
--- A waiter announces itself so a holder passing the lock inside its own
--- process (lock cohorting) releases it globally at its next unlock.
+local ttl = redis.call('pttl', KEYS[1])
 if ARGV[3] == '1' then
-    redis.call('publish', KEYS[2], 'w' .. ARGV[2])
+    -- One place per Client: its handles wait behind one leader. The queue
+    -- outlives the next attempt of every waiter (each sleeps at most the
+    -- lock's TTL), so only a dead Client's place lapses.
+    if not redis.call('lpos', KEYS[3], ARGV[2]) then
+        redis.call('rpush', KEYS[3], ARGV[2])
+    end
+    redis.call('pexpire', KEYS[3], math.max(ttl, 0) + tonumber(ARGV[1]))
 end
-return redis.call('pttl', KEYS[1])
+return ttl

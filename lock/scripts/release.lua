@@ -1,14 +1,49 @@
--- Release the last level a Mutex's Client holds: Redisson's unlock when the
--- count reaches 0, in two commands instead of three. The Client knows it is
--- its last level, so it need not read the count first, and a Mutex's hash
--- holds no field but its owner's: deleting that field deletes the key.
--- KEYS[1] lock hash, KEYS[2] unlock channel; ARGV[1] owner field
--- Returns nil when the owner does not hold the lock, 1 when it was released
--- and waiters were told.
-if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
-    return nil
+-- Release the last level a Mutex's Client holds, handing the lock to the
+-- first queued Client (see lock.lua) instead of waking every waiter to race
+-- for it. The Client knows it is its last level, so it need not read the
+-- count first, and a Mutex's hash holds no field but its owner's: deleting
+-- that field deletes the key.
+-- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] waiter queue
+-- ARGV[1] owner field, ARGV[2] lease in ms of a grant, ARGV[3] mode:
+--   'release'  give the lock up;
+--   'keep'     a cohort at its bound of local passes: give it up only when
+--              another Client waits, else keep holding it;
+--   'leave'    a waiter giving up: leave the queue, and hand on the lock
+--              if it was granted meanwhile.
+-- Returns nil when the owner does not hold the lock, 0 when it keeps it,
+-- 1 when released (to the next waiter, if any).
+if ARGV[3] == 'leave' then
+    redis.call('lrem', KEYS[3], 0, ARGV[1])
 end
--- The message names the releasing owner, so its own waiters can tell
--- their Client's unlocks from those of others.
-redis.call('publish', KEYS[2], 'u' .. ARGV[1])
+local nextOwner
+if ARGV[3] == 'keep' then
+    if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+        return nil
+    end
+    nextOwner = redis.call('lpop', KEYS[3])
+    if not nextOwner then
+        return 0
+    end
+    redis.call('hdel', KEYS[1], ARGV[1])
+else
+    if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
+        return nil
+    end
+    nextOwner = redis.call('lpop', KEYS[3])
+end
+-- The owner's own place can only be stale (a leave that failed): skip it.
+if nextOwner == ARGV[1] then
+    nextOwner = redis.call('lpop', KEYS[3])
+end
+-- Granted: the lock is the next Client's, for one grant lease unless it
+-- confirms (its waiting attempt sets its own lease); a dead Client's grant
+-- lapses after that lease, and its place in the queue was its only one.
+-- With nobody queued no message is needed: a waiter that has not queued yet
+-- tries again after subscribing (Redisson #1763), and one whose place lapsed
+-- (a queue unrefreshed for longer than a lease) wakes by its TTL timer.
+if nextOwner then
+    redis.call('hset', KEYS[1], nextOwner, 1)
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    redis.call('publish', KEYS[2], 'g' .. nextOwner)
+end
 return 1
