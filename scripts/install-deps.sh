@@ -18,6 +18,11 @@ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v prometheus-redis-exporter >/dev/null 2>&1 || need+=(prometheus-redis-exporter)
 command -v prometheus-nginx-exporter >/dev/null 2>&1 || need+=(prometheus-nginx-exporter)
+# deploy's engine test runs docker compose on a Docker engine (Debian's,
+# 20.10), with stand-in images made from Debian packages on a debootstrap
+# root.
+command -v dockerd >/dev/null 2>&1 || [ -x /usr/sbin/dockerd ] || need+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
 
 # k6, built from its Go module once: GOPATH/bin keeps it for later runs.
 k6_version=v1.8.1
@@ -31,6 +36,8 @@ install_k6() {
 	GOBIN="$gobin" GOFLAGS=-buildvcs=false go install "go.k6.io/k6@${k6_version}"
 }
 install_k6
+# The docker compose v2 plugin, built from its Go module at a pinned version.
+bash "$(dirname "$0")/install-compose.sh"
 
 [ ${#need[@]} -eq 0 ] && exit 0
 
