@@ -66,26 +66,39 @@ func TestGenerated(t *testing.T) {
 
 func TestComposeServices(t *testing.T) {
 	p := loadCompose(t)
-	want := []string{"grafana", "k6", "loadgen", "nginx", "nginx-exporter", "prometheus", "redis", "redis-exporter", "shop1", "shop2", "shop3"}
+	want := []string{"grafana", "k6", "loadgen", "nginx", "nginx-exporter", "prometheus", "redis", "redis-exporter", "redis2", "redis3", "shop1", "shop2", "shop3"}
 	if got := p.ServiceNames(); !slices.Equal(got, want) {
 		t.Fatalf("services %v, want %v", got, want)
 	}
-	redis := p.Services["redis"]
+	// The stock's Redis and redlock's two other masters: independent, the
+	// same password, no persistence.
+	redisMasters := []string{"redis", "redis2", "redis3"}
 	password := ""
-	for i, a := range redis.Command {
-		if a == "--requirepass" && i+1 < len(redis.Command) {
-			password = redis.Command[i+1]
+	for _, name := range redisMasters {
+		redis := p.Services[name]
+		pass := ""
+		if i := slices.Index(redis.Command, "--requirepass"); i >= 0 && i+1 < len(redis.Command) {
+			pass = redis.Command[i+1]
 		}
-	}
-	if password == "" {
-		t.Errorf("redis runs without --requirepass: %q", redis.Command)
+		if pass == "" || (password != "" && pass != password) {
+			t.Errorf("%s runs with --requirepass %q, want the same password as the others: %q", name, pass, redis.Command)
+		}
+		password = pass
+		for _, off := range []string{"--save ", "--appendonly no"} {
+			if !strings.Contains(strings.Join(redis.Command, " ")+" ", off) {
+				t.Errorf("%s: %q lacks %s: no persistence", name, redis.Command, off)
+			}
+		}
+		if slices.Contains(redis.Command, "--replicaof") {
+			t.Errorf("%s is a replica: redlock needs independent masters", name)
+		}
 	}
 	for _, s := range shopServices(t, p) {
 		if env(s, "LOCKSTEP_REPLICA") != s.Name {
 			t.Errorf("%s: LOCKSTEP_REPLICA %q, want its service name", s.Name, env(s, "LOCKSTEP_REPLICA"))
 		}
-		if env(s, "LOCKSTEP_REDIS_ADDR") != "redis:6379" || env(s, "LOCKSTEP_REDIS_PASSWORD") != password {
-			t.Errorf("%s: Redis %q with password %q, want redis:6379 with redis's --requirepass", s.Name, env(s, "LOCKSTEP_REDIS_ADDR"), env(s, "LOCKSTEP_REDIS_PASSWORD"))
+		if want := "redis:6379,redis2:6379,redis3:6379"; env(s, "LOCKSTEP_REDIS_ADDR") != want || env(s, "LOCKSTEP_REDIS_PASSWORD") != password {
+			t.Errorf("%s: Redis %q with password %q, want %s (the stock first, redlock's three masters) with their --requirepass", s.Name, env(s, "LOCKSTEP_REDIS_ADDR"), env(s, "LOCKSTEP_REDIS_PASSWORD"), want)
 		}
 		if env(s, "LOCKSTEP_ADMIN_TOKEN") == "" {
 			t.Errorf("%s: no admin token: admin routes would only accept loopback clients, which nothing in compose is", s.Name)
