@@ -7,9 +7,12 @@ ARTIFACTS ?= $(CURDIR)/out/test-artifacts
 # The test command: installs what the suite needs, then runs every test with
 # the race detector. Test artifacts (the workshop report, its screenshot)
 # land in $(ARTIFACTS). The peer-lock comparison is a module of its own.
+# deploy's engine test (docker compose on a Docker engine) builds its
+# stand-in images the first time, several minutes; /var/cache/lockstep
+# keeps them, and is what a CI cache should keep.
 test: deps vet
 	@mkdir -p $(ARTIFACTS)
-	$(GO) test -race -count=1 -timeout 12m -artifacts -outputdir $(ARTIFACTS) ./...
+	$(GO) test -race -count=1 -timeout 30m -artifacts -outputdir $(ARTIFACTS) ./...
 	cd bench/peers && $(GO) test -race -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz-short
 

@@ -111,7 +111,7 @@ body{margin:0;background:#111217;color:#ccccdc;font:12px "DejaVu Sans",sans-seri
 		fmt.Fprintf(&b, `<div class="p" style="left:%.0fpx;top:%.0fpx;width:%.0fpx;height:%.0fpx"><div class="t">%s</div>`, left, top, w, h, html.EscapeString(p.Title))
 		var series []namedSeries
 		for _, q := range p.Targets {
-			for _, rs := range s.queryRange(t, grafanaExpr(q.Expr, ".*"), start, end) {
+			for _, rs := range s.queryRange(t, s.grafanaExpr(q.Expr, ".*"), start, end) {
 				series = append(series, namedSeries{legend(q.LegendFormat, rs.Metric), points(rs)})
 			}
 		}
@@ -213,7 +213,7 @@ type stageRegion struct {
 
 func stageRegions(t *testing.T, s *stack, expr string, start, end time.Time) []stageRegion {
 	var out []stageRegion
-	for _, rs := range s.queryRange(t, grafanaExpr(expr, ".*"), start, end) {
+	for _, rs := range s.queryRange(t, s.grafanaExpr(expr, ".*"), start, end) {
 		var r *stageRegion
 		for _, p := range points(rs) {
 			if r != nil && p.t.Sub(r.end) <= 2*scrapeInterval {

@@ -40,6 +40,8 @@ type stack struct {
 	statusURL     string // nginx's stub_status server (compose's conf.d)
 	exporters     map[string]string
 	promURL       string
+	scrape        time.Duration // Prometheus's scrape and evaluation interval
+	promClient    *http.Client  // how Prometheus is reached; nil: directly
 }
 
 type replica struct{ name, url string }
@@ -147,7 +149,8 @@ func startStack(t *testing.T, compose *types.Project) *stack {
 		"nginx-exp":    tool(t, "prometheus-nginx-exporter"),
 		"redis-exp":    tool(t, "prometheus-redis-exporter"),
 	}
-	s := &stack{dir: t.TempDir(), redisPassword: "deploy-test-password", adminToken: "deploy-test-token", exporters: map[string]string{}}
+	s := &stack{dir: t.TempDir(), redisPassword: "deploy-test-password", adminToken: "deploy-test-token",
+		exporters: map[string]string{}, scrape: scrapeInterval}
 
 	s.redisAddr = freeAddr(t)
 	redis := startProcess(t, s.dir, "redis", bins["redis-server"], []string{
@@ -336,29 +339,35 @@ func (s *stack) waitTargetsUp(t *testing.T, prom *process) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		var res struct {
-			ActiveTargets []struct {
-				ScrapeURL string `json:"scrapeUrl"`
-				Health    string `json:"health"`
-				LastError string `json:"lastError"`
-			} `json:"activeTargets"`
-		}
-		s.promAPI(t, "/api/v1/targets", nil, &res)
-		down := []string{}
-		for _, tg := range res.ActiveTargets {
-			if tg.Health != "up" {
-				down = append(down, tg.ScrapeURL+" "+tg.Health+" "+tg.LastError)
-			}
-		}
-		if len(res.ActiveTargets) == len(s.shops)+3 && len(down) == 0 {
+		active, down := s.targets(t)
+		if active == len(s.shops)+3 && len(down) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(prom.log)
-			t.Fatalf("Prometheus targets not all up: %d targets, down %v\n%s", len(res.ActiveTargets), down, log)
+			t.Fatalf("Prometheus targets not all up: %d targets, down %v\n%s", active, down, log)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// targets says how many targets Prometheus scrapes, and which are not up.
+func (s *stack) targets(t *testing.T) (active int, down []string) {
+	t.Helper()
+	var res struct {
+		ActiveTargets []struct {
+			ScrapeURL string `json:"scrapeUrl"`
+			Health    string `json:"health"`
+			LastError string `json:"lastError"`
+		} `json:"activeTargets"`
+	}
+	s.promAPI(t, "/api/v1/targets", nil, &res)
+	for _, tg := range res.ActiveTargets {
+		if tg.Health != "up" {
+			down = append(down, tg.ScrapeURL+" "+tg.Health+" "+tg.LastError)
+		}
+	}
+	return len(res.ActiveTargets), down
 }
 
 // promAPI calls Prometheus's HTTP API and decodes its data into v, failing
@@ -377,7 +386,11 @@ func (s *stack) promCall(path string, params url.Values, v any) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := s.promClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("prometheus %s: %w", path, err)
 	}

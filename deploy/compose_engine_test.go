@@ -1,0 +1,316 @@
+package deploy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/lockstep/lockstep/internal/loadgen"
+)
+
+// TestComposeOnEngine runs what a user runs, on a real Docker engine:
+// docker compose build and up -d --wait, the loadgen profile (every stage
+// of the default scenario, redlock included), the k6 profile, then, from
+// inside the compose network, Prometheus's targets, every query of the
+// dashboard and the alerts (LockstepOversold firing after naive), and
+// docker compose down leaving nothing behind. Images come from the engine
+// when it has them, else from stand-ins (standin_test.go); Grafana, which
+// has none, is left out.
+func TestComposeOnEngine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the compose stack on a Docker engine takes minutes")
+	}
+	cache := engineCache(t)
+	lockEngine(t, cache)
+	e := startEngine(t, cache)
+	if v, err := e.output("compose", "version", "--short"); err != nil {
+		skipOrFail(t, "the docker compose plugin: %v (scripts/install-compose.sh builds it)", err)
+	} else {
+		t.Logf("docker compose %s", strings.TrimSpace(v))
+	}
+
+	b := &standInBuilder{e: e, cacheDir: cache}
+	for _, image := range composeImages(t) {
+		if why, ok := unavailableImages[image]; ok {
+			t.Logf("%-40s none: %s", image, why)
+			continue
+		}
+		t.Logf("%-40s %s", image, b.ensure(t, image))
+	}
+	p := loadCompose(t)
+	var services []string
+	for _, name := range p.ServiceNames() {
+		s := p.Services[name]
+		if len(s.Profiles) > 0 {
+			continue
+		}
+		if why, ok := unavailableImages[s.Image]; ok {
+			t.Logf("left out: %s (%s): %s; this run does not prove its rendering of the dashboard", name, s.Image, why)
+			continue
+		}
+		services = append(services, name)
+	}
+
+	c := &composeProject{e: e, name: fmt.Sprintf("lockstep-test-%d", os.Getpid())}
+	c.network = c.name + "_default"
+	httpAddr := freeAddr(t)
+	c.env = []string{
+		"LOCKSTEP_HTTP_PORT=" + port(httpAddr), "LOCKSTEP_PROMETHEUS_PORT=" + port(freeAddr(t)),
+		"LOCKSTEP_GRAFANA_PORT=" + port(freeAddr(t)),
+		fmt.Sprintf("LOCKSTEP_UID=%d", os.Getuid()), fmt.Sprintf("LOCKSTEP_GID=%d", os.Getgid()),
+	}
+	downed := false
+	t.Cleanup(func() {
+		if !downed {
+			_ = c.command("down", "--volumes", "--remove-orphans").Run()
+		}
+	})
+
+	c.run(t, "build")
+	if _, err := c.runErr(t, append([]string{"up", "-d", "--wait"}, services...)...); err != nil {
+		logs, _ := c.command("logs", "--no-color", "--tail", "20").CombinedOutput()
+		t.Fatalf("%v\nthe services' last logs:\n%s", err, logs)
+	}
+	start := time.Now()
+
+	t.Run("nginx", func(t *testing.T) { checkComposeNginx(t, "http://"+httpAddr, shopServices(t, p)) })
+
+	if err := os.MkdirAll(repoPath("out", "compose"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := c.run(t, "--profile", "loadgen", "run", "--rm", "loadgen")
+	t.Logf("loadgen:\n%s", tail(out, 40))
+	checkLoadgenReport(t, repoPath("out", "compose", "report.json"), start)
+
+	// k6's spike on atomic, shorter and lower than its defaults, as in
+	// TestLiveStack: this machine is shared. It pushes every second, not
+	// every 5 s: the run is about as short.
+	out = c.run(t, "--profile", "k6", "run", "--rm", "-e", "START_RATE=50", "-e", "PEAK_RATE=400",
+		"-e", "RAMP=1s", "-e", "HOLD=3s", "-e", "STOCK=1000", "-e", "K6_PROMETHEUS_RW_PUSH_INTERVAL=1s", "k6")
+	t.Logf("k6:\n%s", tail(out, 45))
+
+	s := &stack{promURL: "http://prometheus:9090", promClient: c.networkClient(), scrape: prometheusScrapeInterval(t)}
+	for _, shop := range shopServices(t, p) {
+		s.shops = append(s.shops, replica{name: shop.Name})
+	}
+	waitComposeTargets(t, s)
+	waitK6Pushed(t, s)
+	waitAlertsSettled(t, s)
+	end := time.Now()
+	t.Run("dashboard queries", func(t *testing.T) { checkDashboardQueries(t, s, start, end, false) })
+	t.Run("alert rules", func(t *testing.T) { checkAlerts(t, s) })
+
+	volumes := projectVolumes(t, c)
+	c.run(t, "down")
+	downed = true
+	checkNothingLeft(t, c, volumes)
+}
+
+// checkComposeNginx: nginx, on its published port, spreads the shop API
+// over every replica and hides their /metrics and its stub_status.
+func checkComposeNginx(t *testing.T, nginxURL string, shops []types.ServiceConfig) {
+	replicas := map[string]bool{}
+	for range 3 * len(shops) {
+		code, header, body := httpDo(t, http.MethodPost, nginxURL+"/api/stages/atomic/deduct?sku=engine-check", nil)
+		if code != http.StatusOK {
+			t.Fatalf("deduct through nginx: %d %s", code, body)
+		}
+		replicas[header.Get("X-Replica")] = true
+	}
+	for _, s := range shops {
+		if !replicas[s.Name] {
+			t.Errorf("nginx sent nothing to %s (X-Replica seen: %v)", s.Name, replicas)
+		}
+	}
+	if code, _, _ := httpDo(t, http.MethodGet, nginxURL+"/metrics", nil); code != http.StatusNotFound {
+		t.Errorf("GET /metrics through nginx: %d, want 404", code)
+	}
+	if _, _, body := httpDo(t, http.MethodGet, nginxURL+"/stub_status", nil); strings.Contains(body, "Active connections") {
+		t.Errorf("stub_status served on the published port: %s", body)
+	}
+}
+
+// checkLoadgenReport: the loadgen service's report, written in out/compose
+// by this run, has every stage of the scenario run (redlock too: compose
+// has its three masters), none broken off, its expectations met.
+func checkLoadgenReport(t *testing.T, path string, since time.Time) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the loadgen service wrote no report: %v", err)
+	}
+	var rep loadgen.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.StartedAt.Before(since) {
+		t.Fatalf("%s is from %s, before this run", path, rep.StartedAt)
+	}
+	ran := map[string]bool{}
+	for _, st := range rep.Stages {
+		switch {
+		case st.Skipped != "":
+			t.Errorf("loadgen: %s skipped: %s", st.Stage, st.Skipped)
+		case st.Error != "":
+			t.Errorf("loadgen: %s broke off: %s", st.Stage, st.Error)
+		default:
+			ran[st.Stage] = true
+		}
+		for _, c := range st.Checks {
+			if !c.Passed {
+				t.Errorf("loadgen: %s: %s failed: %s", st.Stage, c.Check, c.Detail)
+			}
+		}
+	}
+	for _, stage := range append(slices.Clone(stagesRun), "redlock") {
+		if !ran[stage] {
+			t.Errorf("loadgen: %s did not run (ran: %v)", stage, ran)
+		}
+	}
+}
+
+// prometheusScrapeInterval is prometheus/prometheus.yml's.
+func prometheusScrapeInterval(t *testing.T) time.Duration {
+	t.Helper()
+	data, err := os.ReadFile(repoPath("prometheus", "prometheus.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Global struct {
+			ScrapeInterval string `yaml:"scrape_interval"`
+		} `yaml:"global"`
+	}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	d, err := time.ParseDuration(cfg.Global.ScrapeInterval)
+	if err != nil {
+		t.Fatalf("prometheus.yml scrape_interval: %v", err)
+	}
+	return d
+}
+
+// waitComposeTargets waits until Prometheus has scraped every target of
+// prometheus.yml successfully.
+func waitComposeTargets(t *testing.T, s *stack) {
+	t.Helper()
+	want := 0
+	for _, job := range readPrometheusConfig(t).ScrapeConfigs {
+		for _, sc := range job.StaticConfigs {
+			want += len(sc.Targets)
+		}
+	}
+	for deadline := time.Now().Add(6 * s.scrape); ; {
+		active, down := s.targets(t)
+		if active == want && len(down) == 0 {
+			t.Logf("Prometheus: all %d targets up", want)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus: %d targets of %d, down: %v", active, want, down)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// waitK6Pushed waits until k6's remote write has reached Prometheus.
+func waitK6Pushed(t *testing.T, s *stack) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var res []struct{}
+		s.promAPI(t, "/api/v1/query", url.Values{"query": {`k6_http_reqs_total{name="deduct"}`}}, &struct {
+			Result *[]struct{} `json:"result"`
+		}{&res})
+		if len(res) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("k6's results did not reach Prometheus by remote write in 30s")
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// waitAlertsSettled waits until LockstepOversold fires for naive and the
+// replicas the loadgen's crash steps killed are no longer pending as down,
+// so checkAlerts sees the state after the run.
+func waitAlertsSettled(t *testing.T, s *stack) {
+	t.Helper()
+	var last map[string][]string
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		var alerts struct {
+			Alerts []struct {
+				Labels map[string]string `json:"labels"`
+				State  string            `json:"state"`
+			} `json:"alerts"`
+		}
+		s.promAPI(t, "/api/v1/alerts", nil, &alerts)
+		last = map[string][]string{}
+		for _, a := range alerts.Alerts {
+			last[a.Labels["alertname"]] = append(last[a.Labels["alertname"]], a.Labels["stage"]+a.Labels["instance"]+":"+a.State)
+		}
+		down := len(last["LockstepReplicaDown"]) + len(last["LockstepRedisDown"]) + len(last["LockstepNginxDown"])
+		if slices.Contains(last["LockstepOversold"], "naive:firing") && down == 0 {
+			t.Logf("alerts: %v", last)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Logf("alerts after 90s: %v", last)
+			return // checkAlerts says what is wrong
+		}
+		time.Sleep(s.scrape)
+	}
+}
+
+// projectVolumes lists the volumes mounted in the project's containers
+// (the images' VOLUMEs included), which down must not leave behind.
+func projectVolumes(t *testing.T, c *composeProject) []string {
+	t.Helper()
+	ids, err := c.e.output("ps", "-aq", "--filter", "label=com.docker.compose.project="+c.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(strings.Fields(ids)) == 0 {
+		t.Fatal("no containers in the project")
+	}
+	out, err := c.e.output(append([]string{"inspect", "--format", `{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}`}, strings.Fields(ids)...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(out)
+}
+
+// checkNothingLeft: after docker compose down, no container, network or
+// volume of the project remains.
+func checkNothingLeft(t *testing.T, c *composeProject, volumes []string) {
+	t.Helper()
+	label := "label=com.docker.compose.project=" + c.name
+	for _, list := range [][]string{
+		{"ps", "-aq", "--filter", label},
+		{"network", "ls", "-q", "--filter", label},
+		{"volume", "ls", "-q", "--filter", label},
+	} {
+		out, err := c.e.output(list...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left := strings.Fields(out); len(left) > 0 {
+			t.Errorf("after docker compose down, docker %s: %v", strings.Join(list[:2], " "), left)
+		}
+	}
+	for _, v := range volumes {
+		if _, err := c.e.output("volume", "inspect", v); err == nil {
+			t.Errorf("after docker compose down, volume %s (an image's VOLUME) is left behind", v)
+		}
+	}
+}

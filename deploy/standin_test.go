@@ -1,0 +1,362 @@
+package deploy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Stand-in images for the engine test: no registry is reachable where this
+// project is built, so every image docker-compose.yml and the Dockerfile
+// name is made here from Debian's package of the same version, on a
+// minbase bookworm root with busybox (the Alpine userland the images'
+// commands and healthchecks use: wget, adduser, nc), imported with docker
+// import and tagged with the official name. They exist for the test only:
+// the compose file keeps naming the official images users pull.
+
+// standIn is the recipe of one stand-in image.
+type standIn struct {
+	image    string   // the official image's name, which the stand-in takes
+	packages []string // Debian packages installed in the root
+	// hostFiles are copied from this machine into the root, path in the
+	// root → path here: programs Debian does not package at the image's
+	// version (the Go toolchain, k6 as scripts/install-deps.sh builds it).
+	hostFiles func(t *testing.T) map[string]string
+	setup     string // shell run in the root after the packages and files
+	// version prints, run in the root, the version the image's tag names
+	// (a package's, a program's); empty for alpine, whose tag names no
+	// program.
+	version string
+	changes []string // docker import --change: what the official image's Dockerfile sets
+}
+
+// standIns: one entry per image. Grafana has none: Debian does not package
+// it, and a fake Grafana would prove nothing.
+var standIns = []standIn{
+	{
+		image:    "redis:7.0.15-alpine",
+		packages: []string{"redis-server", "redis-tools"},
+		setup:    "mkdir -p /data",
+		version:  "dpkg-query -W -f '${Version}' redis-server",
+		changes:  []string{"WORKDIR /data", "VOLUME /data", `CMD ["redis-server"]`},
+	},
+	{
+		image:    "nginx:1.22.1-alpine",
+		packages: []string{"nginx"},
+		version:  "dpkg-query -W -f '${Version}' nginx",
+		changes:  []string{"EXPOSE 80", `CMD ["nginx", "-g", "daemon off;"]`},
+	},
+	{
+		image:    "nginx/nginx-prometheus-exporter:0.11.0",
+		packages: []string{"prometheus-nginx-exporter"},
+		version:  "dpkg-query -W -f '${Version}' prometheus-nginx-exporter",
+		changes:  []string{"USER nobody", `ENTRYPOINT ["/usr/bin/prometheus-nginx-exporter"]`},
+	},
+	{
+		image:    "oliver006/redis_exporter:v1.45.0",
+		packages: []string{"prometheus-redis-exporter"},
+		version:  "dpkg-query -W -f '${Version}' prometheus-redis-exporter",
+		changes:  []string{"USER nobody", `ENTRYPOINT ["/usr/bin/prometheus-redis-exporter"]`},
+	},
+	{
+		image:    "prom/prometheus:v2.42.0",
+		packages: []string{"prometheus"},
+		setup:    "mkdir -p /prometheus && chown nobody:nogroup /prometheus",
+		version:  "dpkg-query -W -f '${Version}' prometheus",
+		changes: []string{"USER nobody", "WORKDIR /prometheus", "VOLUME /prometheus", "EXPOSE 9090",
+			`ENTRYPOINT ["/usr/bin/prometheus"]`, `CMD ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus"]`},
+	},
+	{
+		image: "grafana/k6:1.8.1",
+		hostFiles: func(t *testing.T) map[string]string {
+			return map[string]string{"/usr/bin/k6": tool(t, "k6", goBin())}
+		},
+		setup:   "useradd -u 12345 -m -d /home/k6 k6",
+		version: "k6 version",
+		changes: []string{"USER k6", "WORKDIR /home/k6", `ENTRYPOINT ["k6"]`},
+	},
+	{
+		image: "golang:1.26-alpine",
+		// The build stage downloads modules over HTTPS, trusting what this
+		// machine trusts (its egress may re-sign TLS).
+		hostFiles: func(t *testing.T) map[string]string {
+			return map[string]string{"/usr/local/go": goRoot(t), "/etc/ssl/certs/ca-certificates.crt": "/etc/ssl/certs/ca-certificates.crt"}
+		},
+		setup:   "mkdir -p /go/bin /go/src",
+		version: "GOROOT=/usr/local/go GOTELEMETRY=off /usr/local/go/bin/go version",
+		changes: []string{"ENV GOPATH=/go", "ENV GOTOOLCHAIN=local",
+			"ENV PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "WORKDIR /go"},
+	},
+	{
+		image:   "alpine:3.22",
+		changes: []string{`CMD ["/bin/sh"]`},
+	},
+}
+
+// unavailableImages are images of docker-compose.yml without a stand-in:
+// the engine test leaves their services out, and says so.
+var unavailableImages = map[string]string{
+	"grafana/grafana:11.6.0": "Grafana is not packaged for Debian",
+}
+
+// baseRecipe names the root every stand-in starts from; changing it
+// rebuilds the cached root and every stand-in.
+const baseRecipe = "debootstrap --variant=minbase --include=busybox bookworm"
+
+// alpineUserland puts busybox first on every stand-in's PATH, as on
+// Alpine: the images' commands and healthchecks call its wget and sh.
+// Debian's busybox has no adduser: Alpine's adduser -D [-u UID] [-h HOME]
+// [-s SHELL] NAME is done by useradd.
+const alpineUserland = `for a in $(busybox --list); do ln -sf /bin/busybox "/usr/local/bin/$a"; done
+cat > /usr/local/bin/adduser <<'ADDUSER'
+#!/bin/sh
+set -e
+args=-m
+while getopts Du:h:s: opt; do
+	case $opt in
+	D) ;;
+	u) args="$args -u $OPTARG" ;;
+	h) args="$args -d $OPTARG" ;;
+	s) args="$args -s $OPTARG" ;;
+	*) echo "stand-in adduser: only -D, -u, -h, -s" >&2; exit 1 ;;
+	esac
+done
+shift $((OPTIND - 1))
+exec useradd $args -U "$1"
+ADDUSER
+chmod 755 /usr/local/bin/adduser`
+
+// standInMark starts the comment (docker import --message) of every
+// stand-in, followed by the hash of its recipe.
+const standInMark = "lockstep stand-in "
+
+func goRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func findStandIn(image string) (standIn, bool) {
+	for _, s := range standIns {
+		if s.image == image {
+			return s, true
+		}
+	}
+	return standIn{}, false
+}
+
+// recipeHash identifies what a stand-in is made of, the host files by
+// path, size and modification time.
+func (s standIn) recipeHash(t *testing.T) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n%s\n%q\n%s\n%s\n%q\n", baseRecipe, alpineUserland, s.image, s.packages, s.setup, s.version, s.changes)
+	if s.hostFiles != nil {
+		for dst, src := range s.hostFiles(t) {
+			st, err := os.Stat(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(h, "%s %s %d %d\n", dst, src, st.Size(), st.ModTime().UnixNano())
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// standInBuilder makes stand-ins in the engine's store, from a root kept
+// in cacheDir.
+type standInBuilder struct {
+	e        *engine
+	cacheDir string
+}
+
+// ensure makes sure image is there: the official image if the engine has
+// it (a machine with a registry), else a current stand-in, built when
+// missing or stale. It reports what it used.
+func (b *standInBuilder) ensure(t *testing.T, image string) string {
+	t.Helper()
+	s, ok := findStandIn(image)
+	if !ok {
+		t.Fatalf("no stand-in for %s: add an entry to standIns (deploy/standin_test.go)", image)
+	}
+	want := standInMark + s.recipeHash(t)
+	comment, err := b.e.output("image", "inspect", "--format", "{{.Comment}}", image)
+	switch {
+	case err == nil && strings.TrimSpace(comment) == want:
+		return "stand-in (cached)"
+	case err == nil && !strings.HasPrefix(comment, standInMark):
+		return "the engine's own image"
+	}
+	start := time.Now()
+	b.build(t, s, want)
+	return fmt.Sprintf("stand-in (built in %s)", time.Since(start).Round(time.Second))
+}
+
+func (b *standInBuilder) build(t *testing.T, s standIn, comment string) {
+	t.Helper()
+	base := b.baseRoot(t)
+	root, err := os.MkdirTemp(b.cacheDir, "standin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	run(t, "tar", "-x", "-p", "-f", base, "-C", root)
+
+	inRoot := func(script string) string {
+		t.Helper()
+		out, err := exec.Command("chroot", root, "sh", "-ec", script).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: in its root: %s: %v\n%s", s.image, script, err, out)
+		}
+		return string(out)
+	}
+	if len(s.packages) > 0 {
+		// Name resolution for apt, and no service started by a package's
+		// scripts; both gone before the import.
+		run(t, "cp", "/etc/resolv.conf", filepath.Join(root, "etc", "resolv.conf"))
+		writeFile(t, filepath.Join(root, "usr", "sbin", "policy-rc.d"), []byte("#!/bin/sh\nexit 101\n"))
+		if err := os.Chmod(filepath.Join(root, "usr", "sbin", "policy-rc.d"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		inRoot("export DEBIAN_FRONTEND=noninteractive; apt-get update -qq; apt-get install -y -qq --no-install-recommends " +
+			strings.Join(s.packages, " ") + " >/dev/null; apt-get clean; rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d; : > /etc/resolv.conf")
+	}
+	if s.hostFiles != nil {
+		for dst, src := range s.hostFiles(t) {
+			target := filepath.Join(root, dst)
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			run(t, "cp", "-a", src, target)
+		}
+	}
+	if s.setup != "" {
+		inRoot(s.setup)
+	}
+	inRoot(alpineUserland)
+	if s.version != "" {
+		got := inRoot(s.version)
+		if !sameVersion(imageVersion(s.image), got) {
+			t.Fatalf("%s: stand-in has version %q (%s): not the tag's; change the image in docker-compose.yml and the README, or the stand-in", s.image, strings.TrimSpace(got), s.version)
+		}
+	}
+
+	args := []string{"import", "--message", comment}
+	for _, c := range s.changes {
+		args = append(args, "--change", c)
+	}
+	args = append(args, "-", s.image)
+	tarCmd := exec.Command("tar", "-c", "--numeric-owner", "--exclude=./dev/*", "--exclude=./proc/*", "--exclude=./sys/*", "-C", root, ".")
+	importCmd := b.e.command(args...)
+	pipe, err := tarCmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	importCmd.Stdin = pipe
+	if err := tarCmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out, importErr := importCmd.CombinedOutput()
+	if err := tarCmd.Wait(); err != nil || importErr != nil {
+		t.Fatalf("docker import %s: %v %v\n%s", s.image, err, importErr, out)
+	}
+}
+
+// baseRoot returns the cached tar of the root every stand-in starts from,
+// making it with debootstrap when missing (about a minute).
+func (b *standInBuilder) baseRoot(t *testing.T) string {
+	t.Helper()
+	sum := sha256.Sum256([]byte(baseRecipe))
+	path := filepath.Join(b.cacheDir, "rootfs-"+hex.EncodeToString(sum[:8])+".tar")
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	debootstrap := tool(t, "debootstrap", "/usr/sbin")
+	dir, err := os.MkdirTemp(b.cacheDir, "debootstrap-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	start := time.Now()
+	fields := strings.Fields(baseRecipe)
+	run(t, debootstrap, append(fields[1:], filepath.Join(dir, "root"))...)
+	run(t, "tar", "-c", "--numeric-owner", "-f", path+".tmp", "-C", filepath.Join(dir, "root"), ".")
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stand-ins' root: %s in %s", baseRecipe, time.Since(start).Round(time.Second))
+	return path
+}
+
+var versionPattern = regexp.MustCompile(`\d+\.\d+(\.\d+)*`)
+
+// imageVersion is the version an image's tag names: 7.0.15 of
+// redis:7.0.15-alpine, 2.42.0 of prom/prometheus:v2.42.0.
+func imageVersion(image string) string {
+	return versionPattern.FindString(image[strings.LastIndex(image, ":")+1:])
+}
+
+// sameVersion tells whether a program's version output (a Debian
+// version, 5:7.0.15-1~deb12u7; go1.26.8; k6 v1.8.1 (...)) is the tag's
+// version, or one of its patch releases when the tag names a minor one.
+func sameVersion(tag, output string) bool {
+	got := versionPattern.FindString(output)
+	return tag != "" && (got == tag || strings.HasPrefix(got, tag+"."))
+}
+
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// TestStandInsCoverCompose: every image docker-compose.yml and the
+// Dockerfile name has a stand-in, or a reason why not, and every stand-in
+// stands in for one of them; so adding an image to the compose file fails
+// here, without an engine, until its stand-in is one more entry.
+func TestStandInsCoverCompose(t *testing.T) {
+	named := map[string]bool{}
+	for _, image := range composeImages(t) {
+		named[image] = true
+		_, ok := findStandIn(image)
+		if _, unavailable := unavailableImages[image]; ok == unavailable {
+			t.Errorf("%s: want either a stand-in in standIns or a reason in unavailableImages", image)
+		}
+	}
+	for _, s := range standIns {
+		if !named[s.image] {
+			t.Errorf("stand-in for %s, which neither docker-compose.yml nor the Dockerfile names", s.image)
+		}
+	}
+}
+
+func TestSameVersion(t *testing.T) {
+	for _, c := range []struct {
+		image, output string
+		want          bool
+	}{
+		{"redis:7.0.15-alpine", "5:7.0.15-1~deb12u7", true},
+		{"prom/prometheus:v2.42.0", "2.42.0+ds-5+b6", true},
+		{"oliver006/redis_exporter:v1.45.0", "1.45.0-2+b4", true},
+		{"golang:1.26-alpine", "go version go1.26.8 linux/amd64", true},
+		{"grafana/k6:1.8.1", "k6 v1.8.1 (commit/devel, go1.26.8, linux/amd64)", true},
+		{"redis:7.0.15-alpine", "5:7.0.16-1", false},
+		{"golang:1.26-alpine", "go version go1.261.0 linux/amd64", false},
+		{"nginx:1.22.1-alpine", "1.22.10-1", false},
+		{"alpine:latest", "3.22.0", false},
+	} {
+		if got := sameVersion(imageVersion(c.image), c.output); got != c.want {
+			t.Errorf("%s, version %q: same %v, want %v", c.image, c.output, got, c.want)
+		}
+	}
+}
