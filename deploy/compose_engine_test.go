@@ -97,6 +97,7 @@ func TestComposeOnEngine(t *testing.T) {
 	out = c.run(t, "--profile", "k6", "run", "--rm", "-e", "START_RATE=50", "-e", "PEAK_RATE=400",
 		"-e", "RAMP=1s", "-e", "HOLD=3s", "-e", "STOCK=1000", "-e", "K6_PROMETHEUS_RW_PUSH_INTERVAL=1s", "k6")
 	t.Logf("k6:\n%s", tail(out, 45))
+	k6Done := time.Now()
 
 	s := &stack{promURL: "http://prometheus:9090", promClient: c.networkClient(), scrape: prometheusScrapeInterval(t)}
 	for _, shop := range shopServices(t, p) {
@@ -105,10 +106,15 @@ func TestComposeOnEngine(t *testing.T) {
 	waitComposeTargets(t, s)
 	waitK6Pushed(t, s)
 	waitAlertsSettled(t, s)
+	// A rate over k6's few seconds needs a step of the range queries after
+	// them: the steps are a scrape interval apart.
+	time.Sleep(time.Until(k6Done.Add(2 * s.scrape)))
 	end := time.Now()
 	t.Run("dashboard queries", func(t *testing.T) { checkDashboardQueries(t, s, start, end, false) })
 	t.Run("alert rules", func(t *testing.T) { checkAlerts(t, s) })
 
+	// The nc containers leave the network before down removes it.
+	s.promClient.CloseIdleConnections()
 	volumes := projectVolumes(t, c)
 	c.run(t, "down")
 	downed = true

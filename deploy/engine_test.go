@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -143,12 +144,9 @@ func composeImages(t *testing.T) []string {
 	p := loadCompose(t)
 	var images []string
 	add := func(image string) {
-		for _, i := range images {
-			if i == image {
-				return
-			}
+		if !slices.Contains(images, image) {
+			images = append(images, image)
 		}
-		images = append(images, image)
 	}
 	built := false
 	for _, name := range p.ServiceNames() {
@@ -252,10 +250,23 @@ func startPipeConn(cmd *exec.Cmd) (*pipeConn, error) {
 
 func (p *pipeConn) Read(b []byte) (int, error)  { return p.out.Read(b) }
 func (p *pipeConn) Write(b []byte) (int, error) { return p.in.Write(b) }
+
+// Close ends the input: nc shuts its side of the connection, the server
+// closes, and nc and its container end. Killing the docker CLI instead
+// would leave the container on the network.
 func (p *pipeConn) Close() error {
 	p.in.Close()
-	_ = p.cmd.Process.Kill()
-	_ = p.cmd.Wait()
+	done := make(chan struct{})
+	go func() {
+		_ = p.cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
 	return nil
 }
 func (p *pipeConn) LocalAddr() net.Addr              { return pipeAddr{} }
