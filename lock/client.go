@@ -338,3 +338,27 @@ func (c *Client) ttlArg(d time.Duration) any {
 	}
 	return ms(d)
 }
+
+// cleanupContext bounds what must still be sent to Redis after ctx ended —
+// a release that undoes an acquisition its caller will not use — by the
+// watchdog timeout, after which such a lock has expired anyway.
+func (c *Client) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), c.opts.watchdogTimeout)
+}
+
+// replyLost reports whether err leaves it unknown whether a command ran: it
+// is neither Redis's reply nor a refusal before anything was sent.
+func replyLost(err error) bool {
+	var replied redis.Error
+	return err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &replied) &&
+		!errors.Is(err, ErrNotReplicated) && !errors.Is(err, ErrClosed)
+}
+
+// expiredOnArrival is the error of an acquisition whose reply came after
+// the lease it was sent with ran out: Redis may already have let it go.
+func expiredOnArrival(key string, sent time.Time, ttl time.Duration) error {
+	if time.Since(sent) < ttl {
+		return nil
+	}
+	return fmt.Errorf("lock %s: %w: its lease ran out before the reply came", key, ErrLockLost)
+}

@@ -101,6 +101,8 @@ func (co *cohort) acquire(ctx context.Context, m *Mutex, wait, lease time.Durati
 		return false, co.abandon(w, nil)
 	case <-ctx.Done():
 		return false, co.abandon(w, ctx.Err())
+	case <-co.c.life.Done():
+		return false, co.abandon(w, context.Cause(co.c.life))
 	}
 }
 
@@ -119,7 +121,7 @@ func (co *cohort) abandon(w *waiter, err error) error {
 	if g := <-w.grant; g.lead {
 		co.abdicate()
 	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), co.c.opts.watchdogTimeout)
+		ctx, cancel := co.c.cleanupContext(context.Background())
 		defer cancel()
 		_ = co.release(ctx, w.m)
 	}
@@ -149,6 +151,9 @@ func (co *cohort) promoteLocked() {
 // lead acquires the Redis lock for m as the cohort's leader.
 func (co *cohort) lead(ctx context.Context, m *Mutex, start time.Time, wait, lease time.Duration) (bool, error) {
 	h, err := co.acquireRedis(ctx, start, wait, lease)
+	if h != nil && !h.alive() { // its Client closed meanwhile
+		h, err = nil, h.endCause()
+	}
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	co.leading = false
@@ -173,32 +178,40 @@ func (co *cohort) evict(h *hold) {
 		co.mu.Unlock()
 		return
 	}
+	levels := m.depth
 	m.depth = 0
 	m.endHeld(ErrLockLost)
 	m.lost.Store(true)
 	co.holder, co.hold = nil, nil
 	co.promoteLocked()
 	co.mu.Unlock()
-	co.c.unpin(co)
+	for range levels { // each level pinned the cohort, and no Unlock will unpin it
+		co.c.unpin(co)
+	}
 }
 
 // acquireRedis acquires the Redis lock for the cohort, waiting as waitFor
 // does. A waiting attempt takes the Client's place in the lock's queue, and
 // the holder's release hands the lock to the queue's head; a leader that
-// gives up leaves the queue, handing on a grant that came meanwhile.
+// gives up leaves the queue, handing on a grant that came meanwhile. So does
+// one whose attempt's reply was lost: the attempt may have taken the lock,
+// and nobody else would release it before its lease ran out.
 func (co *cohort) acquireRedis(ctx context.Context, start time.Time, wait, lease time.Duration) (*hold, error) {
 	var h *hold
-	queued := false
+	queued, lost := false, false
 	_, err := co.c.waitFor(ctx, co.waker, co.channel, start, wait, forever,
 		func(ctx context.Context, waiting bool) (bool, time.Duration, error) {
 			var ttl time.Duration
 			var err error
 			h, ttl, err = co.attempt(ctx, lease, waiting)
 			queued = queued || waiting
+			lost = lost || (h == nil && replyLost(err))
 			return h != nil, ttl, err
 		})
-	if h == nil && queued {
-		leaveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), co.c.opts.watchdogTimeout)
+	// The cohort holds nothing in Redis while it leads: a field of its
+	// Client there is a grant or the lost attempt's.
+	if h == nil && (queued || lost) {
+		leaveCtx, cancel := co.c.cleanupContext(ctx)
 		defer cancel()
 		if leaveErr := co.runRelease(leaveCtx, releaseLeave).Err(); leaveErr != nil && !errors.Is(leaveErr, redis.Nil) {
 			// The place lapses with the queue's TTL, a grant with its lease.
@@ -235,8 +248,13 @@ func (co *cohort) attempt(ctx context.Context, lease time.Duration, waiting bool
 	if !acquired {
 		return nil, pttl, err
 	}
-	if err != nil { // acquired but not replicated: give it back
-		_, _ = unlockScript.Run(context.WithoutCancel(ctx), co.c.rdb, co.keys, co.c.ttlArg(ttl), co.c.idArg).Result()
+	if err == nil {
+		err = expiredOnArrival(co.key, sent, ttl)
+	}
+	if err != nil { // not replicated, or expired before we knew: give it back
+		cleanupCtx, cancel := co.c.cleanupContext(ctx)
+		defer cancel()
+		_ = co.runRelease(cleanupCtx, releaseGive).Err()
 		return nil, 0, err
 	}
 	return co.c.newHold(co.key, sent, lease, co), 0, nil
@@ -259,19 +277,29 @@ func (co *cohort) reenter(ctx context.Context, m *Mutex, lease time.Duration) (b
 	if ttl <= 0 {
 		ttl = h.lease
 	}
+	sent := time.Now()
 	acquired, _, err := co.c.attempt(ctx, lockScript, co.keys, co.c.ttlArg(ttl), co.c.idArg)
 	switch {
-	case err != nil && !acquired:
+	case acquired && err != nil: // the level is not replicated: give it back
+		cleanupCtx, cancel := co.c.cleanupContext(ctx)
+		defer cancel()
+		return false, errors.Join(err, co.releaseLevel(cleanupCtx, h))
+	case err != nil:
+		// A lost reply may have added a level in Redis: harmless, since the
+		// last level's release deletes the Client's field whatever it counts.
 		return false, err
 	case !acquired:
 		h.end(ErrLockLost)
 		co.evict(h)
 		return false, fmt.Errorf("lock %s: reentrant acquisition: %w", co.key, ErrLockLost)
+	case !h.extend(sent, ttl):
+		// The hold expired as the level was added; its eviction is under way.
+		return false, fmt.Errorf("lock %s: reentrant acquisition: %w", co.key, ErrLockLost)
 	}
 	co.mu.Lock()
 	m.depth++
 	co.mu.Unlock()
-	return true, err
+	return true, nil
 }
 
 // release gives up one level of m's hold. The last level passes the lock to

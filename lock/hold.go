@@ -26,7 +26,10 @@ type hold struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	expiry *time.Timer // a lease hold's: ends it when the lease runs out
+	// A lease hold's: ends it when the lease runs out, at deadline (guarded
+	// by mu), which a reentrant level with a longer lease moves on.
+	expiry   *time.Timer
+	deadline time.Time
 
 	// A watchdog hold's. expires is its renewals' (one at a time); the
 	// rest is guarded by the Client's renewalQueue.
@@ -58,7 +61,8 @@ type holdOwner interface {
 func (c *Client) newHold(name string, sent time.Time, lease time.Duration, owner holdOwner) *hold {
 	h := &hold{c: c, name: name, owner: owner, lease: lease}
 	if lease > 0 {
-		h.expiry = time.AfterFunc(time.Until(sent.Add(lease)), h.expire)
+		h.deadline = sent.Add(lease)
+		h.expiry = time.AfterFunc(time.Until(h.deadline), h.expire)
 		return h
 	}
 	h.lease, h.watchdog = c.opts.watchdogTimeout, true
@@ -106,6 +110,27 @@ func (h *hold) context() context.Context {
 		}
 	}
 	return h.ctx
+}
+
+// extend follows a reentrant level sent at sent with lease ttl: the
+// acquisition scripts never shorten a lock, so a lease hold now lasts until
+// sent+ttl if that is later; a watchdog hold keeps its renewals. It reports
+// false when the hold has ended or is ending.
+func (h *hold) extend(sent time.Time, ttl time.Duration) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cause != nil || h.c.life.Err() != nil {
+		return false
+	}
+	if h.watchdog || !sent.Add(ttl).After(h.deadline) {
+		return true
+	}
+	if !h.expiry.Stop() {
+		return false // expiring: the timer's callback waits for mu
+	}
+	h.deadline = sent.Add(ttl)
+	h.expiry.Reset(time.Until(h.deadline))
+	return true
 }
 
 // end ends the hold with cause and stops what would renew or expire it.

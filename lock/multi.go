@@ -32,10 +32,30 @@ type multiLock struct {
 	lockWait func(remaining time.Duration) time.Duration
 
 	mu sync.Mutex
-	// held lists, newest last, which locks each acquisition not yet
-	// unlocked took, so a reentrant acquisition unlocks only its own.
-	held [][]bool
+	// held lists, newest last, what each acquisition not yet unlocked got
+	// of each lock, so a reentrant acquisition unlocks only its own.
+	held [][]outcome
 }
+
+// outcome is what one acquisition pass got of one lock.
+type outcome uint8
+
+const (
+	untried outcome = iota
+	taken
+	refused // the lock said it was not taken
+	failed  // the lock returned an error: its reply may have been lost
+)
+
+// selfCleaning is implemented by this package's locks, which release on
+// their own an acquisition whose reply was lost and never answer "not
+// taken" while they hold what they took: they owe no courtesy unlock, which
+// could only remove a level the caller held before.
+type selfCleaning interface{ cleansUpLostReplies() }
+
+func (*Mutex) cleansUpLostReplies()     {}
+func (*ownedLock) cleansUpLostReplies() {}
+func (*multiLock) cleansUpLostReplies() {}
 
 // NewMultiLock returns a lock that holds all of locks or none (Redisson's
 // RedissonMultiLock). It takes them in the given order; when one cannot be
@@ -83,13 +103,13 @@ func (m *multiLock) TryLock(ctx context.Context, wait, lease time.Duration) (boo
 func (m *multiLock) tryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
 	start := time.Now()
 	for {
-		taken, err := m.acquire(ctx, start, wait, lease)
+		outcomes, err := m.acquire(ctx, start, wait, lease)
 		if err != nil {
 			return false, err
 		}
-		if taken != nil {
+		if outcomes != nil {
 			m.mu.Lock()
-			m.held = append(m.held, taken)
+			m.held = append(m.held, outcomes)
 			m.mu.Unlock()
 			return true, nil
 		}
@@ -110,13 +130,13 @@ func (m *multiLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 	}
 }
 
-// acquire makes one pass and returns which locks it took, or nil when it
-// took too few or took longer than the lease; then it has released them,
+// acquire makes one pass and returns what it got of each lock, or nil when
+// it took too few or took longer than the lease; then it has released them,
 // even when ctx is done (a lock kept by its watchdog would otherwise stay
 // held). The error reports a taken lock it could not release.
-func (m *multiLock) acquire(ctx context.Context, budgetStart time.Time, wait, lease time.Duration) ([]bool, error) {
+func (m *multiLock) acquire(ctx context.Context, budgetStart time.Time, wait, lease time.Duration) ([]outcome, error) {
 	start := time.Now()
-	taken := make([]bool, len(m.locks))
+	outcomes := make([]outcome, len(m.locks))
 	tried, acquired := 0, 0
 	for i, l := range m.locks {
 		lockWait := time.Duration(0)
@@ -129,17 +149,24 @@ func (m *multiLock) acquire(ctx context.Context, budgetStart time.Time, wait, le
 		}
 		tried++
 		ok, err := l.TryLock(ctx, lockWait, lease)
-		if ok && err == nil {
-			taken[i] = true
+		switch {
+		case ok && err == nil:
+			outcomes[i] = taken
 			acquired++
-		} else if tried-acquired > len(m.locks)-m.quorum {
+			continue
+		case err != nil:
+			outcomes[i] = failed
+		default:
+			outcomes[i] = refused
+		}
+		if tried-acquired > len(m.locks)-m.quorum {
 			break // the quorum is out of reach
 		}
 	}
 	if acquired >= m.quorum && (lease <= 0 || time.Since(start) < lease) {
-		return taken, nil
+		return outcomes, nil
 	}
-	return nil, errors.Join(m.unlock(context.WithoutCancel(ctx), taken[:tried])...)
+	return nil, errors.Join(m.unlock(context.WithoutCancel(ctx), outcomes)...)
 }
 
 // Unlock releases the locks of the newest acquisition and returns the joined
@@ -150,29 +177,30 @@ func (m *multiLock) Unlock(ctx context.Context) error {
 		m.mu.Unlock()
 		return ErrNotHeld
 	}
-	taken := m.held[len(m.held)-1]
+	outcomes := m.held[len(m.held)-1]
 	m.held = m.held[:len(m.held)-1]
 	m.mu.Unlock()
-	return errors.Join(m.unlock(ctx, taken)...)
+	return errors.Join(m.unlock(ctx, outcomes)...)
 }
 
-// unlock unlocks the locks marked in taken and returns their errors. The
-// other locks among the first len(taken) get a courtesy unlock, as Redlock
-// asks, because a lost reply may have hidden a lock that was taken; their
-// errors are ignored, since we hold nothing there that we know of and such a
-// lock expires on its own. Locks an older acquisition holds are left alone.
-func (m *multiLock) unlock(ctx context.Context, taken []bool) []error {
+// unlock unlocks the locks that were taken and returns their errors. A lock
+// whose TryLock failed gets a courtesy unlock, as Redlock asks, because a
+// lost reply may have hidden that it was taken — unless it cleans up after
+// itself, or an older acquisition holds it. Courtesy errors are ignored:
+// we hold nothing there that we know of, and such a lock expires anyway.
+func (m *multiLock) unlock(ctx context.Context, outcomes []outcome) []error {
 	m.mu.Lock()
 	heldElsewhere := m.heldCounts()
 	m.mu.Unlock()
 	var errs []error
-	for i, took := range taken {
+	for i, got := range outcomes {
+		_, cleans := m.locks[i].(selfCleaning)
 		switch {
-		case took:
+		case got == taken:
 			if err := m.locks[i].Unlock(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("lock: unlock lock %d: %w", i, err))
 			}
-		case heldElsewhere[i] == 0:
+		case got == failed && !cleans && heldElsewhere[i] == 0:
 			_ = m.locks[i].Unlock(ctx)
 		}
 	}
@@ -182,9 +210,9 @@ func (m *multiLock) unlock(ctx context.Context, taken []bool) []error {
 // heldCounts returns per lock how many acquisitions hold it. m.mu must be held.
 func (m *multiLock) heldCounts() []int {
 	counts := make([]int, len(m.locks))
-	for _, taken := range m.held {
-		for i, took := range taken {
-			if took {
+	for _, outcomes := range m.held {
+		for i, got := range outcomes {
+			if got == taken {
 				counts[i]++
 			}
 		}

@@ -100,18 +100,33 @@ func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 		return o.reenter(ctx, h, ttl)
 	}
 	var sent time.Time
+	lost := false
 	ok, err := o.c.waitFor(ctx, o.waker, o.channel, time.Now(), wait, o.maxSleep,
 		func(ctx context.Context, waiting bool) (bool, time.Duration, error) {
 			sent = time.Now()
-			return o.ops.acquire(ctx, ttl, waiting)
+			ok, ttl, err := o.ops.acquire(ctx, ttl, waiting)
+			lost = lost || (!ok && replyLost(err))
+			return ok, ttl, err
 		})
 	o.c.subs.unsubscribe(o.channel, o.waker.listener)
-	if ok && err != nil { // acquired, but WithWaitReplicas was not confirmed: give it back
-		releaseErr := o.ops.release(context.WithoutCancel(ctx), ttl)
-		return false, errors.Join(err, releaseErr)
+	if ok && err == nil {
+		err = expiredOnArrival(o.name, sent, ttl)
+	}
+	cleanupCtx, cancel := o.c.cleanupContext(ctx)
+	defer cancel()
+	if ok && err != nil { // not replicated, or expired before we knew: give it back
+		if releaseErr := o.ops.release(cleanupCtx, ttl); !errors.Is(releaseErr, ErrNotHeld) {
+			err = errors.Join(err, releaseErr)
+		}
+		return false, err
 	}
 	if !ok {
-		if abandonErr := o.ops.abandon(context.WithoutCancel(ctx)); err == nil {
+		if lost {
+			// The owner is this handle, which holds nothing: a level of it
+			// in Redis is the lost attempt's.
+			_ = o.ops.release(cleanupCtx, ttl)
+		}
+		if abandonErr := o.ops.abandon(cleanupCtx); err == nil {
 			err = abandonErr
 		}
 		return false, err
@@ -124,11 +139,20 @@ func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 }
 
 func (o *ownedLock) reenter(ctx context.Context, h *hold, ttl time.Duration) (bool, error) {
+	sent := time.Now()
 	ok, _, err := o.ops.acquire(ctx, ttl, false)
-	if ok && err != nil { // the level was added but not confirmed by the replicas
-		return false, errors.Join(err, o.ops.release(context.WithoutCancel(ctx), ttl))
+	if ok && err == nil && !h.extend(sent, ttl) {
+		// The hold expired as the level was added; its eviction is under way.
+		err = fmt.Errorf("reentrant acquisition: %w", ErrLockLost)
+	}
+	if ok && err != nil { // not confirmed by the replicas, or lost: give the level back
+		cleanupCtx, cancel := o.c.cleanupContext(ctx)
+		defer cancel()
+		return false, errors.Join(err, o.ops.release(cleanupCtx, ttl))
 	}
 	if err != nil {
+		// A lost reply may have added a level that nobody will release:
+		// the lock then stays until its TTL after the last Unlock.
 		return false, err
 	}
 	if !ok {

@@ -50,7 +50,15 @@ func (s *subscriptions) init(c *Client) {
 // subscribe returns reaches l. The confirmation is a PING sent after the
 // SUBSCRIBE on the same connection: its PONG comes back only after the
 // SUBSCRIBE took effect.
+//
+// The commands go out on the shared connection without ctx: a caller's
+// deadline would become the write deadline of a connection every waiter
+// uses, and one that expired mid-write would make go-redis redial it. The
+// caller's ctx bounds only the wait for the confirmation.
 func (s *subscriptions) subscribe(ctx context.Context, channel string, l *listener, confirm bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	c := s.c
 	c.mu.Lock()
 	if c.closed {
@@ -65,14 +73,14 @@ func (s *subscriptions) subscribe(ctx context.Context, channel string, l *listen
 	sub := s.byChannel[channel]
 	if sub == nil {
 		sub = &subscription{listeners: make(map[*listener]struct{}), ready: make(chan struct{})}
-		if err := s.ps.Subscribe(ctx, channel); err != nil {
+		if err := s.ps.Subscribe(c.life, channel); err != nil {
 			c.mu.Unlock()
 			return err
 		}
 		s.pingSeq++
 		token := "lockstep-sub-" + strconv.FormatUint(s.pingSeq, 10)
 		s.pings[token] = sub.ready
-		if err := s.ps.Ping(ctx, token); err != nil {
+		if err := s.ps.Ping(c.life, token); err != nil {
 			delete(s.pings, token)
 			close(sub.ready) // the PTTL timer covers what the subscription misses
 		}

@@ -34,17 +34,20 @@ func newWaker(self string) *waker {
 	return w
 }
 
-// sleep waits for an unlock message or d; false when ctx ended first.
-func (w *waker) sleep(ctx context.Context, d time.Duration) bool {
+// sleep waits for an unlock message or d. It returns ctx's error when ctx
+// ends first, and ErrClosed when the Client's life does.
+func (w *waker) sleep(ctx, life context.Context, d time.Duration) error {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-w.notify:
-		return true
+		return nil
 	case <-timer.C:
-		return true
+		return nil
 	case <-ctx.Done():
-		return false
+		return ctx.Err()
+	case <-life.Done():
+		return context.Cause(life)
 	}
 }
 
@@ -59,13 +62,17 @@ type attemptFunc func(ctx context.Context, waiting bool) (acquired bool, ttl tim
 // first attempt it subscribes to channel and only then tries again, so an
 // unlock between the two attempts is never missed (Redisson #1763); after
 // that it sleeps until an unlock message, the returned TTL or maxSleep,
-// whichever comes first. It never polls. The caller unsubscribes.
+// whichever comes first. It never polls. A waiter of a closed Client ends
+// with ErrClosed. The caller unsubscribes.
 func (c *Client) waitFor(ctx context.Context, w *waker, channel string, start time.Time, wait, maxSleep time.Duration, try attemptFunc) (bool, error) {
 	waiting := false
 	for {
 		select { // an unlock before this attempt is covered by it
 		case <-w.notify:
 		default:
+		}
+		if err := context.Cause(c.life); err != nil {
+			return false, err
 		}
 		ok, ttl, err := try(ctx, waiting)
 		if ok || err != nil || wait == 0 {
@@ -88,8 +95,8 @@ func (c *Client) waitFor(ctx context.Context, w *waker, channel string, start ti
 		if ttl < 0 {
 			ttl = forever
 		}
-		if !w.sleep(ctx, min(ttl, left, maxSleep)) {
-			return false, ctx.Err()
+		if err := w.sleep(ctx, c.life, min(ttl, left, maxSleep)); err != nil {
+			return false, err
 		}
 	}
 }

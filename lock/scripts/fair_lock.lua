@@ -25,8 +25,11 @@ if redis.call('exists', KEYS[1]) == 0 and (not head or head == ARGV[2]) then
     return 'OK'
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    -- A reentrant level extends the lock but never shortens it (lock.lua).
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+        redis.call('pexpire', KEYS[1], ARGV[1])
+    end
     return 'OK'
 end
 -- Join the queue, or refresh this waiter's deadline in it.

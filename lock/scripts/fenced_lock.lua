@@ -11,8 +11,11 @@ if redis.call('exists', KEYS[1]) == 0 then
     return {token}
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    -- A reentrant level extends the lock but never shortens it (lock.lua).
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+        redis.call('pexpire', KEYS[1], ARGV[1])
+    end
     return {tonumber(redis.call('hget', KEYS[1], 'token'))}
 end
 return redis.call('pttl', KEYS[1])

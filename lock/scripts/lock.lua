@@ -17,11 +17,17 @@ if redis.call('exists', KEYS[1]) == 0 then
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     -- A waiting Client holds no level here: its field is release.lua's grant,
-    -- which it takes as is. Otherwise this is one more reentrant level.
-    if ARGV[3] ~= '1' then
-        redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    -- which it takes as is, with its own lease.
+    if ARGV[3] == '1' then
+        redis.call('pexpire', KEYS[1], ARGV[1])
+        return 'OK'
     end
-    redis.call('pexpire', KEYS[1], ARGV[1])
+    -- One more reentrant level. Its lease may extend the lock but never
+    -- shortens it: the levels already held were promised their own.
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+        redis.call('pexpire', KEYS[1], ARGV[1])
+    end
     return 'OK'
 end
 local ttl = redis.call('pttl', KEYS[1])

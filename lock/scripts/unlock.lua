@@ -2,7 +2,8 @@
 -- A Mutex gives up its inner levels here and its last one with release.lua;
 -- a FencedMutex, whose hash also holds its token, gives up every level here.
 -- KEYS[1] lock hash, KEYS[2] unlock channel
--- ARGV[1] lease in ms to keep after a reentrant release, ARGV[2] owner field
+-- ARGV[1] lease in ms to keep at least after a reentrant release (a longer
+-- TTL is kept), ARGV[2] owner field
 -- Returns nil when the owner does not hold the lock, 0 when it still holds
 -- it (reentrant), 1 when the lock was released and waiters were told.
 local levels = tonumber(redis.call('hget', KEYS[1], ARGV[2]))
@@ -11,7 +12,9 @@ if not levels then
 end
 if levels > 1 then
     redis.call('hincrby', KEYS[1], ARGV[2], -1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+        redis.call('pexpire', KEYS[1], ARGV[1])
+    end
     return 0
 end
 redis.call('del', KEYS[1])
