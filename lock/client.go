@@ -33,6 +33,7 @@ type options struct {
 	waitReplicas    int
 	waitTimeout     time.Duration
 	fairWaiterTTL   time.Duration
+	readersFirst    bool
 	onRenewal       func(name string, err error)
 }
 
@@ -69,16 +70,23 @@ func WithWaitReplicas(n int, timeout time.Duration) Option {
 	}
 }
 
-// WithFairWaiterTimeout sets how long a FairMutex waiter keeps its place in
-// the queue without refreshing it (default 5s, Redisson's threadWaitTime): a
-// live waiter refreshes it every third of that, and a dead one delays the
-// queue by at most this long.
+// WithFairWaiterTimeout sets how long a FairMutex waiter, or a waiting
+// RWMutex writer, keeps its place without refreshing it (default 5s,
+// Redisson's threadWaitTime): a live waiter refreshes it every third of
+// that, and a dead one holds the others back by at most this long.
 func WithFairWaiterTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
 			o.fairWaiterTTL = d
 		}
 	}
+}
+
+// WithReadersFirst makes RWMutex admit new readers while a writer waits, as
+// Redisson's RReadWriteLock does: more read throughput, but overlapping
+// readers can keep a writer waiting for ever. By default writers come first.
+func WithReadersFirst() Option {
+	return func(o *options) { o.readersFirst = true }
 }
 
 // WithRenewalObserver is called after every watchdog renewal with nil, with

@@ -4,12 +4,18 @@
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
     return 0
 end
-redis.call('pexpire', KEYS[1], ARGV[1])
+-- Never shorten (renew.lua): the levels may hold longer leases.
+if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+    redis.call('pexpire', KEYS[1], ARGV[1])
+end
 for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
     local n = tonumber(redis.call('hget', KEYS[1], field))
     if type(n) == 'number' then
         for i = n, 1, -1 do
-            redis.call('pexpire', KEYS[2] .. ':' .. field .. ':rwlock_timeout:' .. i, ARGV[1])
+            local level = KEYS[2] .. ':' .. field .. ':rwlock_timeout:' .. i
+            if redis.call('pttl', level) < tonumber(ARGV[1]) then
+                redis.call('pexpire', level, ARGV[1])
+            end
         end
     end
 end

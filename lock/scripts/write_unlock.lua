@@ -6,7 +6,10 @@ if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[
     return nil
 end
 if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[1])
+    -- Extend to the lease at least, never shorten (lock.lua).
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+        redis.call('pexpire', KEYS[1], ARGV[1])
+    end
     return 0
 end
 redis.call('hdel', KEYS[1], ARGV[2])

@@ -1,0 +1,7 @@
+-- A waiting writer that gives up leaves the waiting writers; when it was the
+-- last, the readers it held back are woken.
+-- KEYS[1] waiting writers, KEYS[2] channel; ARGV[1] owner's write field
+if redis.call('zrem', KEYS[1], ARGV[1]) == 1 and redis.call('exists', KEYS[1]) == 0 then
+    redis.call('publish', KEYS[2], 'u')
+end
+return 1
