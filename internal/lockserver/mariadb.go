@@ -52,6 +52,8 @@ func StartMariaDB(ctx context.Context, dir string) (*MariaDB, error) {
 		"--skip-grant-tables", "--skip-name-resolve", "--skip-log-bin",
 		// Small and quick to start: the workshop's lock table is tiny.
 		"--innodb-buffer-pool-size=32M", "--innodb-log-file-size=16M",
+		// Every replica's pool may be full at once under load.
+		"--max-connections=2000",
 	}, filepath.Join(dir, "mariadb.log"))
 	if err != nil {
 		return nil, err
