@@ -17,8 +17,8 @@ type Info struct {
 
 type catalogEntry struct {
 	Info
-	// redisLock: the stage holds a lock in Redis, so crash_holding_lock
-	// means something.
+	// redisLock: the stage holds a lock on a server (Redis, or a lock
+	// server beside it), so crash_holding_lock means something.
 	redisLock bool
 }
 
@@ -81,6 +81,17 @@ var catalog = []catalogEntry{
 		Mechanism: "The lock hands each new holder a larger token (INCR in the lock's hash slot; kept across reentrant levels); the stock GET refuses an older token and sets the SKU's fence to the holder's token and name, and the stock SET, one Lua script, is refused unless the fence still names that holder (a failover can hand out one token twice).",
 		Defect:    "None for stock: a holder whose lock was lost to expiry, a pause (SIGSTOP) or a failover cannot write its stale read back, so nothing is oversold; the price is a script on the read and the write, and a refused sale answers lock_busy.",
 		Lease:     watchdogTimeout.String(),
+	}, redisLock: true},
+	{Info: Info{
+		ID: "mysql", Title: "MySQL unique-index lock", ArticleCase: "003 (database lock)",
+		Mechanism: "INSERT a row named after the SKU into a table whose primary key is the name: the row is the lock, a duplicate key answers busy at once; DELETE it to unlock. The stock stays in Redis.",
+		Defect:    "No expiry: a holder killed while holding (kill -9) leaves its row, and no sale succeeds until someone deletes it (reset). Not reentrant, no waiting, and a database round trip each way.",
+	}, redisLock: true},
+	{Info: Info{
+		ID: "etcd", Title: "etcd concurrency.Mutex on a session lease", ArticleCase: "beyond the articles (etcd, the ZooKeeper recipe on Raft)",
+		Mechanism: "Each waiter puts a key under the lock's prefix on its session's lease; the lowest create revision holds and each waiter watches only its predecessor (no herd). The session's keep-alive is the watchdog: a dead holder's lease expires and its key goes.",
+		Defect:    "Correct while the holder's lease lives, and Raft keeps the lock across a leader failover; but, like every lease lock, a holder paused past its lease can still write (no fencing here), and each acquisition is a Raft write on a quorum.",
+		Lease:     etcdLeaseTTL.String(),
 	}, redisLock: true},
 }
 

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/lockstep/lockstep/lock"
 	"github.com/lockstep/lockstep/segments"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Limits of a request.
@@ -103,6 +105,12 @@ type Config struct {
 	Pause func()
 	// Replica names this replica among a SKU's holders (track_holders).
 	Replica string
+	// MySQL, optional, is the database of the mysql stage's lock table
+	// (created when missing); without it the stage is unavailable.
+	MySQL *sql.DB
+	// Etcd, optional, is the cluster of the etcd stage's locks; without it
+	// the stage is unavailable.
+	Etcd *clientv3.Client
 	// HoldersRedis keeps the holder counts of track_holders (default Redis):
 	// a Redis apart from the stock's keeps them across a restart or a
 	// failover of the stock's Redis.
@@ -156,6 +164,9 @@ type Inventory struct {
 	faults  *faultBook
 	health  *health
 	clients []*lockClients
+	// Why a configured stage could not start, by stage id.
+	broken   map[string]string
+	sessions *etcdSessions
 }
 
 // New builds every stage and starts following the faults. Close stops it.
@@ -169,7 +180,7 @@ func New(cfg Config) (*Inventory, error) {
 	case cfg.DefaultSegments < 1 || cfg.DefaultSegments > segments.MaxCount:
 		return nil, fmt.Errorf("inventory: default segments %d out of [1, %d]", cfg.DefaultSegments, segments.MaxCount)
 	}
-	inv := &Inventory{cfg: cfg, stages: make(map[string]stage)}
+	inv := &Inventory{cfg: cfg, stages: make(map[string]stage), broken: make(map[string]string)}
 	inv.faults = newFaultBook(cfg.Redis, cfg.Logger, stageIDs(), cfg.FaultRefresh)
 	inv.health = newHealth(cfg.Redis)
 	seller := func(id string) *seller {
@@ -209,7 +220,29 @@ func New(cfg Config) (*Inventory, error) {
 			locking: true, crashes: true, dropLocks: dropOn(cfg.RedlockRedis),
 		}
 	}
+	inv.addLockServerStages(seller)
 	return inv, nil
+}
+
+// addLockServerStages adds the stages whose lock lives on a server beside
+// Redis, when it is configured; one that cannot start is listed as
+// unavailable with the reason.
+func (inv *Inventory) addLockServerStages(seller func(id string) *seller) {
+	if inv.cfg.MySQL != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		g, err := newMySQLGuard(ctx, inv.cfg.MySQL)
+		cancel()
+		if err != nil {
+			inv.broken["mysql"] = err.Error()
+		} else {
+			inv.stages["mysql"] = &guardedStage{seller: seller("mysql"), guard: g, locking: true, crashes: true, dropLocks: g.drop}
+		}
+	}
+	if inv.cfg.Etcd != nil {
+		inv.sessions = newEtcdSessions(inv.cfg.Etcd)
+		g := etcdGuard{sessions: inv.sessions, wait: inv.cfg.LockWait}
+		inv.stages["etcd"] = &guardedStage{seller: seller("etcd"), guard: g, locking: true, crashes: true, dropLocks: g.drop}
+	}
 }
 
 // dropOn deletes a lock key on every master it can reach; like the lock
@@ -240,6 +273,9 @@ func (inv *Inventory) Close() error {
 	for _, c := range inv.clients {
 		errs = append(errs, c.close())
 	}
+	if inv.sessions != nil {
+		errs = append(errs, inv.sessions.close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -254,8 +290,16 @@ func (inv *Inventory) stage(id string) (stage, error) {
 }
 
 func (inv *Inventory) unavailableReason(id string) string {
-	if id == "redlock" {
+	if reason, ok := inv.broken[id]; ok {
+		return reason
+	}
+	switch id {
+	case "redlock":
 		return fmt.Sprintf("needs at least 3 independent Redis masters, this shop has %d", len(inv.cfg.RedlockRedis))
+	case "mysql":
+		return "needs a MySQL/MariaDB database (--mysql-dsn)"
+	case "etcd":
+		return "needs an etcd cluster (--etcd-endpoints)"
 	}
 	return "not configured"
 }

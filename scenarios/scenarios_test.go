@@ -46,6 +46,8 @@ func TestDefaultShowsEverySpecExpectation(t *testing.T) {
 		{"segmented", loadgen.ViaProxy, false, []string{"no-oversell", "faster-than watchdog 3x"}},
 		{"atomic", loadgen.ViaProxy, false, []string{"no-oversell", "fastest"}},
 		{"fenced", loadgen.ViaProxy, true, []string{"no-oversell", "consistent", "recovers-within 500ms"}},
+		{"mysql", loadgen.ViaProxy, true, []string{"no-oversell", "stuck-after-crash", "sells-after-reset"}},
+		{"etcd", loadgen.ViaProxy, true, []string{"no-oversell", "consistent", "recovers-within 2500ms"}},
 	} {
 		run := find(tc.stage, tc.via)
 		if (run.Crash != nil) != tc.crash {

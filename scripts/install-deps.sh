@@ -18,6 +18,10 @@ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v prometheus-redis-exporter >/dev/null 2>&1 || need+=(prometheus-redis-exporter)
 command -v prometheus-nginx-exporter >/dev/null 2>&1 || need+=(prometheus-nginx-exporter)
+# The mysql and etcd stages' servers, which the tests and the workshop start
+# on loopback ports of their own (Debian's MariaDB 10.11 and etcd 3.4).
+command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
+command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 # deploy's engine test runs docker compose on a Docker engine (Debian's,
 # 20.10), with stand-in images made from Debian packages on a debootstrap
 # root.

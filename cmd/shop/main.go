@@ -35,6 +35,7 @@ func main() {
 type options struct {
 	addr, redisAddr, redisPassword, replica, adminToken, logLevel string
 	redisSentinel, redisMaster, holdersRedisAddr                  string
+	mysqlDSN, etcdEndpoints                                       string
 	redisDB, redisPoolSize, segments                              int
 	defaultStock                                                  int64
 	redisTimeout, lockWait, requestTimeout, idempotencyTTL        time.Duration
@@ -50,6 +51,8 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.redisSentinel, "redis-sentinel", "", "Sentinel addresses, comma-separated: the stock then lives on the master they name (--redis-master), followed across failovers, and --redis-addr serves only as redlock's masters")
 	fs.StringVar(&o.redisMaster, "redis-master", "", "name of the master the Sentinels monitor (with --redis-sentinel)")
 	fs.StringVar(&o.holdersRedisAddr, "holders-redis-addr", "", "Redis for the track_holders fault's counts; empty: the stock's Redis")
+	fs.StringVar(&o.mysqlDSN, "mysql-dsn", "", "MySQL/MariaDB data source name of the mysql stage's lock table (user:pass@tcp(host:3306)/db); empty: the stage is unavailable")
+	fs.StringVar(&o.etcdEndpoints, "etcd-endpoints", "", "etcd client URLs, comma-separated, of the etcd stage's locks; empty: the stage is unavailable")
 	fs.StringVar(&o.redisPassword, "redis-password", "", "Redis password")
 	fs.IntVar(&o.redisDB, "redis-db", 0, "Redis database number")
 	fs.DurationVar(&o.redisTimeout, "redis-timeout", 300*time.Millisecond, "timeout of each Redis dial, read and write")
@@ -84,7 +87,7 @@ func run(args []string) error {
 		RedisPassword: o.redisPassword, RedisDB: o.redisDB, RedisTimeout: o.redisTimeout,
 		RedisPoolSize: o.redisPoolSize, Replica: o.replica, AdminToken: o.adminToken, DefaultStock: o.defaultStock,
 		Segments: o.segments, LockWait: o.lockWait, RequestTimeout: o.requestTimeout, IdempotencyTTL: o.idempotencyTTL,
-		Logger: log,
+		MySQLDSN: o.mysqlDSN, EtcdEndpoints: flagenv.List(o.etcdEndpoints), Logger: log,
 	})
 	if err != nil {
 		return err
@@ -100,7 +103,7 @@ func run(args []string) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("shop listening", "addr", ln.Addr().String(), "redis", addrs, "sentinels", sentinels, "master", o.redisMaster,
-		"redlock", len(addrs) >= 3,
+		"redlock", len(addrs) >= 3, "mysql", o.mysqlDSN != "", "etcd", o.etcdEndpoints != "",
 		"admin_token", o.adminToken != "", "default_stock", o.defaultStock, "segments", o.segments)
 
 	select {

@@ -75,6 +75,7 @@ func main() {
 type options struct {
 	replicas, redisMasters               int
 	scenario, out, proxy, redis, shopBin string
+	lockServers                          string
 	adminToken, only, liveAddr           string
 	keep, step                           bool
 }
@@ -89,6 +90,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.proxy, "proxy", proxyAuto, "front proxy: auto (nginx when installed), nginx or go")
 	fs.StringVar(&o.redis, "redis", redisAuto, "Redis: auto (redis-server when on PATH), server or embedded")
 	fs.IntVar(&o.redisMasters, "redis-masters", 3, "independent Redis masters; the first holds the stock, three or more make the redlock stage available")
+	fs.StringVar(&o.lockServers, "lock-servers", lockServersAuto, "lock servers of the mysql and etcd stages: auto (start MariaDB and a 3-member etcd cluster when installed) or off")
 	fs.StringVar(&o.shopBin, "shop-bin", "", "shop binary to run; empty: go build ./cmd/shop into a temporary directory")
 	fs.StringVar(&o.adminToken, "admin-token", "", "admin token of the shops; empty: a random one")
 	fs.StringVar(&o.only, "only", "", "run only these stages of the scenario, comma-separated (e.g. watchdog,segmented)")
@@ -193,6 +195,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if wiring.links != nil {
 		say("each shop reaches the stock's Redis through a link the partition step can cut")
 	}
+	servers, err := startLockServers(ctx, o.lockServers, workDir)
+	if err != nil {
+		return err
+	}
+	defer servers.stop()
+	say("lock servers: %s", servers.describe())
+	shopEnv := func(name string) []string { return append(wiring.env(name), servers.env()...) }
 
 	if o.shopBin == "" {
 		say("building the shop (go build %s)", shopPackage)
@@ -201,7 +210,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	replicas, err := startReplicas(ctx, bin, o.replicas, wiring.env, o.adminToken, workDir, log)
+	replicas, err := startReplicas(ctx, bin, o.replicas, shopEnv, o.adminToken, workDir, log)
 	if err != nil {
 		return err
 	}
@@ -262,7 +271,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Progress:         stderr,
 		Interactive:      loadgen.IsTerminal(stderr),
 		Processes: func() map[string][]int {
-			m := map[string][]int{"shop": nil, "redis": wiring.pids()}
+			m := servers.pids()
+			m["shop"], m["redis"] = nil, wiring.pids()
 			for _, r := range replicas {
 				if pid := r.sup.pid(); pid != 0 {
 					m["shop"] = append(m["shop"], pid)

@@ -58,7 +58,7 @@ func saleOracle(rawQuery string) (sku string, qty int64, valid bool) {
 // does not sell leaves the audit unchanged, and a 400 or 404 leaves Redis
 // untouched.
 func FuzzDeduct(f *testing.F) {
-	for _, stage := range []string{"naive", "synchronized", "setnx", "setnx-expire", "uuid-lua", "watchdog", "segmented", "atomic", "fenced", "redlock", "nope", ""} {
+	for _, stage := range []string{"naive", "synchronized", "setnx", "setnx-expire", "uuid-lua", "watchdog", "segmented", "atomic", "fenced", "redlock", "mysql", "etcd", "nope", ""} {
 		f.Add(stage, "")
 	}
 	for _, q := range []string{"sku=sku-1&qty=3", "qty=100", "qty=101", "qty=0", "qty=-1", "qty=+7", "qty=007", "qty=1.5", "qty=", "qty=99999999999999999999",

@@ -4,11 +4,17 @@
 package shop
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
+
+	_ "github.com/go-sql-driver/mysql" // the mysql stage's driver
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/lockstep/lockstep/internal/httpapi"
 	"github.com/lockstep/lockstep/internal/metrics"
@@ -44,6 +50,11 @@ type Config struct {
 	RedisPoolSize int
 	// NoAutoPipeline turns off sending concurrent commands as one pipeline.
 	NoAutoPipeline bool
+	// MySQLDSN, optional, is the go-sql-driver data source name of the
+	// mysql stage's database; EtcdEndpoints, optional, the etcd stage's
+	// cluster. Without them those stages are unavailable.
+	MySQLDSN      string
+	EtcdEndpoints []string
 
 	Replica        string
 	AdminToken     string
@@ -102,6 +113,7 @@ type Shop struct {
 	server    *httpapi.Server
 	clients   []*redis.Client
 	batchers  []*redisbatch.Batcher
+	closers   []io.Closer // the lock servers' clients
 }
 
 // New connects (lazily: go-redis dials on first use) and builds the replica.
@@ -167,11 +179,16 @@ func New(cfg Config) (*Shop, error) {
 	}
 	var auditor lateAuditor
 	s.Metrics = metrics.New(&auditor, cfg.Logger)
-	inv, err := inventory.New(inventory.Config{
+	invCfg := inventory.Config{
 		Redis: stock, RedlockRedis: masters, HoldersRedis: holders, DefaultStock: cfg.DefaultStock,
 		DefaultSegments: cfg.Segments, LockWait: cfg.LockWait, Observer: s.Metrics, Logger: cfg.Logger,
 		Exit: cfg.Exit, Pause: cfg.Pause, Replica: cfg.Replica,
-	})
+	}
+	if err := s.connectLockServers(cfg, &invCfg); err != nil {
+		s.closeClients()
+		return nil, fmt.Errorf("shop: %w", err)
+	}
+	inv, err := inventory.New(invCfg)
 	if err != nil {
 		s.closeClients()
 		return nil, fmt.Errorf("shop: %w", err)
@@ -184,6 +201,33 @@ func New(cfg Config) (*Shop, error) {
 		Tracer: tracer,
 	})
 	return s, nil
+}
+
+// connectLockServers opens the clients of the lock servers beside Redis.
+// Both connect lazily, so a server that is down makes its stage answer 503,
+// not the shop fail to start.
+func (s *Shop) connectLockServers(cfg Config, inv *inventory.Config) error {
+	if cfg.MySQLDSN != "" {
+		db, err := sql.Open("mysql", cfg.MySQLDSN)
+		if err != nil {
+			return fmt.Errorf("mysql: %w", err)
+		}
+		db.SetMaxOpenConns(cfg.RedisPoolSize)
+		db.SetMaxIdleConns(cfg.RedisPoolSize)
+		s.closers = append(s.closers, db)
+		inv.MySQL = db
+	}
+	if len(cfg.EtcdEndpoints) > 0 {
+		client, err := clientv3.New(clientv3.Config{
+			Endpoints: cfg.EtcdEndpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
+		})
+		if err != nil {
+			return fmt.Errorf("etcd: %w", err)
+		}
+		s.closers = append(s.closers, client)
+		inv.Etcd = client
+	}
+	return nil
 }
 
 // lateAuditor lets the metrics, which the inventory reports to, read the
@@ -209,6 +253,9 @@ func (s *Shop) closeClients() error {
 	}
 	var errs []error
 	for _, c := range s.clients {
+		errs = append(errs, c.Close())
+	}
+	for _, c := range s.closers {
 		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	_ "github.com/go-sql-driver/mysql" // to create the mysql stage's database
+
+	"github.com/lockstep/lockstep/internal/lockserver"
+)
+
+// Modes of the --lock-servers flag.
+const (
+	lockServersAuto = "auto" // start each one that is installed
+	lockServersOff  = "off"
+)
+
+// etcdMembers is the size of the workshop's etcd cluster: the smallest
+// that survives losing its leader.
+const etcdMembers = 3
+
+// lockServers are the servers of the stages whose lock lives beside Redis;
+// a nil one is not installed (or turned off), and its stage is unavailable.
+type lockServers struct {
+	etcd    *lockserver.Etcd
+	mariadb *lockserver.MariaDB
+	// skipped says, per server, why it does not run.
+	skipped []string
+}
+
+func startLockServers(ctx context.Context, mode, dir string) (*lockServers, error) {
+	ls := &lockServers{}
+	if mode == lockServersOff {
+		ls.skipped = append(ls.skipped, "etcd and MariaDB: --lock-servers off")
+		return ls, nil
+	}
+	if mode != lockServersAuto {
+		return nil, fmt.Errorf("--lock-servers: %q is neither auto nor off", mode)
+	}
+	start := func(name string, f func(dir string) error) error {
+		sub := filepath.Join(dir, name)
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			return err
+		}
+		err := f(sub)
+		if errors.Is(err, lockserver.ErrNotInstalled) {
+			ls.skipped = append(ls.skipped, fmt.Sprintf("%s: not installed", name))
+			return nil
+		}
+		return err
+	}
+	err := start("etcd", func(sub string) (err error) {
+		ls.etcd, err = lockserver.StartEtcd(ctx, sub, etcdMembers)
+		return err
+	})
+	if err == nil {
+		err = start("mariadb", func(sub string) (err error) {
+			ls.mariadb, err = lockserver.StartMariaDB(ctx, sub)
+			if err != nil {
+				return err
+			}
+			return createDatabase(ctx, ls.mariadb)
+		})
+	}
+	if err != nil {
+		ls.stop()
+		return nil, err
+	}
+	return ls, nil
+}
+
+// mysqlDatabase holds the mysql stage's lock table.
+const mysqlDatabase = "lockstep"
+
+func createDatabase(ctx context.Context, m *lockserver.MariaDB) error {
+	db, err := sql.Open("mysql", m.DSN(""))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+mysqlDatabase); err != nil {
+		return fmt.Errorf("mariadb: create database: %w", err)
+	}
+	return nil
+}
+
+// env is every shop's lock-server settings, set even when empty so the
+// workshop's own environment cannot leak into the shops.
+func (ls *lockServers) env() []string {
+	var dsn, endpoints string
+	if ls.mariadb != nil {
+		dsn = ls.mariadb.DSN(mysqlDatabase)
+	}
+	if ls.etcd != nil {
+		endpoints = strings.Join(ls.etcd.Endpoints, ",")
+	}
+	return []string{"LOCKSTEP_MYSQL_DSN=" + dsn, "LOCKSTEP_ETCD_ENDPOINTS=" + endpoints}
+}
+
+// describe is the line the workshop prints about them.
+func (ls *lockServers) describe() string {
+	var parts []string
+	if ls.etcd != nil {
+		parts = append(parts, fmt.Sprintf("etcd cluster of %d at %s", len(ls.etcd.Endpoints), strings.Join(ls.etcd.Endpoints, ", ")))
+	}
+	if ls.mariadb != nil {
+		parts = append(parts, "MariaDB at "+ls.mariadb.Addr)
+	}
+	parts = append(parts, ls.skipped...)
+	return strings.Join(parts, "; ")
+}
+
+// pids are the lock servers' processes, by kind, for the report's CPU figures.
+func (ls *lockServers) pids() map[string][]int {
+	m := map[string][]int{}
+	if ls.etcd != nil {
+		for i := range ls.etcd.Endpoints {
+			m["etcd"] = append(m["etcd"], ls.etcd.Pid(i))
+		}
+	}
+	if ls.mariadb != nil {
+		m["mariadb"] = []int{ls.mariadb.Pid()}
+	}
+	return m
+}
+
+func (ls *lockServers) stop() {
+	if ls.etcd != nil {
+		ls.etcd.Stop()
+	}
+	ls.mariadb.Stop()
+}

@@ -1,0 +1,129 @@
+// Package lockserver runs the lock servers the articles set beside Redis —
+// an etcd cluster and a MariaDB server (ZooKeeper to follow) — as child
+// processes on free loopback ports with private data directories, for the
+// workshop and for tests. Each Stop kills what its Start began.
+package lockserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// ErrNotInstalled is returned by a Start whose server binary is not on PATH.
+var ErrNotInstalled = errors.New("lockserver: not installed")
+
+// lookPath finds a server binary, wrapping ErrNotInstalled when absent.
+func lookPath(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrNotInstalled, name, err)
+	}
+	return path, nil
+}
+
+// process is one server process: its own process group, its output in a
+// log file, reaped by a goroutine that closes done.
+type process struct {
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+}
+
+func startProcess(bin string, args []string, logPath string) (*process, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid is the process id.
+func (p *process) Pid() int { return p.cmd.Process.Pid }
+
+// exited reports whether the process is gone.
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// signal sends sig to the process's group.
+func (p *process) signal(sig syscall.Signal) {
+	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
+// kill ends the process group with SIGKILL and waits for the process.
+func (p *process) kill() {
+	if p == nil {
+		return
+	}
+	p.signal(syscall.SIGCONT) // a stopped process is killed all the same; continue it for tidiness
+	p.signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// logTail is the end of the process's log, for errors.
+func (p *process) logTail() string {
+	b, _ := os.ReadFile(p.logPath)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// waitUntil polls ready until it succeeds, the process exits or ctx ends.
+func (p *process) waitUntil(ctx context.Context, what string, ready func(context.Context) error) error {
+	for {
+		err := ready(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited before it was ready: %w\n%s", what, err, p.logTail())
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready: %w (last error: %w)\n%s", what, ctx.Err(), err, p.logTail())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// freePorts returns n loopback TCP ports that were free a moment ago, held
+// open together so that they differ.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
+}
+
+func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
