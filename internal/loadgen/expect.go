@@ -349,7 +349,36 @@ func recoversWithin(args []string) (checkFunc, error) {
 	}, nil
 }
 
-// fasterThan compares with the earlier run of another stage through the proxy.
+// comparable reports whether o is a row another may be compared with: one
+// that ran to its end, under plain load (no fault step), through the proxy.
+func comparable(o *StageRun) bool {
+	return o.Skipped == "" && o.Error == "" && o.Fault == nil && o.Via == ViaProxy
+}
+
+// findRow is the row another one's check names: the row labelled name, or
+// else the plain row of stage name nearest before r (after it, if none).
+func findRow(r *StageRun, all []StageRun, name string) *StageRun {
+	var before, after *StageRun
+	for i := range all {
+		o := &all[i]
+		switch {
+		case o == r || o.Skipped != "" || o.Error != "":
+		case o.Label == name:
+			return o
+		case o.Label == "" && o.Stage == name && comparable(o) && o.Index < r.Index:
+			before = o
+		case o.Label == "" && o.Stage == name && comparable(o) && after == nil:
+			after = o
+		}
+	}
+	if before != nil {
+		return before
+	}
+	return after
+}
+
+// fasterThan compares with another row: by label, or the nearest plain run
+// of a stage through the proxy.
 func fasterThan(args []string) (checkFunc, error) {
 	if len(args) != 2 || !strings.HasSuffix(args[1], "x") {
 		return nil, fmt.Errorf(`want "faster-than <stage> <factor>x"`)
@@ -360,26 +389,25 @@ func fasterThan(args []string) (checkFunc, error) {
 	}
 	other := args[0]
 	return func(r *StageRun, all []StageRun) (bool, string) {
-		for i := range all {
-			o := &all[i]
-			if o.Stage != other || o.Via != ViaProxy || o.Skipped != "" {
-				continue
-			}
-			if o.SalesPerSec == 0 {
-				return false, fmt.Sprintf("%s sold nothing", other)
-			}
-			ratio := r.SalesPerSec / o.SalesPerSec
-			return ratio >= factor, fmt.Sprintf("%.1fx %s (%.0f vs %.0f sales/s)", ratio, other, r.SalesPerSec, o.SalesPerSec)
+		o := findRow(r, all, other)
+		switch {
+		case o == nil:
+			return false, fmt.Sprintf("no %s run to compare with", other)
+		case o.SalesPerSec == 0:
+			return false, fmt.Sprintf("%s sold nothing", other)
 		}
-		return false, fmt.Sprintf("no %s run to compare with", other)
+		ratio := r.SalesPerSec / o.SalesPerSec
+		return ratio >= factor, fmt.Sprintf("%.1fx %s (%.0f vs %.0f sales/s)", ratio, o.label(), r.SalesPerSec, o.SalesPerSec)
 	}, nil
 }
 
+// checkFastest: no other plain run through the proxy sold faster (a fault
+// step's row, a failed or a one-replica run measures something else).
 func checkFastest(r *StageRun, all []StageRun) (bool, string) {
 	for i := range all {
 		o := &all[i]
-		if o != r && o.Skipped == "" && o.SalesPerSec > r.SalesPerSec {
-			return false, fmt.Sprintf("%s sold faster (%.0f vs %.0f sales/s)", o.Stage, o.SalesPerSec, r.SalesPerSec)
+		if o != r && comparable(o) && o.SalesPerSec > r.SalesPerSec {
+			return false, fmt.Sprintf("%s sold faster (%.0f vs %.0f sales/s)", o.label(), o.SalesPerSec, r.SalesPerSec)
 		}
 	}
 	return true, fmt.Sprintf("%.0f sales/s, the highest", r.SalesPerSec)

@@ -34,6 +34,9 @@ type fakeStage struct {
 	foreignUnlocks       int
 	faults               Faults
 	lockedUntil          time.Time // zero: free; far future: stuck
+	// inside counts racy's sales between read and write; maxHolders the
+	// most at once, reported with the track_holders fault as the shop does.
+	inside, maxHolders int64
 }
 
 // fakeSetUp is a fake shop behind a round-robin proxy.
@@ -126,7 +129,7 @@ func (f *fakeShop) handler(name string) http.Handler {
 		}
 		f.mu.Lock()
 		s := f.stage(r.PathValue("stage"))
-		s.initial, s.stock, s.sold, s.foreignUnlocks, s.lockedUntil = body.Stock, body.Stock, 0, 0, time.Time{}
+		s.initial, s.stock, s.sold, s.foreignUnlocks, s.lockedUntil, s.maxHolders = body.Stock, body.Stock, 0, 0, time.Time{}, 0
 		f.mu.Unlock()
 		reply(w, 200, body)
 	}))
@@ -146,6 +149,10 @@ func (f *fakeShop) handler(name string) http.Handler {
 		s := f.stage(r.PathValue("stage"))
 		foreign := s.foreignUnlocks
 		a := Audit{Initial: s.initial, Stock: s.stock, Sold: s.sold, Oversold: max(0, s.sold-s.initial), Consistent: s.stock+s.sold == s.initial, ForeignUnlocks: &foreign}
+		if s.faults.TrackHolders {
+			most := s.maxHolders
+			a.MaxHolders = &most
+		}
 		f.mu.Unlock()
 		reply(w, 200, a)
 	}))
@@ -161,13 +168,19 @@ func (f *fakeShop) handler(name string) http.Handler {
 		switch id {
 		case "racy":
 			stock := s.stock
+			s.inside++
+			s.maxHolders = max(s.maxHolders, s.inside)
 			f.mu.Unlock()
 			if stock <= 0 {
+				f.mu.Lock()
+				s.inside--
+				f.mu.Unlock()
 				fail(w, 409, "sold_out")
 				return
 			}
 			time.Sleep(faults.Work.D())
 			f.mu.Lock()
+			s.inside--
 			s.stock, s.sold = stock-1, s.sold+1
 			if s.sold%10 == 0 {
 				s.foreignUnlocks++

@@ -271,6 +271,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 		return fail(fmt.Errorf("audit: %w", err))
 	}
 	row.Audit, row.Oversold, row.Consistent, row.ForeignUnlocks = audit, audit.Oversold, audit.Consistent, audit.ForeignUnlocks
+	row.MaxHolders = audit.MaxHolders
 	if run.Crash != nil && ctx.Err() == nil {
 		if err := r.crashStep(ctx, run, base, &row, tl); err != nil {
 			row.Timeline = tl.build()
