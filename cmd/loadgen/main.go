@@ -28,7 +28,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
+	switch {
+	case errors.Is(err, loadgen.ErrExpectationsNotMet):
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(loadgen.ExitExpectationsNotMet)
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
 	}
@@ -99,5 +103,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if rep == nil {
 		return runErr
 	}
-	return errors.Join(runErr, loadgen.Publish(rep, o.out, stdout))
+	if err := errors.Join(runErr, loadgen.Publish(rep, o.out, stdout)); err != nil {
+		return err
+	}
+	return rep.Verdict()
 }

@@ -3,12 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lockstep/lockstep/internal/flagenv"
+	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/redistest"
+	"github.com/lockstep/lockstep/internal/shop"
 )
 
 func TestFlagsFallBackToEnvironment(t *testing.T) {
@@ -56,5 +63,38 @@ func TestRenderRewritesTheReportFromJSON(t *testing.T) {
 	}
 	if !strings.Contains(string(html), `data-chart="timeline"`) {
 		t.Error("report.html has no sales-over-time chart")
+	}
+}
+
+// A run whose expectations are not met says so in its error, which main
+// turns into exit status 3; one that met them returns nil.
+func TestUnmetExpectationsFailTheRun(t *testing.T) {
+	srv := redistest.Start(t)
+	s, err := shop.New(shop.Config{RedisAddrs: []string{srv.Addr}, Replica: "r0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	for _, tc := range []struct {
+		expect  string
+		wantErr error
+	}{
+		{"no-oversell", nil},
+		{"oversells", loadgen.ErrExpectationsNotMet},
+	} {
+		t.Run(tc.expect, func(t *testing.T) {
+			dir := t.TempDir()
+			scenario := filepath.Join(dir, "s.yaml")
+			body := "name: t\nruns:\n  - stage: atomic\n    stock: 20\n    workers: 2\n    duration: 1s\n    until_sold_out: true\n    expect: [" + tc.expect + "]\n"
+			if err := os.WriteFile(scenario, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := run(context.Background(), []string{"--target", ts.URL, "--scenario", scenario, "--out", dir}, func(string) string { return "" }, &bytes.Buffer{}, &bytes.Buffer{})
+			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Fatalf("run = %v, want %v", err, tc.wantErr)
+			}
+		})
 	}
 }

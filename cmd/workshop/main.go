@@ -66,6 +66,9 @@ func main() {
 	switch {
 	case interrupted:
 		os.Exit(130)
+	case errors.Is(err, loadgen.ErrExpectationsNotMet):
+		fmt.Fprintln(os.Stderr, "workshop:", err)
+		os.Exit(loadgen.ExitExpectationsNotMet)
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "workshop:", err)
 		os.Exit(1)
@@ -307,7 +310,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			proxy.url, proxy.url, o.adminToken, filepath.Join(o.out, "workshop.json"), lv.url)
 		<-ctx.Done()
 	}
-	return nil
+	if rep == nil {
+		return nil
+	}
+	return rep.Verdict()
 }
 
 // loadScenario loads --scenario, keeping the runs of the --only stages.

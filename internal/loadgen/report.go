@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -53,6 +54,31 @@ func (c Component) String() string {
 		s += " (" + c.Note + ")"
 	}
 	return s
+}
+
+// ErrExpectationsNotMet is Verdict's error: the run went through, and some
+// row did not show what its scenario expected. Commands exit with
+// ExitExpectationsNotMet on it, so scripts and CI can tell it from a run
+// that broke.
+var ErrExpectationsNotMet = errors.New("expectations not met")
+
+// ExitExpectationsNotMet is the exit status of a run whose expectations
+// were not met (1 is a run that failed, 130 one interrupted).
+const ExitExpectationsNotMet = 3
+
+// Verdict is nil when every expectation was met, else an error wrapping
+// ErrExpectationsNotMet that names the rows that missed.
+func (rep *Report) Verdict() error {
+	if rep.ExpectationsMet {
+		return nil
+	}
+	var missed []string
+	for i := range rep.Stages {
+		if r := &rep.Stages[i]; r.Error != "" || !r.Passed() {
+			missed = append(missed, r.label())
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrExpectationsNotMet, strings.Join(missed, ", "))
 }
 
 // StageRun is one row of the results: one stage under one load shape.
