@@ -142,6 +142,11 @@ func checkRedisRestart(t *testing.T, rows map[string]*loadgen.StageRun) {
 		if o.Why == "" {
 			t.Errorf("redis-restart/%s: the report does not say why", label)
 		}
+		// The recovery clock starts when redis-server was started, and
+		// sales were stuck at least as long as it was down.
+		if r.Fault.StuckMS < o.DownMS || !hasEvent(r.Timeline, "redis-server started") {
+			t.Errorf("redis-restart/%s: stuck %.0f ms, down %.0f ms, events %+v; want stuck >= down, the clock from the start", label, r.Fault.StuckMS, o.DownMS, r.Timeline.Events)
+		}
 		if label == "atomic, no persistence" {
 			if o.InitialKept || o.SalesBefore == 0 || o.LostSales < o.SalesBefore {
 				t.Errorf("redis-restart/%s: %+v; want the stock and every sale before the kill gone", label, o)
@@ -192,6 +197,11 @@ func checkFailover(t *testing.T, rows map[string]*loadgen.StageRun) {
 		if r.Fault.HealedAtMS <= r.Fault.AtMS {
 			t.Errorf("failover/%s: healed at %.0f ms, the fault at %.0f ms", tc.label, r.Fault.HealedAtMS, r.Fault.AtMS)
 		}
+		// Stuck and recovered come from sales offered all through the
+		// fault, not from the one sale after it.
+		if tc.label != "redlock" && (r.Fault.Requests < 20 || r.Fault.RecoveryMS == nil) {
+			t.Errorf("failover/%s: %d requests from the kill on, recovery %v; want sales offered through the failover", tc.label, r.Fault.Requests, r.Fault.RecoveryMS)
+		}
 	}
 }
 
@@ -212,4 +222,13 @@ func checkPublished(t *testing.T, rep *loadgen.Report, stdout, out string) {
 	if !rep.ExpectationsMet {
 		t.Errorf("the report's own checks failed")
 	}
+}
+
+func hasEvent(tl loadgen.Timeline, label string) bool {
+	for _, e := range tl.Events {
+		if e.Label == label {
+			return true
+		}
+	}
+	return false
 }

@@ -56,7 +56,14 @@ type tally struct {
 	busy         int
 	errors       int
 	firstSale    time.Time
-	latencies    []time.Duration
+	// latencies of every answer and of the sales alone. At a fixed rate
+	// they run from each request's intended send time (its slot in the
+	// pacer's schedule), so a stalled server's backlog counts the wait it
+	// caused (coordinated omission); service keeps vegeta's own, from when
+	// a worker sent it, for comparison.
+	latencies, saleLatencies, service []time.Duration
+	// interval is the pacer's spacing at a fixed rate; 0 at max rate.
+	interval     time.Duration
 	replicas     map[string]struct{}
 	errorSamples map[string]int
 }
@@ -69,10 +76,12 @@ func (t *tally) add(r *vegeta.Result) {
 	if end.After(t.lastAnswer) {
 		t.lastAnswer = end
 	}
-	t.latencies = append(t.latencies, r.Latency)
+	latency := r.Latency
+	t.latencies = append(t.latencies, latency)
 	switch classify(r.Code) {
 	case outcomeSale:
 		t.sales++
+		t.saleLatencies = append(t.saleLatencies, latency)
 		if t.firstSale.IsZero() || end.Before(t.firstSale) {
 			t.firstSale = end
 		}
@@ -95,6 +104,21 @@ func (t *tally) add(r *vegeta.Result) {
 	}
 }
 
+// onSchedule moves a fixed-rate result's start back to the time the pacer's
+// schedule gave it (its sequence number's slot), when a busy worker sent it
+// later, so its latency counts the wait (coordinated omission); its end
+// stays; vegeta's own latency is kept in service. At max rate nothing moves.
+func (t *tally) onSchedule(r *vegeta.Result) {
+	if t.interval == 0 {
+		return
+	}
+	t.service = append(t.service, r.Latency)
+	if intended := t.started.Add(time.Duration(r.Seq) * t.interval); intended.Before(r.Timestamp) {
+		r.Latency += r.Timestamp.Sub(intended)
+		r.Timestamp = intended
+	}
+}
+
 // elapsed is the attack's span: from the first request to the last answer.
 func (t *tally) elapsed() time.Duration {
 	if t.lastAnswer.Before(t.started) {
@@ -104,12 +128,22 @@ func (t *tally) elapsed() time.Duration {
 }
 
 // percentile returns the q-quantile (0..1) of the latencies, nearest rank.
-func (t *tally) percentile(q float64) time.Duration {
-	if len(t.latencies) == 0 {
+func (t *tally) percentile(q float64) time.Duration { return quantile(t.latencies, q) }
+
+// quantile is the q-quantile (0..1) of sorted, nearest rank; 0 when empty.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
 		return 0
 	}
-	idx := int(q*float64(len(t.latencies))+0.5) - 1
-	return t.latencies[min(max(idx, 0), len(t.latencies)-1)]
+	idx := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(idx, 0), len(sorted)-1)]
+}
+
+// sort orders the latencies for quantile.
+func (t *tally) sort() {
+	slices.Sort(t.latencies)
+	slices.Sort(t.saleLatencies)
+	slices.Sort(t.service)
 }
 
 // attack runs spec with vegeta, feeding every answer to the timeline and to
@@ -141,6 +175,9 @@ func attack(ctx context.Context, spec attackSpec, tl *timelineBuilder, onAnswer 
 	targeter := vegeta.NewStaticTargeter(targets...)
 
 	t := &tally{started: time.Now(), replicas: map[string]struct{}{}, errorSamples: map[string]int{}}
+	if spec.rate != MaxRate && spec.rate > 0 {
+		t.interval = time.Second / time.Duration(spec.rate)
+	}
 	stopped := make(chan struct{})
 	defer close(stopped)
 	go func() {
@@ -152,6 +189,7 @@ func attack(ctx context.Context, spec attackSpec, tl *timelineBuilder, onAnswer 
 	}()
 	pacer := vegeta.Rate{Freq: int(spec.rate), Per: time.Second}
 	for res := range attacker.Attack(targeter, pacer, spec.duration, spec.name) {
+		t.onSchedule(res)
 		t.add(res)
 		tl.answer(res.End(), classify(res.Code))
 		if spec.onResult != nil {
@@ -164,6 +202,6 @@ func attack(ctx context.Context, spec attackSpec, tl *timelineBuilder, onAnswer 
 			onAnswer(t)
 		}
 	}
-	slices.Sort(t.latencies)
+	t.sort()
 	return t
 }

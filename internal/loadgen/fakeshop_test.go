@@ -19,6 +19,7 @@ import (
 //   - "atomic" checks and decrements under a mutex: it never oversells;
 //   - "stuck" crashes holding a lock that never expires;
 //   - "expiring" crashes holding a lock that expires after lock_ttl;
+//   - "stall" stalls every request for 500 ms, 200 ms after its first sale;
 //   - "absent" is listed as unavailable.
 //
 // Replicas are handlers sharing the state (as shops share Redis); "racy"
@@ -109,6 +110,7 @@ func (f *fakeShop) handler(name string) http.Handler {
 			{ID: "atomic", Title: "atomic", Available: true},
 			{ID: "stuck", Title: "stuck", Available: true},
 			{ID: "expiring", Title: "expiring", Available: true},
+			{ID: "stall", Title: "stalls 500 ms", Available: true},
 			{ID: "absent", Title: "absent", Reason: "needs three Redis masters"},
 		}
 		f.mu.Lock()
@@ -188,6 +190,17 @@ func (f *fakeShop) handler(name string) http.Handler {
 			f.mu.Unlock()
 			reply(w, 200, map[string]any{"stage": id, "remaining": stock - 1, "replica": name})
 			return
+		case "stall":
+			// Stalls every request from 200 ms after its first sale for
+			// 500 ms, as a server in a GC pause or a failover would.
+			if s.lockedUntil.IsZero() {
+				s.lockedUntil = time.Now().Add(200 * time.Millisecond)
+			}
+			if end := s.lockedUntil.Add(500 * time.Millisecond); !time.Now().Before(s.lockedUntil) && time.Now().Before(end) {
+				f.mu.Unlock()
+				time.Sleep(time.Until(end))
+				f.mu.Lock()
+			}
 		case "stuck", "expiring":
 			if time.Now().Before(s.lockedUntil) {
 				f.mu.Unlock()

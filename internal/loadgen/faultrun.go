@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -98,7 +99,7 @@ func (st *faultState) crash(ctx context.Context) error {
 	if err := st.setFaults(ctx, st.run.Faults, namesBut(r.names, victim)); err != nil {
 		return err
 	}
-	st.background(ctx, fs.Observe)()
+	st.background(ctx, fs.Observe, st.r.cfg.Scenario.SKU)()
 	st.victimAnswered(<-answer)
 	if err := st.conclude(ctx); err != nil {
 		return err
@@ -147,7 +148,7 @@ func (st *faultState) pause(ctx context.Context) error {
 	st.note("%s stopped itself right before its stock write, holding what it had read (%s)", victim, st.lockState(ctx))
 	// The sales go to the other replicas, for the whole window: the stopped
 	// one would only pile up requests that all run at once when continued.
-	loadDone := st.background(ctx, fs.Observe, namesBut(r.names, victim)...)
+	loadDone := st.background(ctx, fs.Observe, st.r.cfg.Scenario.SKU, namesBut(r.names, victim)...)
 	defer loadDone()
 	if err := sleepCtx(ctx, fs.Hold.D()); err != nil {
 		return err
@@ -177,10 +178,20 @@ func (st *faultState) redisRestart(ctx context.Context) error {
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
 		return err
 	}
-	loadDone := st.background(ctx, fs.Before+fs.Hold+fs.Observe)
+	loadDone := st.background(ctx, fs.Before+fs.Hold+fs.Observe, st.r.cfg.Scenario.SKU)
 	defer loadDone()
 	if err := sleepCtx(ctx, fs.Before.D()); err != nil {
 		return err
+	}
+	// What the kill takes is told by a key written before it, not by the
+	// audit's figures: a wiped SKU restarts at the shop's default stock,
+	// which may be the run's own.
+	if r.rdb == nil {
+		return errors.New("a redis-restart step needs the stock's Redis address, to tell what the kill took")
+	}
+	probe := "lockstep:loadgen:probe:{" + rand.Text() + "}"
+	if err := r.rdb.Set(ctx, probe, 1, time.Hour).Err(); err != nil {
+		return fmt.Errorf("write the probe key: %w", err)
 	}
 	st.faultAt = time.Now()
 	if err := inj.KillRedis(ctx, 0); err != nil {
@@ -192,16 +203,24 @@ func (st *faultState) redisRestart(ctx context.Context) error {
 	if err := sleepCtx(ctx, fs.Hold.D()); err != nil {
 		return err
 	}
+	// The fault heals when redis-server is started again; the recovery
+	// clock starts there, its own start-up included.
+	st.healAt = time.Now()
+	st.mark(st.healAt, "redis-server started")
 	if err := inj.StartRedis(ctx, 0, fs.Persistence); err != nil {
 		return err
 	}
-	st.healAt = time.Now()
-	st.mark(st.healAt, "redis-server back")
+	st.mark(time.Now(), "redis-server answers")
 	loadDone()
 	if err := st.conclude(ctx); err != nil {
 		return err
 	}
-	st.rep.Outage = st.outage()
+	kept, err := r.rdb.Exists(ctx, probe).Result()
+	if err != nil {
+		return fmt.Errorf("read the probe key: %w", err)
+	}
+	r.rdb.Del(ctx, probe)
+	st.rep.Outage = st.outage(kept == 1)
 	st.note("%s", st.rep.Outage.Why)
 	return nil
 }
@@ -245,6 +264,17 @@ func (st *faultState) failover(ctx context.Context) error {
 	default:
 		st.note("the first sale, on %s, holds the lock on the master and stopped before its write", first)
 	}
+	// Sales go on through the proxy from here, through the kill and the
+	// promotion, so that stuck and recovered are measured under load. They
+	// buy another SKU of the stage: the victims' lock and audit stay theirs.
+	// (A pause still armed on the promoted master is disarmed at once, long
+	// before any of them, 300 ms of work in, reaches its write.)
+	loadSKU := r.cfg.Scenario.SKU + "-load"
+	if err := r.shop.reset(ctx, r.cfg.Target, st.run.Stage, loadSKU, failoverLoadStock, st.run.Segments); err != nil {
+		return fmt.Errorf("reset %s: %w", loadSKU, err)
+	}
+	loadDone := st.background(ctx, failoverLoad(st.run.Fault), loadSKU)
+	defer loadDone()
 	master, err := inj.KillMaster(ctx)
 	if err != nil {
 		return err
@@ -277,7 +307,22 @@ func (st *faultState) failover(ctx context.Context) error {
 		}
 	}
 	st.note("the second sale answered %s", <-answerB)
+	loadDone()
 	return st.conclude(ctx)
+}
+
+// failoverLoadStock is the stock of the SKU the failover's load buys: more
+// than it can sell.
+const failoverLoadStock = 1_000_000
+
+// failoverLoad is how long sales are offered from a failover's kill on:
+// the step's observe, else long enough for Sentinel's promotion (about 3 s
+// here) and the two sales after it.
+func failoverLoad(fs *FaultStep) Duration {
+	if fs.Observe > 0 {
+		return fs.Observe
+	}
+	return Duration(6 * time.Second)
 }
 
 // redlockMasterLoss: the victim sale takes the redlock lock on a majority
@@ -350,7 +395,7 @@ func (st *faultState) partition(ctx context.Context) error {
 	left := st.watchLeave(ctx, victim)
 	// The sales go to the other replicas: the one cut off would only tie
 	// the load generator's workers up in requests that time out.
-	loadDone := st.background(ctx, fs.Observe, namesBut(r.names, victim)...)
+	loadDone := st.background(ctx, fs.Observe, st.r.cfg.Scenario.SKU, namesBut(r.names, victim)...)
 	defer loadDone()
 	if err := sleepCtx(ctx, fs.Hold.D()); err != nil {
 		return err
@@ -501,17 +546,17 @@ func (st *faultState) victimAnswered(a saleAnswer) {
 	}
 }
 
-// background offers sales for d at the step's rate, through the proxy or,
-// when replicas are named, to those replicas in turn; the returned function
-// waits for the last answer (calling it again is fine).
-func (st *faultState) background(ctx context.Context, d Duration, replicas ...string) func() {
+// background offers sales of sku for d at the step's rate, through the
+// proxy or, when replicas are named, to those replicas in turn; the
+// returned function waits for the last answer (calling it again is fine).
+func (st *faultState) background(ctx context.Context, d Duration, sku string, replicas ...string) func() {
 	fs := st.run.Fault
 	urls := []string{st.r.cfg.Target}
 	if len(replicas) > 0 {
 		urls = st.r.urlsOf(replicas)
 	}
 	for i, u := range urls {
-		urls[i] = deductURL(u, st.run.Stage, st.r.cfg.Scenario.SKU)
+		urls[i] = deductURL(u, st.run.Stage, sku)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -630,18 +675,22 @@ func (st *faultState) conclude(ctx context.Context) error {
 }
 
 // measure times the fault's effect on the sales: how long none went through
-// from the fault on, and how soon one did after it ended.
+// — from the last sale before the fault to the first one after it — and how
+// soon one did after the fault healed.
 func (st *faultState) measure() {
 	rep, tl := st.rep, st.tl
 	rep.AtMS, rep.HealedAtMS = tl.since(st.faultAt), tl.since(st.healAt)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	var last time.Time
+	var last, lastSaleBefore time.Time
 	var firstAfterFault, firstAfterHeal time.Time
 	for _, res := range st.results {
 		end := res.End()
 		if end.After(last) {
 			last = end
+		}
+		if classify(res.Code) == outcomeSale && !end.After(st.faultAt) && end.After(lastSaleBefore) {
+			lastSaleBefore = end
 		}
 		if res.Timestamp.Before(st.faultAt) {
 			continue
@@ -662,11 +711,15 @@ func (st *faultState) measure() {
 			rep.Errors++
 		}
 	}
+	stuckFrom := st.faultAt
+	if !lastSaleBefore.IsZero() {
+		stuckFrom = lastSaleBefore
+	}
 	rep.WindowMS = ms(last.Sub(st.faultAt))
 	rep.Stuck = firstAfterFault.IsZero()
-	rep.StuckMS = rep.WindowMS
+	rep.StuckMS = ms(last.Sub(stuckFrom))
 	if !rep.Stuck {
-		rep.StuckMS = ms(firstAfterFault.Sub(st.faultAt))
+		rep.StuckMS = ms(firstAfterFault.Sub(stuckFrom))
 		tl.mark(firstAfterFault, "first sale")
 	}
 	if !firstAfterHeal.IsZero() {
@@ -687,14 +740,14 @@ func (st *faultState) fillRow() {
 		}
 		t.add(&results[i])
 	}
-	slices.Sort(t.latencies)
+	t.sort()
 	st.row.fillFromTally(t)
 	stuck := st.rep.Stuck
 	st.row.Stuck, st.row.RecoveryMS = &stuck, st.rep.RecoveryMS
 }
 
 // outage says what a redis-restart step lost, and why.
-func (st *faultState) outage() *OutageReport {
+func (st *faultState) outage(dataKept bool) *OutageReport {
 	fs, a := st.run.Fault, st.row.Audit
 	o := &OutageReport{Persistence: fs.Persistence, DownMS: ms(st.healAt.Sub(st.faultAt)), AuditSold: a.Sold, AuditInitial: a.Initial}
 	st.mu.Lock()
@@ -723,7 +776,7 @@ func (st *faultState) outage() *OutageReport {
 	if span := st.faultAt.Sub(first); span > 0 {
 		o.SalesPerSecBefore = float64(o.SalesBefore) / span.Seconds()
 	}
-	o.InitialKept = a.Initial == st.run.Stock
+	o.InitialKept = dataKept
 	o.LostSales = max(0, o.SalesAcked-a.Sold)
 	if o.SalesPerSecBefore > 0 {
 		o.LostMS = float64(o.LostSales) / o.SalesPerSecBefore * 1000

@@ -204,7 +204,9 @@ type OutageReport struct {
 	SalesBefore       int     `json:"sales_before"`
 	SalesPerSecBefore float64 `json:"sales_per_sec_before"`
 	// AuditSold and AuditInitial after the restart; InitialKept says the
-	// reset's stock survived.
+	// data survived: a probe key written before the kill was still there
+	// (not the audit's initial stock, which a wiped SKU's default may
+	// equal).
 	AuditSold    int  `json:"audit_sold"`
 	AuditInitial int  `json:"audit_initial"`
 	InitialKept  bool `json:"initial_kept"`

@@ -111,10 +111,18 @@ type StageRun struct {
 	ElapsedMS      float64  `json:"elapsed_ms"`
 	SalesPerSec    float64  `json:"sales_per_sec"`
 	RequestsPerSec float64  `json:"requests_per_sec"`
-	P50MS          float64  `json:"p50_ms"`
-	P90MS          float64  `json:"p90_ms"`
-	P99MS          float64  `json:"p99_ms"`
-	MaxMS          float64  `json:"max_ms"`
+	// Latency quantiles of every answer (refusals included), and of the
+	// sales alone. At a fixed rate they count from each request's intended
+	// send time; ServiceP50MS/ServiceP99MS are then vegeta's uncorrected
+	// figures, from when a worker sent it.
+	P50MS        float64  `json:"p50_ms"`
+	P90MS        float64  `json:"p90_ms"`
+	P99MS        float64  `json:"p99_ms"`
+	MaxMS        float64  `json:"max_ms"`
+	SaleP50MS    float64  `json:"sale_p50_ms"`
+	SaleP99MS    float64  `json:"sale_p99_ms"`
+	ServiceP50MS *float64 `json:"service_p50_ms,omitempty"`
+	ServiceP99MS *float64 `json:"service_p99_ms,omitempty"`
 
 	Audit          Audit `json:"audit"`
 	Oversold       int   `json:"oversold"`

@@ -232,7 +232,9 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 		r.live.follow(tl)
 		r.live.setPhase(run.Fault.Kind + " step")
 		r.progress.phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.label(), run.Fault.Kind), run.Fault.window())
+		stopPolling := r.pollOversold(ctx, base, run.Stage, sku, tl)
 		err := r.faultStep(ctx, run, &row, tl)
+		stopPolling()
 		row.Timeline = tl.build()
 		if err != nil {
 			return fail(fmt.Errorf("%s step: %w", run.Fault.Kind, err))
@@ -296,6 +298,11 @@ func (row *StageRun) fillFromTally(t *tally) {
 		row.RequestsPerSec = float64(t.requests) / elapsed.Seconds()
 	}
 	row.P50MS, row.P90MS, row.P99MS, row.MaxMS = ms(t.percentile(0.50)), ms(t.percentile(0.90)), ms(t.percentile(0.99)), ms(t.percentile(1))
+	row.SaleP50MS, row.SaleP99MS = ms(quantile(t.saleLatencies, 0.50)), ms(quantile(t.saleLatencies, 0.99))
+	if len(t.service) > 0 {
+		p50, p99 := ms(quantile(t.service, 0.50)), ms(quantile(t.service, 0.99))
+		row.ServiceP50MS, row.ServiceP99MS = &p50, &p99
+	}
 }
 
 // crashStep makes a replica exit while holding the stage's lock and watches
