@@ -48,7 +48,7 @@ var standIns = []standIn{
 		changes:  []string{"WORKDIR /data", "VOLUME /data", `CMD ["redis-server"]`},
 	},
 	{
-		image:    "mariadb:10.11.19",
+		image:    "mariadb:10.11",
 		packages: []string{"mariadb-server", "mariadb-client"},
 		// The official image's entrypoint, as far as the compose file uses
 		// it: a data directory initialised on first start, the root
