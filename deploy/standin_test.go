@@ -48,6 +48,43 @@ var standIns = []standIn{
 		changes:  []string{"WORKDIR /data", "VOLUME /data", `CMD ["redis-server"]`},
 	},
 	{
+		image:    "mariadb:10.11",
+		packages: []string{"mariadb-server", "mariadb-client"},
+		// The official image's entrypoint, as far as the compose file uses
+		// it: a data directory initialised on first start, the root
+		// password and the database from the environment.
+		setup: `mkdir -p /run/mysqld /var/lib/mysql && chown mysql:mysql /run/mysqld /var/lib/mysql
+cat > /usr/local/bin/docker-entrypoint.sh <<'ENTRY'
+#!/bin/sh
+set -e
+if [ "$1" != mariadbd ]; then exec "$@"; fi
+shift
+if [ ! -d /var/lib/mysql/mysql ]; then
+	chown mysql:mysql /var/lib/mysql
+	mariadb-install-db --user=mysql --datadir=/var/lib/mysql --skip-test-db >/dev/null
+	cat > /run/mysqld/init.sql <<SQL
+CREATE USER IF NOT EXISTS 'root'@'%' IDENTIFIED BY '${MARIADB_ROOT_PASSWORD}';
+GRANT ALL ON *.* TO 'root'@'%' WITH GRANT OPTION;
+ALTER USER 'root'@'localhost' IDENTIFIED BY '${MARIADB_ROOT_PASSWORD}';
+CREATE DATABASE IF NOT EXISTS ${MARIADB_DATABASE};
+SQL
+	chown mysql:mysql /run/mysqld/init.sql
+	set -- --init-file=/run/mysqld/init.sql "$@"
+fi
+exec mariadbd --user=mysql --datadir=/var/lib/mysql --bind-address=0.0.0.0 --skip-name-resolve "$@"
+ENTRY
+chmod 755 /usr/local/bin/docker-entrypoint.sh`,
+		version: "dpkg-query -W -f '${Version}' mariadb-server",
+		changes: []string{"EXPOSE 3306", `ENTRYPOINT ["docker-entrypoint.sh"]`, `CMD ["mariadbd"]`},
+	},
+	{
+		image:    "quay.io/coreos/etcd:v3.4.23",
+		packages: []string{"etcd-server", "etcd-client"},
+		setup:    "ln -s /usr/bin/etcd /usr/local/bin/etcd && ln -s /usr/bin/etcdctl /usr/local/bin/etcdctl",
+		version:  "etcd --version",
+		changes:  []string{"EXPOSE 2379 2380", `CMD ["/usr/local/bin/etcd"]`},
+	},
+	{
 		image:    "nginx:1.22.1-alpine",
 		packages: []string{"nginx"},
 		version:  "dpkg-query -W -f '${Version}' nginx",

@@ -11,9 +11,13 @@ var (
 	// sold.
 	ErrLockBusy = errors.New("inventory: lock busy")
 	// ErrUnavailable: Redis did not answer (down, timed out, or refused).
-	// Whether a sale whose write timed out happened is unknown; the audit stays
-	// consistent either way because the write is one transaction.
+	// Nothing was sold, unless the error also wraps ErrOutcomeUnknown.
 	ErrUnavailable = errors.New("inventory: redis unavailable")
+	// ErrOutcomeUnknown: the stock write was sent but no answer came back (a
+	// timeout, a dropped connection), so the sale may have happened. The
+	// audit stays consistent either way: the write is one transaction. Every
+	// error without it means nothing was sold.
+	ErrOutcomeUnknown = errors.New("inventory: outcome of the stock write unknown")
 	// ErrInvalid: a request argument is out of range.
 	ErrInvalid = errors.New("inventory: invalid argument")
 	// ErrUnknownStage: no stage has that id.

@@ -10,6 +10,7 @@ import (
 var (
 	fencedReadScript   = loadScript("fenced_read.lua")
 	fencedCommitScript = loadScript("fenced_commit.lua")
+	fencedResetScript  = loadScript("fenced_reset.lua")
 )
 
 // errFenced: a newer lock holder came through the SKU, so this holder's
@@ -90,16 +91,25 @@ func (s *fencedStage) deduct(ctx context.Context, sku string, qty int64, f Fault
 	if err := s.pauseIfArmed(ctx, f); err != nil {
 		return Sale{}, err
 	}
+	if err := beforeWrite(ctx); err != nil {
+		return Sale{}, err
+	}
 	if err := s.store.fencedCommit(ctx, sku, stock-qty, qty, token, holder); err != nil {
 		return Sale{}, err
 	}
 	return Sale{Remaining: stock - qty}, nil
 }
 
+// reset needs no lock: it moves the fence past every token handed out, so
+// a sale in flight cannot write into the new stock (it answers lock_busy,
+// nothing sold), whatever its lock or clock believe.
 func (s *fencedStage) reset(ctx context.Context, sku string, stock int64, _ int) error {
-	// The fence and the token counter survive resets: tokens only grow, so a
-	// holder from before the reset can never write into the new stock.
-	return s.resetSKU(ctx, sku, stock)
+	k := s.store.keys(sku)
+	keys := []string{k.initial(), k.stock(), k.sold(), k.foreign(), k.lock(), k.fence(), k.lock() + ":token"}
+	if err := fencedResetScript.Run(ctx, s.store.rdb, keys, stock).Err(); err != nil {
+		return unavailable("reset", err)
+	}
+	return s.holders.reset(ctx, sku)
 }
 
 func (s *fencedStage) audit(ctx context.Context, sku string) (Audit, error) {

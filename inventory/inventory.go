@@ -186,7 +186,7 @@ func New(cfg Config) (*Inventory, error) {
 	seller := func(id string) *seller {
 		return &seller{
 			id: id, store: store{rdb: cfg.Redis, stage: id}, faults: inv.faults, obs: cfg.Observer,
-			log: cfg.Logger, exit: cfg.Exit, pause: cfg.Pause, defaultStock: cfg.DefaultStock,
+			log: cfg.Logger, exit: cfg.Exit, pause: cfg.Pause, defaultStock: cfg.DefaultStock, lockWait: cfg.LockWait,
 			holders: &holders{rdb: cfg.HoldersRedis, stage: id, replica: cfg.Replica, log: cfg.Logger},
 		}
 	}

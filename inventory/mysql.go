@@ -20,8 +20,15 @@ const mysqlLocksTable = `CREATE TABLE IF NOT EXISTS lockstep_locks (
 	locked_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
 ) ENGINE=InnoDB`
 
-// mysqlDuplicateKey is MySQL's ER_DUP_ENTRY: the row, so the lock, exists.
-const mysqlDuplicateKey = 1062
+// MySQL's errors that mean the row, so the lock, is another's: a duplicate
+// key (ER_DUP_ENTRY); and, when the INSERT races the holder's DELETE, a
+// deadlock InnoDB broke by rolling ours back (ER_LOCK_DEADLOCK) or a row
+// lock wait that timed out (ER_LOCK_WAIT_TIMEOUT).
+const (
+	mysqlDuplicateKey  = 1062
+	mysqlDeadlock      = 1213
+	mysqlLockWaitTimed = 1205
+)
 
 // mysqlGuard is seed 003's unique-index lock: INSERT a row to lock, DELETE
 // it to unlock, busy at once on a duplicate key. It has the flaws the seed
@@ -42,8 +49,8 @@ func (g mysqlGuard) acquire(ctx context.Context, key string, _ Faults) (context.
 	_, err := g.db.ExecContext(ctx, "INSERT INTO lockstep_locks (name, owner) VALUES (?, ?)", key, owner)
 	var dup *mysql.MySQLError
 	switch {
-	case errors.As(err, &dup) && dup.Number == mysqlDuplicateKey:
-		return nil, nil, fmt.Errorf("%w: row %s exists", ErrLockBusy, key)
+	case errors.As(err, &dup) && (dup.Number == mysqlDuplicateKey || dup.Number == mysqlDeadlock || dup.Number == mysqlLockWaitTimed):
+		return nil, nil, fmt.Errorf("%w: row %s is another's: %w", ErrLockBusy, key, err)
 	case err != nil:
 		return nil, nil, mysqlUnavailable("insert lock row", err)
 	}

@@ -227,8 +227,19 @@ func (s *segmentedStage) reset(ctx context.Context, sku string, stock int64, n i
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return unavailable("segment count", err)
 	}
+	// Every segment's lock, in index order (sales hold one at a time), so
+	// that no sale is inside a segment the reset rewrites or drops.
+	taken := make([]bool, max(old, n))
+	for i := range taken {
+		var release func()
+		taken[i], release, err = s.quiesce(ctx, s.guard, segments.Tag(sku, i), s.lockWait)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	for i, share := range shares {
-		if err := s.store.reset(ctx, segments.Tag(sku, i), share); err != nil {
+		if err := s.store.reset(ctx, segments.Tag(sku, i), share, !taken[i]); err != nil {
 			return err
 		}
 	}

@@ -67,6 +67,7 @@ type seller struct {
 	pause        func()
 	holders      *holders
 	defaultStock int64
+	lockWait     time.Duration // a reset's wait for the sale in flight
 }
 
 // lockKey is the key of tag's lock.
@@ -173,6 +174,9 @@ func (s *seller) readModifyWrite(ctx, held context.Context, tag string, qty int6
 	if err := s.pauseIfArmed(ctx, f); err != nil {
 		return 0, err
 	}
+	if err := beforeWrite(ctx); err != nil {
+		return 0, err
+	}
 	if err := s.store.commit(ctx, tag, stock-qty, qty); err != nil {
 		return 0, err
 	}
@@ -206,11 +210,39 @@ func (s *seller) initialised(ctx context.Context, tag string, op func() (int64, 
 	return op()
 }
 
-func (s *seller) resetSKU(ctx context.Context, sku string, stock int64) error {
-	if err := s.store.reset(ctx, sku, stock); err != nil {
+func (s *seller) resetSKU(ctx context.Context, sku string, stock int64, dropLock bool) error {
+	if err := s.store.reset(ctx, sku, stock, dropLock); err != nil {
 		return err
 	}
 	return s.holders.reset(ctx, sku)
+}
+
+// resetPoll spaces a reset's attempts at a fail-fast lock.
+const resetPoll = 10 * time.Millisecond
+
+// quiesce takes tag's lock with g for a reset, so that no sale is inside
+// its critical section while the stock is rewritten (it would write its
+// stale read into the new stock, or sell into a segment the reset drops).
+// It waits at most wait; a lock still taken then was left by a holder that
+// crashed (setnx, mysql) or hangs, and the reset drops it, as a reset
+// always did: taken is false then. release gives the lock back.
+func (s *seller) quiesce(ctx context.Context, g guard, tag string, wait time.Duration) (taken bool, release func(), err error) {
+	deadline := time.Now().Add(wait)
+	for {
+		_, unlock, err := g.acquire(ctx, s.lockKey(tag), Faults{})
+		switch {
+		case err == nil:
+			return true, func() { s.release(ctx, tag, unlock) }, nil
+		case !errors.Is(err, ErrLockBusy):
+			return false, nil, err
+		case time.Now().After(deadline):
+			s.log.Warn("reset: lock still taken, dropping it", "stage", s.id, "tag", tag, "waited", wait)
+			return false, func() {}, nil
+		}
+		if err := sleep(ctx, resetPoll); err != nil {
+			return false, nil, unavailable("reset", err)
+		}
+	}
 }
 
 func (s *seller) auditSKU(ctx context.Context, sku string) (Audit, error) {
@@ -237,7 +269,8 @@ type guardedStage struct {
 	// crash while holding it means something.
 	crashes bool
 	// dropLocks deletes the lock of a SKU on reset where it lives outside
-	// the stock's Redis (redlock).
+	// the stock's Redis (redlock, mysql, etcd), when the reset could not
+	// take it.
 	dropLocks func(ctx context.Context, key string) error
 }
 
@@ -278,10 +311,15 @@ func (s *guardedStage) deduct(ctx context.Context, sku string, qty int64, f Faul
 }
 
 func (s *guardedStage) reset(ctx context.Context, sku string, stock int64, _ int) error {
-	if err := s.resetSKU(ctx, sku, stock); err != nil {
+	taken, release, err := s.quiesce(ctx, s.guard, sku, s.lockWait)
+	if err != nil {
 		return err
 	}
-	if s.dropLocks != nil {
+	defer release()
+	if err := s.resetSKU(ctx, sku, stock, !taken); err != nil {
+		return err
+	}
+	if s.dropLocks != nil && !taken {
 		return s.dropLocks(ctx, s.lockKey(sku))
 	}
 	return nil
@@ -299,6 +337,9 @@ func (s *atomicStage) deduct(ctx context.Context, sku string, qty int64, f Fault
 	if err := sleep(ctx, f.workTime()); err != nil {
 		return Sale{}, heldError(ctx, err)
 	}
+	if err := beforeWrite(ctx); err != nil {
+		return Sale{}, err
+	}
 	remaining, err := s.initialised(ctx, sku, func() (int64, error) { return s.store.atomicDeduct(ctx, sku, qty) })
 	if err != nil {
 		return Sale{}, err
@@ -307,7 +348,7 @@ func (s *atomicStage) deduct(ctx context.Context, sku string, qty int64, f Fault
 }
 
 func (s *atomicStage) reset(ctx context.Context, sku string, stock int64, _ int) error {
-	return s.resetSKU(ctx, sku, stock)
+	return s.resetSKU(ctx, sku, stock, true) // its one script is atomic with the reset
 }
 
 func (s *atomicStage) audit(ctx context.Context, sku string) (Audit, error) {

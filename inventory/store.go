@@ -40,6 +40,16 @@ func unavailable(op string, err error) error {
 	return fmt.Errorf("inventory: %s: %w: %w", op, ErrUnavailable, err)
 }
 
+// writeFailed wraps the error of a stock write: ErrOutcomeUnknown too
+// unless Redis answered it (a refused transaction or script wrote nothing).
+func writeFailed(op string, err error) error {
+	var replied redis.Error
+	if errors.As(err, &replied) || errors.Is(err, redis.Nil) {
+		return unavailable(op, err)
+	}
+	return fmt.Errorf("inventory: %s: %w: %w: %w", op, ErrUnavailable, ErrOutcomeUnknown, err)
+}
+
 // store is the stock of one stage in Redis. A tag is what goes between the
 // braces of the keys: the SKU, or "<sku>:<segment>" for a segment.
 type store struct {
@@ -98,7 +108,7 @@ func (s *store) commit(ctx context.Context, tag string, newStock, qty int64) err
 		return nil
 	})
 	if err != nil {
-		return unavailable("commit sale", err)
+		return writeFailed("commit sale", err)
 	}
 	return nil
 }
@@ -127,7 +137,7 @@ func (s *store) fencedCommit(ctx context.Context, tag string, newStock, qty, tok
 	written, err := fencedCommitScript.Run(ctx, s.rdb, []string{k.stock(), k.sold(), k.fence()}, newStock, qty, token, holder).Int()
 	switch {
 	case err != nil:
-		return unavailable("fenced commit", err)
+		return writeFailed("fenced commit", err)
 	case written == 0:
 		return errFenced
 	}
@@ -141,7 +151,7 @@ func (s *store) atomicDeduct(ctx context.Context, tag string, qty int64) (int64,
 	remaining, err := atomicDeductScript.Run(ctx, s.rdb, []string{k.stock(), k.sold()}, qty).Int64()
 	switch {
 	case err != nil:
-		return 0, unavailable("atomic deduct", err)
+		return 0, writeFailed("atomic deduct", err)
 	case remaining == -1:
 		return 0, ErrSoldOut
 	case remaining == -2:
@@ -150,15 +160,19 @@ func (s *store) atomicDeduct(ctx context.Context, tag string, qty int64) (int64,
 	return remaining, nil
 }
 
-// reset sets the stock, zeroes the sales and drops the lock in one
-// transaction.
-func (s *store) reset(ctx context.Context, tag string, stock int64) error {
+// reset sets the stock and zeroes the sales in one transaction. With
+// dropLock it also deletes the lock: one the reset could not take, left by
+// a holder that crashed. A lock the reset holds is released by it.
+func (s *store) reset(ctx context.Context, tag string, stock int64, dropLock bool) error {
 	k := s.keys(tag)
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, k.initial(), stock, 0)
 		p.Set(ctx, k.stock(), stock, 0)
 		p.Set(ctx, k.sold(), 0, 0)
-		p.Del(ctx, k.foreign(), k.lock())
+		p.Del(ctx, k.foreign())
+		if dropLock {
+			p.Del(ctx, k.lock())
+		}
 		return nil
 	})
 	if err != nil {

@@ -117,6 +117,9 @@ type state struct {
 	Proxy      stateProxy     `json:"proxy"`
 	Replicas   []stateReplica `json:"replicas"`
 	Redis      stateRedis     `json:"redis"`
+	// LockServers are the PIDs of the lock servers beside Redis, by kind
+	// (etcd, mariadb): the ones the workshop started.
+	LockServers map[string][]int `json:"lock_servers,omitempty"`
 }
 
 type stateProxy struct {
@@ -243,8 +246,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 	st := state{
 		PID: os.Getpid(), WorkDir: workDir, AdminToken: o.adminToken,
-		Proxy: stateProxy{Kind: proxy.component.Kind, URL: proxy.url, PIDs: proxy.pids()},
-		Redis: stateRedis{Kind: rs.component.Kind, Addrs: rs.addrs, PIDs: wiring.pids()},
+		Proxy:       stateProxy{Kind: proxy.component.Kind, URL: proxy.url, PIDs: proxy.pids()},
+		Redis:       stateRedis{Kind: rs.component.Kind, Addrs: rs.addrs, PIDs: wiring.pids()},
+		LockServers: servers.pids(),
 	}
 	for _, r := range replicas {
 		st.Replicas = append(st.Replicas, stateReplica{Name: r.name, URL: r.url(), PID: r.sup.pid()})

@@ -383,6 +383,16 @@ func interruptWorkshop(t *testing.T, args []string, waitFor string) {
 	for _, pid := range st.Proxy.PIDs {
 		pids[pid] = "nginx"
 	}
+	lockServers := 0
+	for kind, list := range st.LockServers {
+		for _, pid := range list {
+			pids[pid] = kind
+			lockServers++
+		}
+	}
+	if os.Getenv("CI") == "true" && (len(st.LockServers["etcd"]) != 3 || len(st.LockServers["mariadb"]) != 1) {
+		t.Fatalf("lock servers %v: want 3 etcd members and a MariaDB server (CI installs them)", st.LockServers)
+	}
 	if len(st.Redis.PIDs) != 3 || len(st.Replicas) != 3 || st.Proxy.Kind != "nginx" || len(st.Proxy.PIDs) < 2 {
 		t.Fatalf("state %+v: want 3 redis-servers, 3 replicas, an nginx master and worker", st)
 	}
@@ -391,9 +401,10 @@ func interruptWorkshop(t *testing.T, args []string, waitFor string) {
 			t.Fatalf("%s (pid %d) is not running before the interrupt", name, pid)
 		}
 	}
-	// The shops (built there) and nginx's master (-p); redis-server
-	// rewrites its command line, so it is checked by pid only.
-	if left, want := processesUnder(st.WorkDir), len(st.Replicas)+1; len(left) != want {
+	// The shops (built there), nginx's master (-p) and the lock servers
+	// (their data there); redis-server rewrites its command line, so it is
+	// checked by pid only.
+	if left, want := processesUnder(st.WorkDir), len(st.Replicas)+1+lockServers; len(left) != want {
 		t.Fatalf("%d processes found running from the work dir before the interrupt, want %d: %v", len(left), want, left)
 	}
 

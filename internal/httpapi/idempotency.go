@@ -11,8 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/http"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/lockstep/lockstep/inventory"
@@ -35,12 +34,13 @@ func loadScript(name string) *redis.Script {
 }
 
 var (
+	claimKeyScript       = loadScript("idempotency_claim.lua")
+	commitClaimScript    = loadScript("idempotency_commit.lua")
 	storeAnswerScript    = loadScript("idempotency_store.lua")
 	releasePendingScript = loadScript("idempotency_release.lua")
 )
 
 const (
-	pendingPrefix = "pending:"
 	// pollMin and pollMax bound the pause between looks at a pending key.
 	pollMin = 2 * time.Millisecond
 	pollMax = 50 * time.Millisecond
@@ -55,20 +55,45 @@ var errPending = errors.New("a request with this Idempotency-Key is still in pro
 // errKeyReused: the key was first used for a different request.
 var errKeyReused = errors.New("this Idempotency-Key was used for a different request")
 
+// errOutcomeUnknown: the key's first request started long enough ago to
+// have finished, and its outcome was never recorded.
+var errOutcomeUnknown = errors.New("the first request with this Idempotency-Key never recorded its outcome " +
+	"(its replica stopped, or Redis failed during the sale): it may have sold; check the audit, and use a new key to buy again")
+
+// settlement is what becomes of an idempotency key once its request ran.
+type settlement int
+
+const (
+	// release: provably nothing sold (busy, sold out, a failure before the
+	// stock write): the key is freed, and a retry with it runs anew.
+	release settlement = iota
+	// keep: the sale happened; its answer is what every retry gets.
+	keep
+	// unknown: the stock write was sent and its reply lost; the key stays
+	// claimed, and retries learn that its outcome is unknown.
+	unknown
+)
+
 // answer is a response as the idempotency store keeps it.
 type answer struct {
 	Status  int             `json:"status"`
 	Body    json.RawMessage `json:"body"`
 	Request string          `json:"request"` // what was asked, to refuse a key reused for another request
+	settle  settlement
 }
 
-// idempotency makes a deduct with an Idempotency-Key run at most once per
-// stage and key across all replicas. The first request puts a pending
-// marker (SET NX, expiring after the longest a request can run), runs, and
-// replaces the marker with its answer (kept for ttl). A request that finds
-// the marker polls until the answer is there, then returns it. An answer
-// that sold nothing and says "try again" (lock busy) is not kept: its
-// marker is deleted so a retry runs anew.
+// idempotency makes a deduct with an Idempotency-Key sell at most once per
+// stage and key across all replicas. The first request claims the key with
+// a pending marker that expires after the longest a request can run; right
+// before its stock write the sale makes the marker last as long as an
+// answer (a claim it no longer holds stops the sale). Then it settles the
+// key: the answer of a sale replaces the marker, and a request that
+// provably sold nothing deletes it, so the buyer may retry with the same
+// key. A request that finds the marker polls until there is an answer or
+// the key is free again. A marker still there after any request could have
+// finished belongs to a request that reached its write and whose outcome
+// was lost (its replica died, its answer could not be stored): the key
+// answers errOutcomeUnknown for its lifetime rather than risk a second sale.
 type idempotency struct {
 	rdb        redis.UniversalClient
 	log        *slog.Logger
@@ -97,32 +122,28 @@ func (idem *idempotency) redisKey(stage, key string) string {
 
 // do returns the answer of the request with key: run's, or the stored one
 // of an earlier run (replayed true). request describes what is asked.
-func (idem *idempotency) do(ctx context.Context, stage, key, request string, run func() answer) (a answer, replayed bool, err error) {
+func (idem *idempotency) do(ctx context.Context, stage, key, request string, run func(context.Context) answer) (a answer, replayed bool, err error) {
 	rkey := idem.redisKey(stage, key)
-	marker := pendingPrefix + rand.Text()
 	poll := pollMin
 	for {
-		took, err := idem.rdb.SetNX(ctx, rkey, marker, idem.pendingTTL).Result()
-		if err != nil {
+		res, err := claimKeyScript.Run(ctx, idem.rdb, []string{rkey}, rand.Text(), idem.pendingTTL.Milliseconds()).StringSlice()
+		if err != nil || len(res) != 2 {
 			return answer{}, false, fmt.Errorf("idempotency: claim key: %w: %w", inventory.ErrUnavailable, err)
 		}
-		if took {
-			return idem.run(ctx, rkey, marker, request, run), false, nil
-		}
-		stored, err := idem.rdb.Get(ctx, rkey).Result()
-		switch {
-		case errors.Is(err, redis.Nil):
-			continue // released or expired meanwhile: claim it
-		case err != nil:
-			return answer{}, false, fmt.Errorf("idempotency: read key: %w: %w", inventory.ErrUnavailable, err)
-		case !strings.HasPrefix(stored, pendingPrefix):
-			if err := json.Unmarshal([]byte(stored), &a); err != nil {
+		switch res[0] {
+		case "claimed":
+			return idem.run(ctx, rkey, res[1], request, run), false, nil
+		case "answer":
+			if err := json.Unmarshal([]byte(res[1]), &a); err != nil {
 				return answer{}, false, fmt.Errorf("idempotency: stored answer: %w", err)
 			}
 			if a.Request != request {
 				return answer{}, false, errKeyReused
 			}
 			return a, true, nil
+		}
+		if age, err := strconv.ParseInt(res[1], 10, 64); err == nil && time.Duration(age)*time.Millisecond >= idem.pendingTTL {
+			return answer{}, false, errOutcomeUnknown
 		}
 		t := time.NewTimer(poll)
 		select {
@@ -135,27 +156,70 @@ func (idem *idempotency) do(ctx context.Context, stage, key, request string, run
 	}
 }
 
+// settleAttempts bounds the tries to settle a key; settleBackoff spaces them.
+const (
+	settleAttempts = 3
+	settleBackoff  = 50 * time.Millisecond
+)
+
 // run executes the request under our marker and settles the key.
-func (idem *idempotency) run(ctx context.Context, rkey, marker, request string, run func() answer) answer {
-	a := run()
+func (idem *idempotency) run(ctx context.Context, rkey, marker, request string, run func(context.Context) answer) answer {
+	// A marker kept after the write outlives both the answer it may become
+	// and any request that could find it pending.
+	durable := max(idem.ttl, 2*idem.pendingTTL).Milliseconds()
+	a := run(inventory.WithBeforeWrite(ctx, func(ctx context.Context) error {
+		ours, err := commitClaimScript.Run(ctx, idem.rdb, []string{rkey}, marker, durable).Int()
+		switch {
+		case err != nil:
+			return fmt.Errorf("idempotency: keep the claim: %w", err)
+		case ours == 0:
+			return errors.New("idempotency: the claim expired before the sale")
+		}
+		return nil
+	}))
 	a.Request = request
 	// Settle even when the client went away: the answer is what a retry gets.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleAttempts*time.Second)
 	defer cancel()
-	if a.Status == http.StatusLocked {
-		if err := releasePendingScript.Run(ctx, idem.rdb, []string{rkey}, marker).Err(); err != nil {
-			idem.log.Warn("idempotency: release key", "err", err)
+	var script *redis.Script
+	var args []any
+	switch a.settle {
+	case unknown:
+		return a // the marker stays: see errOutcomeUnknown
+	case release:
+		script, args = releasePendingScript, []any{marker}
+	case keep:
+		stored, err := json.Marshal(a)
+		if err != nil {
+			idem.log.Error("idempotency: encode answer", "err", err)
+			return a
 		}
-		return a
+		script, args = storeAnswerScript, []any{marker, stored, idem.ttl.Milliseconds()}
 	}
-	stored, err := json.Marshal(a)
-	if err == nil {
-		err = storeAnswerScript.Run(ctx, idem.rdb, []string{rkey}, marker, stored, idem.ttl.Milliseconds()).Err()
+	var err error
+	for attempt := range settleAttempts {
+		if err = script.Run(ctx, idem.rdb, []string{rkey}, args...).Err(); err == nil {
+			return a
+		}
+		if sleepErr := sleepFor(ctx, settleBackoff<<attempt); sleepErr != nil {
+			break
+		}
 	}
-	if err != nil {
-		// The marker expires after pendingTTL and a retry runs again: Redis
-		// was unreachable, so the sale most likely did not happen either.
-		idem.log.Warn("idempotency: store answer", "err", err)
-	}
+	// The marker stays: a retry is told the outcome is unknown (a sale that
+	// could not be recorded) or must wait out the marker (one that sold
+	// nothing), never sold again.
+	idem.log.Error("idempotency: settle key", "status", a.Status, "err", err)
 	return a
+}
+
+// sleepFor waits d or until ctx is done.
+func sleepFor(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

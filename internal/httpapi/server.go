@@ -45,6 +45,9 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeNotReady         = "not_ready"
 	CodeInternal         = "internal"
+	// CodeOutcomeUnknown: an Idempotency-Key whose first request may have
+	// sold, but never recorded its answer; the key never sells again.
+	CodeOutcomeUnknown = "outcome_unknown"
 )
 
 // Limits of a request: the admin bodies are a few fields, the headers a
@@ -125,6 +128,9 @@ func New(cfg Config) *Server {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	// A path with a trailing slash is no route of ours: a JSON 404 with
+	// X-Replica, not gin's 301/307 with an HTML body.
+	r.RedirectTrailingSlash = false
 	r.Use(s.replicaHeader, gin.CustomRecoveryWithWriter(io.Discard, s.recovered))
 	r.NoRoute(func(c *gin.Context) { s.fail(c, http.StatusNotFound, CodeNotFound, "no such route") })
 	r.NoMethod(func(c *gin.Context) {
@@ -248,12 +254,12 @@ func (s *Server) deduct(c *gin.Context) {
 	ctx := withLazyTimeout(c.Request.Context(), s.cfg.RequestTimeout)
 	defer ctx.cancel()
 	deducts := s.deducts[stage]
-	sell := func() answer {
+	sell := func(ctx context.Context) answer {
 		return s.traced(ctx, stage, func(ctx context.Context) answer { return s.sell(ctx, deducts, stage, sku, qty) })
 	}
 	key, keyed := c.Request.Header["Idempotency-Key"]
 	if !keyed {
-		a := sell()
+		a := sell(ctx)
 		c.Data(a.Status, "application/json; charset=utf-8", a.Body)
 		return
 	}
@@ -268,6 +274,9 @@ func (s *Server) deduct(c *gin.Context) {
 		return
 	case errors.Is(err, errPending):
 		s.fail(c, http.StatusLocked, CodeLockBusy, err.Error())
+		return
+	case errors.Is(err, errOutcomeUnknown):
+		s.fail(c, http.StatusConflict, CodeOutcomeUnknown, err.Error())
 		return
 	case err != nil:
 		s.failWith(c, err)
@@ -310,7 +319,11 @@ func (s *Server) sell(ctx context.Context, deducts *metrics.Deducts, stage, sku 
 	if err == nil {
 		deducts.Request(metrics.ResultSold, time.Since(start))
 		body := saleBody{Stage: stage, SKU: sku, Qty: qty, Remaining: sale.Remaining, Replica: s.cfg.Replica, Segment: sale.Segment, SegmentRemaining: sale.SegmentRemaining}
-		return answer{Status: http.StatusOK, Body: body.appendJSON(make([]byte, 0, 128))}
+		return answer{Status: http.StatusOK, Body: body.appendJSON(make([]byte, 0, 128)), settle: keep}
+	}
+	settle := release // every other error sold nothing
+	if errors.Is(err, inventory.ErrOutcomeUnknown) {
+		settle = unknown
 	}
 	status, code := errorStatus(err)
 	result := metrics.ResultError
@@ -325,9 +338,9 @@ func (s *Server) sell(ctx context.Context, deducts *metrics.Deducts, stage, sku 
 	deducts.Request(result, time.Since(start))
 	encoded, err := json.Marshal(errorBody{Error: code, Message: err.Error()})
 	if err != nil {
-		return answer{Status: http.StatusInternalServerError, Body: []byte(`{"error":"internal","message":"encode answer"}`)}
+		return answer{Status: http.StatusInternalServerError, Body: []byte(`{"error":"internal","message":"encode answer"}`), settle: settle}
 	}
-	return answer{Status: status, Body: encoded}
+	return answer{Status: status, Body: encoded, settle: settle}
 }
 
 // appendJSON appends the bytes json.Marshal writes for b, without its

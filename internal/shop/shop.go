@@ -123,6 +123,10 @@ func New(cfg Config) (*Shop, error) {
 		return nil, errors.New("shop: Sentinel addresses without the master's name")
 	case len(cfg.RedisSentinels) == 0 && len(cfg.RedisAddrs) == 0:
 		return nil, errors.New("shop: no Redis address")
+	case cfg.IdempotencyTTL < 0 || cfg.IdempotencyTTL > 0 && cfg.IdempotencyTTL < time.Millisecond:
+		// Redis keeps whole milliseconds: below one, every keyed sale's
+		// answer would fail to be stored.
+		return nil, fmt.Errorf("shop: idempotency TTL %v: must be at least 1ms", cfg.IdempotencyTTL)
 	}
 	if cfg.RedisTimeout == 0 {
 		cfg.RedisTimeout = 300 * time.Millisecond
