@@ -264,17 +264,12 @@ func (st *faultState) failover(ctx context.Context) error {
 	default:
 		st.note("the first sale, on %s, holds the lock on the master and stopped before its write", first)
 	}
-	// Sales go on through the proxy from here, through the kill and the
-	// promotion, so that stuck and recovered are measured under load. They
-	// buy another SKU of the stage: the victims' lock and audit stay theirs.
-	// (A pause still armed on the promoted master is disarmed at once, long
-	// before any of them, 300 ms of work in, reaches its write.)
-	loadSKU := r.cfg.Scenario.SKU + "-load"
-	if err := r.shop.reset(ctx, r.cfg.Target, st.run.Stage, loadSKU, failoverLoadStock, st.run.Segments); err != nil {
-		return fmt.Errorf("reset %s: %w", loadSKU, err)
-	}
-	loadDone := st.background(ctx, failoverLoad(st.run.Fault), loadSKU)
-	defer loadDone()
+	// No sales are offered through the kill and the promotion: the pause
+	// stays armed on the promoted master until the step disarms it there,
+	// and a sale that claimed it would stop its shop for good (tried: the
+	// disarm itself can meet a shop still dialling the dead master). So
+	// stuck and recovered here time the promotion and the one sale after
+	// it, not a load.
 	master, err := inj.KillMaster(ctx)
 	if err != nil {
 		return err
@@ -307,22 +302,7 @@ func (st *faultState) failover(ctx context.Context) error {
 		}
 	}
 	st.note("the second sale answered %s", <-answerB)
-	loadDone()
 	return st.conclude(ctx)
-}
-
-// failoverLoadStock is the stock of the SKU the failover's load buys: more
-// than it can sell.
-const failoverLoadStock = 1_000_000
-
-// failoverLoad is how long sales are offered from a failover's kill on:
-// the step's observe, else long enough for Sentinel's promotion (about 3 s
-// here) and the two sales after it.
-func failoverLoad(fs *FaultStep) Duration {
-	if fs.Observe > 0 {
-		return fs.Observe
-	}
-	return Duration(6 * time.Second)
 }
 
 // redlockMasterLoss: the victim sale takes the redlock lock on a majority
