@@ -197,6 +197,11 @@ func checkFailover(t *testing.T, rows map[string]*loadgen.StageRun) {
 		if r.Fault.HealedAtMS <= r.Fault.AtMS {
 			t.Errorf("failover/%s: healed at %.0f ms, the fault at %.0f ms", tc.label, r.Fault.HealedAtMS, r.Fault.AtMS)
 		}
+		// Stuck and recovered come from sales offered all through the
+		// failover, not from the one sale after it.
+		if tc.label != "redlock" && (r.Fault.Requests < 20 || r.Fault.RecoveryMS == nil) {
+			t.Errorf("failover/%s: %d requests from the kill on, recovery %v; want sales offered through the failover", tc.label, r.Fault.Requests, r.Fault.RecoveryMS)
+		}
 
 	}
 }

@@ -240,15 +240,21 @@ func (st *faultState) failover(ctx context.Context) error {
 	if err := r.waitAllReady(ctx); err != nil {
 		return err
 	}
-	armed := st.run.Faults
-	armed.PauseBeforeWrite = true
-	if err := st.resetWith(ctx, armed); err != nil {
+	if err := st.resetWith(ctx, st.run.Faults); err != nil {
 		return err
 	}
 	if err := inj.HoldReplication(ctx); err != nil {
 		return err
 	}
 	st.note("the replicas were cut off from the master: what it grants from now on is on the master alone")
+	// The pause is armed on the master alone: the replica Sentinel promotes
+	// never had it, so no sale offered through the failover can claim it
+	// there and stop its shop.
+	armed := st.run.Faults
+	armed.PauseBeforeWrite = true
+	if err := r.applyFaults(ctx, r.cfg.Target, st.run.Stage, armed); err != nil {
+		return fmt.Errorf("arm the pause: %w", err)
+	}
 	first, second := r.names[0], r.names[1]
 	answerA := st.victim(ctx, first)
 	_, err := st.waitStopped(ctx, answerA)
@@ -264,12 +270,15 @@ func (st *faultState) failover(ctx context.Context) error {
 	default:
 		st.note("the first sale, on %s, holds the lock on the master and stopped before its write", first)
 	}
-	// No sales are offered through the kill and the promotion: the pause
-	// stays armed on the promoted master until the step disarms it there,
-	// and a sale that claimed it would stop its shop for good (tried: the
-	// disarm itself can meet a shop still dialling the dead master). So
-	// stuck and recovered here time the promotion and the one sale after
-	// it, not a load.
+	// Sales go on through the proxy from here, through the kill and the
+	// promotion, so that stuck and recovered are measured under load. They
+	// buy another SKU of the stage: the victims' lock and audit stay theirs.
+	loadSKU := r.cfg.Scenario.SKU + "-load"
+	if err := r.shop.reset(ctx, r.cfg.Target, st.run.Stage, loadSKU, failoverLoadStock, st.run.Segments); err != nil {
+		return fmt.Errorf("reset %s: %w", loadSKU, err)
+	}
+	loadDone := st.background(ctx, failoverLoad(st.run.Fault), loadSKU)
+	defer loadDone()
 	master, err := inj.KillMaster(ctx)
 	if err != nil {
 		return err
@@ -283,9 +292,10 @@ func (st *faultState) failover(ctx context.Context) error {
 	st.healAt = time.Now()
 	st.mark(st.healAt, "failover to "+promoted)
 	st.note("the Sentinels promoted %s, which never saw the lock, %.0f ms after the master died", promoted, ms(st.healAt.Sub(st.faultAt)))
-	// The promoted replica still has the pause armed: its claim was made
-	// on the dead master.
-	if err := st.setFaults(ctx, st.run.Faults, r.livingReplicas(aDone == nil, first)); err != nil {
+	// The shops still run with the pause armed until they re-read the
+	// faults from the promoted master, which never had it: wait until
+	// they do (one may still be dialling the dead master).
+	if err := r.awaitFaults(ctx, r.urlsOf(r.livingReplicas(aDone == nil, first)), st.run.Stage, st.run.Faults); err != nil {
 		return err
 	}
 	answerB := st.saleOnceUp(ctx, second)
@@ -302,7 +312,22 @@ func (st *faultState) failover(ctx context.Context) error {
 		}
 	}
 	st.note("the second sale answered %s", <-answerB)
+	loadDone()
 	return st.conclude(ctx)
+}
+
+// failoverLoadStock is the stock of the SKU the failover's load buys: more
+// than it can sell.
+const failoverLoadStock = 1_000_000
+
+// failoverLoad is how long sales are offered from a failover's kill on:
+// the step's observe, else long enough for Sentinel's promotion (about 3 s
+// here) and the two sales after it.
+func failoverLoad(fs *FaultStep) Duration {
+	if fs.Observe > 0 {
+		return fs.Observe
+	}
+	return Duration(6 * time.Second)
 }
 
 // redlockMasterLoss: the victim sale takes the redlock lock on a majority
