@@ -47,6 +47,9 @@ type faultState struct {
 
 	mu      sync.Mutex
 	results []vegeta.Result // every answer of the step, sales offered and victims
+	// elsewhere are the answers of sales of another SKU (failover's load):
+	// they time the fault, and stay out of the row's figures and audit.
+	elsewhere []vegeta.Result
 	undos   []func()        // what puts the set-up back if the step stops half-way
 }
 
@@ -243,6 +246,10 @@ func (st *faultState) failover(ctx context.Context) error {
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
 		return err
 	}
+	loadSKU := r.cfg.Scenario.SKU + "-load"
+	if err := r.shop.reset(ctx, r.cfg.Target, st.run.Stage, loadSKU, failoverLoadStock, st.run.Segments); err != nil {
+		return fmt.Errorf("reset %s: %w", loadSKU, err)
+	}
 	if err := inj.HoldReplication(ctx); err != nil {
 		return err
 	}
@@ -270,14 +277,11 @@ func (st *faultState) failover(ctx context.Context) error {
 	default:
 		st.note("the first sale, on %s, holds the lock on the master and stopped before its write", first)
 	}
-	// Sales go on through the proxy from here, through the kill and the
-	// promotion, so that stuck and recovered are measured under load. They
-	// buy another SKU of the stage: the victims' lock and audit stay theirs.
-	loadSKU := r.cfg.Scenario.SKU + "-load"
-	if err := r.shop.reset(ctx, r.cfg.Target, st.run.Stage, loadSKU, failoverLoadStock, st.run.Segments); err != nil {
-		return fmt.Errorf("reset %s: %w", loadSKU, err)
-	}
-	loadDone := st.background(ctx, failoverLoad(st.run.Fault), loadSKU)
+	// Sales go on from here, through the kill and the promotion, so that
+	// stuck and recovered are measured under load: to the shops the pause
+	// did not stop, for another SKU of the stage (the victims' lock and
+	// audit stay theirs).
+	loadDone := st.background(ctx, failoverLoad(st.run.Fault), loadSKU, namesBut(r.names, first)...)
 	defer loadDone()
 	master, err := inj.KillMaster(ctx)
 	if err != nil {
@@ -563,13 +567,17 @@ func (st *faultState) background(ctx context.Context, d Duration, sku string, re
 	for i, u := range urls {
 		urls[i] = deductURL(u, st.run.Stage, sku)
 	}
+	record := st.record
+	if sku != st.r.cfg.Scenario.SKU {
+		record = st.recordElsewhere
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		attack(ctx, attackSpec{
 			name: st.run.Stage + "-" + fs.Kind, url: urls[0], also: urls[1:],
 			rate: fs.Rate, workers: fs.Workers, duration: d.D(),
-			timeout: st.run.Timeout.D(), onResult: st.record,
+			timeout: st.run.Timeout.D(), onResult: record,
 		}, st.tl, st.r.progress.answer)
 	}()
 	return func() { <-done }
@@ -579,6 +587,12 @@ func (st *faultState) record(res *vegeta.Result) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.results = append(st.results, *res)
+}
+
+func (st *faultState) recordElsewhere(res *vegeta.Result) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.elsewhere = append(st.elsewhere, *res)
 }
 
 func (st *faultState) mark(at time.Time, label string) { st.tl.mark(at, label) }
@@ -689,7 +703,7 @@ func (st *faultState) measure() {
 	defer st.mu.Unlock()
 	var last, lastSaleBefore time.Time
 	var firstAfterFault, firstAfterHeal time.Time
-	for _, res := range st.results {
+	for _, res := range slices.Concat(st.results, st.elsewhere) {
 		end := res.End()
 		if end.After(last) {
 			last = end
