@@ -53,8 +53,10 @@ func StartEtcd(ctx context.Context, dir string, n int) (*Etcd, error) {
 			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 			"--initial-cluster", strings.Join(peers, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", "lockstep", "--logger", "zap", "--log-outputs", "stderr",
-			// Loopback: elections in a few hundred ms instead of seconds.
-			"--heartbeat-interval", "50", "--election-timeout", "500",
+			// Loopback: elections within a second or so instead of etcd's
+			// 1 s / 10 s defaults, yet not so eager that a loaded 2-core
+			// machine makes the leader flap (50/500 did, under 16 waiters).
+			"--heartbeat-interval", "100", "--election-timeout", "1000",
 		}}
 		e.Endpoints = append(e.Endpoints, client)
 		e.members = append(e.members, m)
