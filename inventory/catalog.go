@@ -93,6 +93,12 @@ var catalog = []catalogEntry{
 		Defect:    "Correct while the holder's lease lives, and Raft keeps the lock across a leader failover; but, like every lease lock, a holder paused past its lease can still write (no fencing here), and each acquisition is a Raft write on a quorum.",
 		Lease:     etcdLeaseTTL.String(),
 	}, redisLock: true},
+	{Info: Info{
+		ID: "zookeeper", Title: "ZooKeeper ephemeral sequential nodes (Curator's InterProcessMutex)", ArticleCase: "000 end (Redisson or ZooKeeper?), 003",
+		Mechanism: "Each waiter creates an ephemeral sequential node under the lock's node; the lowest sequence holds, each waiter watches only the node before its own (no herd). The session is the lease: a dead holder's session expires and its node goes.",
+		Defect:    "Correct while the holder's session lives, and Zab keeps the lock across a leader failover; but a holder paused past its session timeout can still write (no fencing here), and every acquisition and release is a quorum write.",
+		Lease:     zkSessionTimeout.String(),
+	}, redisLock: true},
 }
 
 // catalogIndex maps a stage id to its catalog position.

@@ -111,6 +111,9 @@ type Config struct {
 	// Etcd, optional, is the cluster of the etcd stage's locks; without it
 	// the stage is unavailable.
 	Etcd *clientv3.Client
+	// ZooKeeper, optional, are the servers of the zookeeper stage's
+	// ensemble; without them the stage is unavailable.
+	ZooKeeper []string
 	// HoldersRedis keeps the holder counts of track_holders (default Redis):
 	// a Redis apart from the stock's keeps them across a restart or a
 	// failover of the stock's Redis.
@@ -165,8 +168,9 @@ type Inventory struct {
 	health  *health
 	clients []*lockClients
 	// Why a configured stage could not start, by stage id.
-	broken   map[string]string
-	sessions *etcdSessions
+	broken     map[string]string
+	sessions   *etcdSessions
+	zkSessions *zkSessions
 }
 
 // New builds every stage and starts following the faults. Close stops it.
@@ -243,6 +247,11 @@ func (inv *Inventory) addLockServerStages(seller func(id string) *seller) {
 		g := etcdGuard{sessions: inv.sessions, wait: inv.cfg.LockWait}
 		inv.stages["etcd"] = &guardedStage{seller: seller("etcd"), guard: g, locking: true, crashes: true, dropLocks: g.drop}
 	}
+	if len(inv.cfg.ZooKeeper) > 0 {
+		inv.zkSessions = newZKSessions(inv.cfg.ZooKeeper, inv.cfg.Logger)
+		g := zkGuard{sessions: inv.zkSessions, wait: inv.cfg.LockWait}
+		inv.stages["zookeeper"] = &guardedStage{seller: seller("zookeeper"), guard: g, locking: true, crashes: true, dropLocks: g.drop}
+	}
 }
 
 // dropOn deletes a lock key on every master it can reach; like the lock
@@ -276,6 +285,9 @@ func (inv *Inventory) Close() error {
 	if inv.sessions != nil {
 		errs = append(errs, inv.sessions.close())
 	}
+	if inv.zkSessions != nil {
+		inv.zkSessions.close()
+	}
 	return errors.Join(errs...)
 }
 
@@ -300,6 +312,8 @@ func (inv *Inventory) unavailableReason(id string) string {
 		return "needs a MySQL/MariaDB database (--mysql-dsn)"
 	case "etcd":
 		return "needs an etcd cluster (--etcd-endpoints)"
+	case "zookeeper":
+		return "needs a ZooKeeper ensemble (--zookeeper-servers)"
 	}
 	return "not configured"
 }

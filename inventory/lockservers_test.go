@@ -46,6 +46,10 @@ var lockServerStages = []lockServerStage{
 			c.MySQL = db
 		}
 	}},
+	{"zookeeper", func(t *testing.T) func(*inventory.Config) {
+		z := lockservertest.ZooKeeper(t, 3)
+		return func(c *inventory.Config) { c.ZooKeeper = z.Servers }
+	}},
 	{"etcd", func(t *testing.T) func(*inventory.Config) {
 		e := lockservertest.Etcd(t, 3)
 		return func(c *inventory.Config) {
@@ -229,7 +233,7 @@ func TestEtcdStageStopsWhenItsLeaseEnds(t *testing.T) {
 func TestLockServerStagesUnavailableWithoutTheirServer(t *testing.T) {
 	invs := replicasOn(t, 1, func(*inventory.Config) {})
 	for _, info := range invs[0].Stages() {
-		if info.ID != "mysql" && info.ID != "etcd" {
+		if info.ID != "mysql" && info.ID != "etcd" && info.ID != "zookeeper" {
 			continue
 		}
 		if info.Available || info.Unavailable == "" {
@@ -238,5 +242,36 @@ func TestLockServerStagesUnavailableWithoutTheirServer(t *testing.T) {
 		if err := invs[0].Available(info.ID); !errors.Is(err, inventory.ErrStageUnavailable) {
 			t.Errorf("%s: Available = %v, want ErrStageUnavailable", info.ID, err)
 		}
+	}
+}
+
+// A zookeeper sale whose session is lost while it works (the ensemble gone:
+// the session may expire without this side knowing) writes nothing.
+func TestZooKeeperStageStopsWhenItsSessionIsLost(t *testing.T) {
+	z := lockservertest.ZooKeeper(t, 3)
+	invs := replicasOn(t, 1, func(c *inventory.Config) { c.ZooKeeper = z.Servers })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := invs[0].Reset(ctx, "zookeeper", "sku-1", 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := invs[0].SetFaults(ctx, "zookeeper", inventory.Faults{Work: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	sale := make(chan error, 1)
+	go func() {
+		_, err := invs[0].Deduct(ctx, "zookeeper", "sku-1", 1)
+		sale <- err
+	}()
+	time.Sleep(500 * time.Millisecond) // the sale holds the lock and works
+	for i := range z.Servers {
+		z.Kill(i)
+	}
+	if err := <-sale; !errors.Is(err, inventory.ErrLockBusy) {
+		t.Fatalf("sale whose session was lost: %v, want ErrLockBusy (lock lost, nothing sold)", err)
+	}
+	if a, err := invs[0].Audit(ctx, "zookeeper", "sku-1"); err != nil || a.Sold != 0 || a.Stock != 10 {
+		t.Fatalf("audit %+v, %v: the sale wrote after its session was lost", a, err)
 	}
 }

@@ -47,7 +47,7 @@ func TestDefaultShowsEverySpecExpectation(t *testing.T) {
 		{"atomic", loadgen.ViaProxy, false, []string{"no-oversell", "fastest"}},
 		{"fenced", loadgen.ViaProxy, true, []string{"no-oversell", "consistent", "recovers-within 500ms"}},
 		{"mysql", loadgen.ViaProxy, true, []string{"no-oversell", "stuck-after-crash", "sells-after-reset"}},
-		{"etcd", loadgen.ViaProxy, true, []string{"no-oversell", "consistent", "recovers-within 2500ms"}},
+		{"etcd", loadgen.ViaProxy, true, []string{"no-oversell", "consistent", "recovers-within 3500ms"}},
 	} {
 		run := find(tc.stage, tc.via)
 		if (run.Crash != nil) != tc.crash {
@@ -67,7 +67,7 @@ func TestDefaultShowsEverySpecExpectation(t *testing.T) {
 
 func TestShippedScenariosParse(t *testing.T) {
 	names := Names()
-	for _, want := range []string{"default", "max-rate", "crash", "pause", "redis-restart", "failover", "partition"} {
+	for _, want := range []string{"default", "max-rate", "crash", "pause", "redis-restart", "failover", "partition", "lock-servers"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("built-in scenarios %v lack %s", names, want)
 		}

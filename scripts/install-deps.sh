@@ -22,6 +22,8 @@ command -v prometheus-nginx-exporter >/dev/null 2>&1 || need+=(prometheus-nginx-
 # on loopback ports of their own (Debian's MariaDB 10.11 and etcd 3.4).
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+# The zookeeper stage's ensemble (Debian's ZooKeeper 3.8, on the JVM).
+[ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 # deploy's engine test runs docker compose on a Docker engine (Debian's,
 # 20.10), with stand-in images made from Debian packages on a debootstrap
 # root.

@@ -27,8 +27,9 @@ const etcdMembers = 3
 // lockServers are the servers of the stages whose lock lives beside Redis;
 // a nil one is not installed (or turned off), and its stage is unavailable.
 type lockServers struct {
-	etcd    *lockserver.Etcd
-	mariadb *lockserver.MariaDB
+	etcd      *lockserver.Etcd
+	mariadb   *lockserver.MariaDB
+	zookeeper *lockserver.ZooKeeper
 	// skipped says, per server, why it does not run.
 	skipped []string
 }
@@ -36,7 +37,7 @@ type lockServers struct {
 func startLockServers(ctx context.Context, mode, dir string) (*lockServers, error) {
 	ls := &lockServers{}
 	if mode == lockServersOff {
-		ls.skipped = append(ls.skipped, "etcd and MariaDB: --lock-servers off")
+		ls.skipped = append(ls.skipped, "etcd, MariaDB and ZooKeeper: --lock-servers off")
 		return ls, nil
 	}
 	if mode != lockServersAuto {
@@ -67,12 +68,21 @@ func startLockServers(ctx context.Context, mode, dir string) (*lockServers, erro
 			return createDatabase(ctx, ls.mariadb)
 		})
 	}
+	if err == nil {
+		err = start("zookeeper", func(sub string) (err error) {
+			ls.zookeeper, err = lockserver.StartZooKeeper(ctx, sub, zookeeperMembers)
+			return err
+		})
+	}
 	if err != nil {
 		ls.stop()
 		return nil, err
 	}
 	return ls, nil
 }
+
+// zookeeperMembers is the size of the workshop's ZooKeeper ensemble.
+const zookeeperMembers = 3
 
 // mysqlDatabase holds the mysql stage's lock table.
 const mysqlDatabase = "lockstep"
@@ -92,14 +102,17 @@ func createDatabase(ctx context.Context, m *lockserver.MariaDB) error {
 // env is every shop's lock-server settings, set even when empty so the
 // workshop's own environment cannot leak into the shops.
 func (ls *lockServers) env() []string {
-	var dsn, endpoints string
+	var dsn, endpoints, zkServers string
 	if ls.mariadb != nil {
 		dsn = ls.mariadb.DSN(mysqlDatabase)
 	}
 	if ls.etcd != nil {
 		endpoints = strings.Join(ls.etcd.Endpoints, ",")
 	}
-	return []string{"LOCKSTEP_MYSQL_DSN=" + dsn, "LOCKSTEP_ETCD_ENDPOINTS=" + endpoints}
+	if ls.zookeeper != nil {
+		zkServers = strings.Join(ls.zookeeper.Servers, ",")
+	}
+	return []string{"LOCKSTEP_MYSQL_DSN=" + dsn, "LOCKSTEP_ETCD_ENDPOINTS=" + endpoints, "LOCKSTEP_ZOOKEEPER_SERVERS=" + zkServers}
 }
 
 // describe is the line the workshop prints about them.
@@ -110,6 +123,9 @@ func (ls *lockServers) describe() string {
 	}
 	if ls.mariadb != nil {
 		parts = append(parts, "MariaDB at "+ls.mariadb.Addr)
+	}
+	if ls.zookeeper != nil {
+		parts = append(parts, fmt.Sprintf("ZooKeeper ensemble of %d at %s", len(ls.zookeeper.Servers), strings.Join(ls.zookeeper.Servers, ", ")))
 	}
 	parts = append(parts, ls.skipped...)
 	return strings.Join(parts, "; ")
@@ -126,12 +142,20 @@ func (ls *lockServers) pids() map[string][]int {
 	if ls.mariadb != nil {
 		m["mariadb"] = []int{ls.mariadb.Pid()}
 	}
+	if ls.zookeeper != nil {
+		for i := range ls.zookeeper.Servers {
+			m["zookeeper"] = append(m["zookeeper"], ls.zookeeper.Pid(i))
+		}
+	}
 	return m
 }
 
 func (ls *lockServers) stop() {
 	if ls.etcd != nil {
 		ls.etcd.Stop()
+	}
+	if ls.zookeeper != nil {
+		ls.zookeeper.Stop()
 	}
 	ls.mariadb.Stop()
 }

@@ -93,7 +93,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.proxy, "proxy", proxyAuto, "front proxy: auto (nginx when installed), nginx or go")
 	fs.StringVar(&o.redis, "redis", redisAuto, "Redis: auto (redis-server when on PATH), server or embedded")
 	fs.IntVar(&o.redisMasters, "redis-masters", 3, "independent Redis masters; the first holds the stock, three or more make the redlock stage available")
-	fs.StringVar(&o.lockServers, "lock-servers", lockServersAuto, "lock servers of the mysql and etcd stages: auto (start MariaDB and a 3-member etcd cluster when installed) or off")
+	fs.StringVar(&o.lockServers, "lock-servers", lockServersAuto, "lock servers of the mysql, etcd and zookeeper stages: auto (start MariaDB, a 3-member etcd cluster and a 3-member ZooKeeper ensemble when installed) or off")
 	fs.StringVar(&o.shopBin, "shop-bin", "", "shop binary to run; empty: go build ./cmd/shop into a temporary directory")
 	fs.StringVar(&o.adminToken, "admin-token", "", "admin token of the shops; empty: a random one")
 	fs.StringVar(&o.only, "only", "", "run only these stages of the scenario, comma-separated (e.g. watchdog,segmented)")

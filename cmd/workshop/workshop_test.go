@@ -390,8 +390,8 @@ func interruptWorkshop(t *testing.T, args []string, waitFor string) {
 			lockServers++
 		}
 	}
-	if os.Getenv("CI") == "true" && (len(st.LockServers["etcd"]) != 3 || len(st.LockServers["mariadb"]) != 1) {
-		t.Fatalf("lock servers %v: want 3 etcd members and a MariaDB server (CI installs them)", st.LockServers)
+	if os.Getenv("CI") == "true" && (len(st.LockServers["etcd"]) != 3 || len(st.LockServers["mariadb"]) != 1 || len(st.LockServers["zookeeper"]) != 3) {
+		t.Fatalf("lock servers %v: want 3 etcd members, a MariaDB server and 3 ZooKeeper members (CI installs them)", st.LockServers)
 	}
 	if len(st.Redis.PIDs) != 3 || len(st.Replicas) != 3 || st.Proxy.Kind != "nginx" || len(st.Proxy.PIDs) < 2 {
 		t.Fatalf("state %+v: want 3 redis-servers, 3 replicas, an nginx master and worker", st)

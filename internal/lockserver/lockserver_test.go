@@ -13,6 +13,12 @@ func TestServersStartAndStop(t *testing.T) {
 			t.Fatalf("endpoints %v", e.Endpoints)
 		}
 	})
+	t.Run("zookeeper", func(t *testing.T) {
+		z := lockservertest.ZooKeeper(t, 3)
+		if _, err := z.Leader(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("mariadb", func(t *testing.T) {
 		m := lockservertest.MariaDB(t)
 		if m.Addr == "" {

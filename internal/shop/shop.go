@@ -55,6 +55,8 @@ type Config struct {
 	// cluster. Without them those stages are unavailable.
 	MySQLDSN      string
 	EtcdEndpoints []string
+	// ZooKeeperServers, optional, are the zookeeper stage's ensemble.
+	ZooKeeperServers []string
 
 	Replica        string
 	AdminToken     string
@@ -184,7 +186,8 @@ func New(cfg Config) (*Shop, error) {
 	var auditor lateAuditor
 	s.Metrics = metrics.New(&auditor, cfg.Logger)
 	invCfg := inventory.Config{
-		Redis: stock, RedlockRedis: masters, HoldersRedis: holders, DefaultStock: cfg.DefaultStock,
+		ZooKeeper: cfg.ZooKeeperServers,
+		Redis:     stock, RedlockRedis: masters, HoldersRedis: holders, DefaultStock: cfg.DefaultStock,
 		DefaultSegments: cfg.Segments, LockWait: cfg.LockWait, Observer: s.Metrics, Logger: cfg.Logger,
 		Exit: cfg.Exit, Pause: cfg.Pause, Replica: cfg.Replica,
 	}

@@ -48,3 +48,14 @@ func check(t testing.TB, what string, err error) {
 		t.Fatalf("%s: %v", what, err)
 	}
 }
+
+// ZooKeeper starts a ZooKeeper ensemble of n members for t.
+func ZooKeeper(t testing.TB, n int) *lockserver.ZooKeeper {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	z, err := lockserver.StartZooKeeper(ctx, t.TempDir(), n)
+	check(t, "zookeeper", err)
+	t.Cleanup(z.Stop)
+	return z
+}
