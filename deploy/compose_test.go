@@ -66,7 +66,7 @@ func TestGenerated(t *testing.T) {
 
 func TestComposeServices(t *testing.T) {
 	p := loadCompose(t)
-	want := []string{"etcd", "grafana", "k6", "loadgen", "mariadb", "nginx", "nginx-exporter", "prometheus", "redis", "redis-exporter", "redis2", "redis3", "shop1", "shop2", "shop3"}
+	want := []string{"etcd", "grafana", "k6", "loadgen", "mariadb", "nginx", "nginx-exporter", "prometheus", "redis", "redis-exporter", "redis2", "redis3", "shop1", "shop2", "shop3", "zookeeper"}
 	if got := p.ServiceNames(); !slices.Equal(got, want) {
 		t.Fatalf("services %v, want %v", got, want)
 	}

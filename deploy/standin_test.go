@@ -78,6 +78,37 @@ chmod 755 /usr/local/bin/docker-entrypoint.sh`,
 		changes: []string{"EXPOSE 3306", `ENTRYPOINT ["docker-entrypoint.sh"]`, `CMD ["mariadbd"]`},
 	},
 	{
+		image:    "zookeeper:3.8.0",
+		packages: []string{"zookeeper"},
+		// The official image's entrypoint, as far as the compose file uses
+		// it: a standalone server on 2181 with its data in /data and
+		// /datalog, the four-letter words and session bound from the
+		// environment; zkServer.sh on PATH for the healthcheck, reading the
+		// same configuration.
+		setup: `mkdir -p /data /datalog /etc/zookeeper/conf
+ln -sf /usr/share/zookeeper/bin/zkServer.sh /usr/local/bin/zkServer.sh
+cat > /usr/local/bin/docker-entrypoint.sh <<'ENTRY'
+#!/bin/sh
+set -e
+cat > /etc/zookeeper/conf/zoo.cfg <<CFG
+tickTime=2000
+dataDir=/data
+dataLogDir=/datalog
+clientPort=2181
+admin.enableServer=false
+4lw.commands.whitelist=${ZOO_4LW_COMMANDS_WHITELIST:-srvr}
+maxSessionTimeout=${ZOO_MAX_SESSION_TIMEOUT:-40000}
+CFG
+if [ "$1" = zkServer.sh ]; then
+	exec java -Xmx256m -cp /usr/share/java/zookeeper.jar -Dzookeeper.log.dir=/datalog org.apache.zookeeper.server.quorum.QuorumPeerMain /etc/zookeeper/conf/zoo.cfg
+fi
+exec "$@"
+ENTRY
+chmod 755 /usr/local/bin/docker-entrypoint.sh`,
+		version: "dpkg-query -W -f '${Version}' zookeeper",
+		changes: []string{"EXPOSE 2181", `ENTRYPOINT ["docker-entrypoint.sh"]`, `CMD ["zkServer.sh", "start-foreground"]`},
+	},
+	{
 		image:    "quay.io/coreos/etcd:v3.4.23",
 		packages: []string{"etcd-server", "etcd-client"},
 		setup:    "ln -s /usr/bin/etcd /usr/local/bin/etcd && ln -s /usr/bin/etcdctl /usr/local/bin/etcdctl",

@@ -48,6 +48,7 @@ func TestDefaultShowsEverySpecExpectation(t *testing.T) {
 		{"fenced", loadgen.ViaProxy, true, []string{"no-oversell", "consistent", "recovers-within 500ms"}},
 		{"mysql", loadgen.ViaProxy, true, []string{"no-oversell", "stuck-after-crash", "sells-after-reset"}},
 		{"etcd", loadgen.ViaProxy, true, []string{"no-oversell", "consistent", "recovers-within 3500ms"}},
+		{"zookeeper", loadgen.ViaProxy, true, []string{"no-oversell", "consistent", "recovers-within 2500ms"}},
 	} {
 		run := find(tc.stage, tc.via)
 		if (run.Crash != nil) != tc.crash {

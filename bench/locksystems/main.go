@@ -1,8 +1,9 @@
 // Command locksystems measures the locks of the seed's systems side by side
 // in one run on this machine, each server on loopback: Redis (SET NX PX with
 // a Lua release, and the Redisson-style watchdog Mutex), etcd
-// (concurrency.Mutex on a 3-member cluster) and MySQL (seed 003's
-// unique-index row, on MariaDB). For each: uncontended lock+unlock latency,
+// (concurrency.Mutex on a 3-member cluster), MySQL (seed 003's unique-index
+// row, on MariaDB) and ZooKeeper (Curator's recipe, go-zookeeper's Lock, on
+// a 3-member ensemble). For each: uncontended lock+unlock latency,
 // acquisitions per second with G goroutines on one key and on G keys, and
 // the server's CPU per thousand acquisitions. An in-process counter checks
 // that no two holders of one key ever overlapped.
@@ -27,6 +28,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/go-zookeeper/zk"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -130,6 +132,20 @@ func startSystems(ctx context.Context, dir string) ([]system, func(), error) {
 		return nil, stop, err
 	}
 	stops = append(stops, maria.Stop)
+	zkEnsemble, err := lockserver.StartZooKeeper(startCtx, mk("zookeeper"), 3)
+	if err != nil {
+		return nil, stop, err
+	}
+	stops = append(stops, zkEnsemble.Stop)
+	zkConn, _, err := zk.Connect(zkEnsemble.Servers, 30*time.Second, zk.WithLogger(quiet{}))
+	if err != nil {
+		return nil, stop, err
+	}
+	stops = append(stops, zkConn.Close)
+	zkPids := make([]int, len(zkEnsemble.Servers))
+	for i := range zkPids {
+		zkPids[i] = zkEnsemble.Pid(i)
+	}
 
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr, PoolSize: 128})
 	stops = append(stops, func() { _ = rdb.Close() })
@@ -157,6 +173,7 @@ func startSystems(ctx context.Context, dir string) ([]system, func(), error) {
 			return etcdMutex{s}, err
 		}},
 		{"MySQL unique-index row (MariaDB)", []int{maria.Pid()}, func() (locker, error) { return mysqlRow{db}, nil }},
+		{"ZooKeeper go-zookeeper Lock (3 members)", zkPids, func() (locker, error) { return zkLock{zkConn}, nil }},
 	}, stop, nil
 }
 
@@ -247,6 +264,23 @@ func (m mysqlRow) lock(ctx context.Context, key string) (func() error, error) {
 	}, err
 }
 func (mysqlRow) close() {}
+
+// zkLock is go-zookeeper's own lock: Curator's recipe (ephemeral
+// sequential nodes, each waiter watching its predecessor) on one session
+// shared by every goroutine, as the package is used. The stage's guard adds
+// the held context on top; the round trips are the same.
+type zkLock struct{ conn *zk.Conn }
+
+func (z zkLock) lock(_ context.Context, key string) (func() error, error) {
+	l := zk.NewLock(z.conn, "/bench/"+key, zk.WorldACL(zk.PermAll))
+	return l.Unlock, l.Lock()
+}
+func (zkLock) close() {}
+
+// quiet drops go-zookeeper's log lines.
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
 
 func measureUncontended(ctx context.Context, s system, n int) (p50, p99 time.Duration, err error) {
 	l, err := s.newLocker()
