@@ -84,9 +84,11 @@ chmod 755 /usr/local/bin/docker-entrypoint.sh`,
 		// it: a standalone server on 2181 with its data in /data and
 		// /datalog, the four-letter words and session bound from the
 		// environment; zkServer.sh on PATH for the healthcheck, reading the
-		// same configuration.
+		// same configuration (a wrapper: Debian's finds zkEnv.sh beside
+		// itself).
 		setup: `mkdir -p /data /datalog /etc/zookeeper/conf
-ln -sf /usr/share/zookeeper/bin/zkServer.sh /usr/local/bin/zkServer.sh
+printf '#!/bin/sh\nexec /usr/share/zookeeper/bin/zkServer.sh "$@"\n' > /usr/local/bin/zkServer.sh
+chmod 755 /usr/local/bin/zkServer.sh
 cat > /usr/local/bin/docker-entrypoint.sh <<'ENTRY'
 #!/bin/sh
 set -e
@@ -278,6 +280,9 @@ func (b *standInBuilder) build(t *testing.T, s standIn, comment string) {
 	}
 	defer os.RemoveAll(root)
 	run(t, "tar", "-x", "-p", "-f", base, "-C", root)
+	// Some packages' scripts need /proc (Java's postinst runs java).
+	run(t, "mount", "-t", "proc", "proc", filepath.Join(root, "proc"))
+	defer func() { _ = exec.Command("umount", "-l", filepath.Join(root, "proc")).Run() }()
 
 	inRoot := func(script string) string {
 		t.Helper()
