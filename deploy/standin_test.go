@@ -93,7 +93,7 @@ cat > /usr/local/bin/docker-entrypoint.sh <<'ENTRY'
 #!/bin/sh
 set -e
 cat > /etc/zookeeper/conf/zoo.cfg <<CFG
-tickTime=2000
+tickTime=${ZOO_TICK_TIME:-2000}
 dataDir=/data
 dataLogDir=/datalog
 clientPort=2181
