@@ -48,14 +48,14 @@ func classify(code uint16) outcome {
 
 // tally accumulates the answers of one attack.
 type tally struct {
-	started      time.Time
-	lastAnswer   time.Time
-	requests     int
-	sales        int
-	soldOut      int
-	busy         int
-	errors       int
-	firstSale    time.Time
+	started    time.Time
+	lastAnswer time.Time
+	requests   int
+	sales      int
+	soldOut    int
+	busy       int
+	errors     int
+	firstSale  time.Time
 	// latencies of every answer and of the sales alone. At a fixed rate
 	// they run from each request's intended send time (its slot in the
 	// pacer's schedule), so a stalled server's backlog counts the wait it

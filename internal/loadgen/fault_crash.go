@@ -1,0 +1,60 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// crash: the victim sale takes the lock on the first replica and works
+// long; that replica is killed with SIGKILL while it holds the lock; sales
+// are offered through the proxy to see when, if ever, they go through again.
+func (st *faultState) crash(ctx context.Context) error {
+	r, fs := st.r, st.run.Fault
+	victim, answer, err := st.slowVictimHolding(ctx)
+	if err != nil {
+		return err
+	}
+	st.faultAt = time.Now()
+	if err := r.cfg.Injector.KillReplica(ctx, victim); err != nil {
+		return err
+	}
+	st.healAt = st.faultAt
+	st.rep.Victim = victim
+	st.mark(st.faultAt, "kill -9 "+victim)
+	st.note("%s was killed with SIGKILL while holding the lock", victim)
+	// A killed process holds nothing: its count must not make the next
+	// holder look like a second one.
+	if err := r.forgetHolder(ctx, st.run.Stage, r.cfg.Scenario.SKU, victim); err != nil {
+		return err
+	}
+	if err := st.setFaults(ctx, st.run.Faults, namesBut(r.names, victim)); err != nil {
+		return err
+	}
+	st.background(ctx, fs.Observe, st.r.cfg.Scenario.SKU)()
+	st.victimAnswered(<-answer)
+	if err := st.conclude(ctx); err != nil {
+		return err
+	}
+	if !st.rep.Stuck {
+		return nil
+	}
+	// Stuck: show the lock that never expires, and that only a reset
+	// (which deletes it) lets sales through again.
+	if r.rdb != nil {
+		keys, err := r.lockKeys(ctx, st.run.Stage)
+		if err != nil {
+			return fmt.Errorf("inspect lock keys: %w", err)
+		}
+		st.rep.LockKeys = keys
+	}
+	if err := r.shop.reset(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, st.run.Stock, st.run.Segments); err != nil {
+		return fmt.Errorf("reset after the crash: %w", err)
+	}
+	st.mark(time.Now(), "reset")
+	a := r.shop.sale(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
+	sold := a.err == nil && classify(uint16(a.status)) == outcomeSale
+	st.rep.SaleAfterReset = &sold
+	st.tl.add(a.end, sold)
+	return nil
+}

@@ -1,0 +1,161 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// failover: the Sentinel group's replicas are cut off from the master; the
+// victim sale takes the lock on the master (with wait_replicas the master
+// cannot confirm it, and the sale is refused) and stops before its write;
+// the master is killed with SIGKILL, a replica that never saw the lock is
+// promoted, a second sale takes the same lock there, and the victim is
+// continued while it holds it.
+func (st *faultState) failover(ctx context.Context) error {
+	r := st.r
+	inj := r.cfg.Injector
+	if err := inj.PrepareFailover(ctx); err != nil {
+		return err
+	}
+	if err := r.waitAllReady(ctx); err != nil {
+		return err
+	}
+	if err := st.resetWith(ctx, st.run.Faults); err != nil {
+		return err
+	}
+	loadSKU := r.cfg.Scenario.SKU + "-load"
+	if err := r.shop.reset(ctx, r.cfg.Target, st.run.Stage, loadSKU, failoverLoadStock, st.run.Segments); err != nil {
+		return fmt.Errorf("reset %s: %w", loadSKU, err)
+	}
+	if err := inj.HoldReplication(ctx); err != nil {
+		return err
+	}
+	st.note("the replicas were cut off from the master: what it grants from now on is on the master alone")
+	// The pause is armed on the master alone: the replica Sentinel promotes
+	// never had it, so no sale offered through the failover can claim it
+	// there and stop its shop.
+	armed := st.run.Faults
+	armed.PauseBeforeWrite = true
+	if err := r.applyFaults(ctx, r.cfg.Target, st.run.Stage, armed); err != nil {
+		return fmt.Errorf("arm the pause: %w", err)
+	}
+	first, second := r.names[0], r.names[1]
+	answerA := st.victim(ctx, first)
+	_, err := st.waitStopped(ctx, answerA)
+	var aDone *saleAnswer
+	switch {
+	case errors.Is(err, errAnsweredFirst):
+		a := <-answerA
+		aDone = &a
+		st.victimAnswered(a)
+		st.note("the first sale, on %s, did not get the lock: %s", first, a)
+	case err != nil:
+		return err
+	default:
+		st.note("the first sale, on %s, holds the lock on the master and stopped before its write", first)
+	}
+	// Sales go on from here, through the kill and the promotion, so that
+	// stuck and recovered are measured under load: to the shops the pause
+	// did not stop, for another SKU of the stage (the victims' lock and
+	// audit stay theirs).
+	loadDone := st.background(ctx, failoverLoad(st.run.Fault), loadSKU, namesBut(r.names, first)...)
+	defer loadDone()
+	master, err := inj.KillMaster(ctx)
+	if err != nil {
+		return err
+	}
+	st.faultAt, st.rep.Victim = time.Now(), "master "+master
+	st.mark(st.faultAt, "master killed")
+	promoted, err := inj.WaitFailover(ctx)
+	if err != nil {
+		return err
+	}
+	st.healAt = time.Now()
+	st.mark(st.healAt, "failover to "+promoted)
+	st.note("the Sentinels promoted %s, which never saw the lock, %.0f ms after the master died", promoted, ms(st.healAt.Sub(st.faultAt)))
+	// The shops still run with the pause armed until they re-read the
+	// faults from the promoted master, which never had it: wait until
+	// they do (one may still be dialling the dead master).
+	if err := r.awaitFaults(ctx, r.urlsOf(r.livingReplicas(aDone == nil, first)), st.run.Stage, st.run.Faults); err != nil {
+		return err
+	}
+	answerB := st.saleOnceUp(ctx, second)
+	holding := st.waitHolding(ctx, second, answerB) == nil
+	if aDone == nil {
+		if holding {
+			st.note("a second sale, on %s, took the same lock on the new master while the first still holds it", second)
+			if err := sleepCtx(ctx, readBeforeContinue); err != nil {
+				return err
+			}
+		}
+		if _, err := st.continueVictim(first, answerA); err != nil {
+			return err
+		}
+	}
+	st.note("the second sale answered %s", <-answerB)
+	loadDone()
+	return st.conclude(ctx)
+}
+
+// failoverLoadStock is the stock of the SKU the failover's load buys: more
+// than it can sell.
+const failoverLoadStock = 1_000_000
+
+// failoverLoad is how long sales are offered from a failover's kill on:
+// the step's observe, else long enough for Sentinel's promotion (about 3 s
+// here) and the two sales after it.
+func failoverLoad(fs *FaultStep) Duration {
+	if fs.Observe > 0 {
+		return fs.Observe
+	}
+	return Duration(6 * time.Second)
+}
+
+// redlockMasterLoss: the victim sale takes the redlock lock on a majority
+// of the independent masters and stops before its write; one master is
+// killed with SIGKILL and started again empty, which is what a failover to
+// a replica that never saw the lock amounts to; a second sale must still
+// find no majority until the victim, continued, releases the lock.
+func (st *faultState) redlockMasterLoss(ctx context.Context) error {
+	r := st.r
+	inj := r.cfg.Injector
+	armed := st.run.Faults
+	armed.PauseBeforeWrite = true
+	if err := st.resetWith(ctx, armed); err != nil {
+		return err
+	}
+	first, second := r.names[0], r.names[1]
+	answerA := st.victim(ctx, first)
+	if _, err := st.waitStopped(ctx, answerA); err != nil {
+		return err
+	}
+	st.note("the first sale, on %s, holds the lock on the masters and stopped before its write", first)
+	st.faultAt, st.rep.Victim = time.Now(), "redlock master 1"
+	if err := inj.KillRedis(ctx, 0); err != nil {
+		return err
+	}
+	st.undos = append(st.undos, func() { _ = inj.StartRedis(context.WithoutCancel(ctx), 0, PersistenceNone) })
+	st.mark(st.faultAt, "master 1 killed")
+	if err := inj.StartRedis(ctx, 0, PersistenceNone); err != nil {
+		return err
+	}
+	st.healAt = time.Now()
+	st.mark(st.healAt, "master 1 back, empty")
+	st.note("redlock's first master was killed and started again without the lock")
+	if err := st.setFaults(ctx, st.run.Faults, namesBut(r.names, first)); err != nil {
+		return err
+	}
+	answerB := st.victim(ctx, second)
+	if st.waitHoldingWithin(ctx, second, answerB, secondSaleWait) == nil {
+		st.note("a second sale, on %s, took the lock too", second)
+	} else {
+		st.note("a second sale, on %s, found no majority while the first held the lock", second)
+	}
+	if _, err := st.continueVictim(first, answerA); err != nil {
+		return err
+	}
+	st.note("the second sale answered %s", <-answerB)
+	return st.conclude(ctx)
+}

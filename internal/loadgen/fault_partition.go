@@ -1,0 +1,73 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// partition: the victim sale takes the lock on the first replica and works
+// long; that replica is cut off from Redis for hold while sales go on
+// through the proxy; the victim's answer says whether it gave up.
+func (st *faultState) partition(ctx context.Context) error {
+	r, fs := st.r, st.run.Fault
+	inj := r.cfg.Injector
+	victim, answer, err := st.slowVictimHolding(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.applyFaults(ctx, r.cfg.Target, st.run.Stage, st.run.Faults); err != nil {
+		return fmt.Errorf("faults: %w", err)
+	}
+	st.faultAt, st.rep.Victim = time.Now(), victim
+	if err := inj.CutRedis(victim); err != nil {
+		return err
+	}
+	st.undos = append(st.undos, func() { _ = inj.HealRedis(victim) })
+	st.mark(st.faultAt, "partition: "+victim)
+	st.note("%s was cut off from Redis while holding the lock", victim)
+	left := st.watchLeave(ctx, victim)
+	// The sales go to the other replicas: the one cut off would only tie
+	// the load generator's workers up in requests that time out.
+	loadDone := st.background(ctx, fs.Observe, st.r.cfg.Scenario.SKU, namesBut(r.names, victim)...)
+	defer loadDone()
+	if err := sleepCtx(ctx, fs.Hold.D()); err != nil {
+		return err
+	}
+	st.healAt = time.Now()
+	if err := inj.HealRedis(victim); err != nil {
+		return err
+	}
+	st.mark(st.healAt, "healed")
+	st.victimAnswered(<-answer)
+	if at := left(); !at.IsZero() {
+		after := ms(at.Sub(st.faultAt))
+		st.rep.VictimLeftMS = &after
+		st.mark(at, "holder gave up")
+		st.note("the holder left its critical section %.0f ms after the partition began, and answered %.0f ms after it", after, *st.rep.VictimAnswerMS)
+	}
+	loadDone()
+	return st.conclude(ctx)
+}
+
+// watchLeave watches, in the background, for the named replica to have
+// no sale inside the critical section any more; the returned function
+// waits for that moment (zero when it did not come within holdTimeout).
+func (st *faultState) watchLeave(ctx context.Context, name string) func() time.Time {
+	key := holdersKey(st.run.Stage, st.r.cfg.Scenario.SKU)
+	var at time.Time
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if st.poll(ctx, nil, func() bool {
+			n, err := st.r.holders.HGet(ctx, key, name).Int()
+			return err == nil && n == 0 || errors.Is(err, redis.Nil)
+		}, name+" leaving the critical section") == nil {
+			at = time.Now()
+		}
+	}()
+	return func() time.Time { <-done; return at }
+}
