@@ -61,8 +61,8 @@ var catalog = []catalogEntry{
 	}, redisLock: true},
 	{Info: Info{
 		ID: "segmented", Title: "Segmented stock, one watchdog lock per segment", ArticleCase: "000 end (锁分段, lock striping)",
-		Mechanism: "Stock split into N segments (default 16) with keys tagged {sku:i}, each under its own watchdog lock; a sale picks a random segment, moves on to the next while a segment's lock is taken (waiting only when the first four are all busy) and walks the others when one cannot serve, answering sold out only when no segment can.",
-		Defect:    "Correct and about N times the throughput of watchdog until Redis or the CPU saturates; a multi-unit sale is served from one segment, so it can be refused while the units are spread thin over several.",
+		Mechanism: "Stock split into N segments (default 16) with keys tagged {sku:i}, each under its own watchdog lock; a sale picks a random segment, moves on to the next while a segment's lock is taken (waiting only when the first four are all busy) walks the others when one cannot serve, and takes the units from several segments (locked in ascending order, written in one transaction) when none can alone, answering sold out only when the SKU's total is short.",
+		Defect:    "Correct and about N times the throughput of watchdog until Redis or the CPU saturates; on one Redis the hot SKU's segments still share one server, and the last units cost a sale across several segments' locks.",
 		Lease:     watchdogTimeout.String(),
 	}, redisLock: true},
 	{Info: Info{

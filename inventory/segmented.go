@@ -3,6 +3,7 @@ package inventory
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -21,6 +22,9 @@ const (
 	// segment locks: a try on a segment another replica holds costs a
 	// round trip (one this process holds costs none).
 	freeSegmentTries = 4
+	// acrossTries bounds a sale across segments that finds, under their
+	// locks, that other sales emptied them since it read their stocks.
+	acrossTries = 3
 )
 
 // segmentedStage splits each SKU's stock into segments, each a little
@@ -113,11 +117,13 @@ func (s *segmentedStage) deduct(ctx context.Context, sku string, qty int64, f Fa
 
 // withSKUStock gives a segment's sale the SKU's stock left, read after the
 // segment's lock is released (one pipelined round trip), beside the
-// segment's own. A failed read leaves the segment's figure, a lower bound
+// segment's own (a sale across segments has none). A failed read leaves the segment's figure, a lower bound
 // of the SKU's, in both: the sale is made and must be answered as such.
 func (s *segmentedStage) withSKUStock(ctx context.Context, sku string, n int, sale Sale) Sale {
-	segment := sale.Remaining
-	sale.SegmentRemaining = &segment
+	sold := sale.Remaining // what the segments that sold held after it
+	if sale.Segment != nil {
+		sale.SegmentRemaining = &sold
+	}
 	stocks, err := s.segmentStocks(ctx, sku, n)
 	if err != nil {
 		s.log.Warn("stock left of the SKU after a segment's sale", "stage", s.id, "sku", sku, "err", err)
@@ -127,7 +133,7 @@ func (s *segmentedStage) withSKUStock(ctx context.Context, sku string, n int, sa
 	for _, st := range stocks {
 		total += st
 	}
-	sale.Remaining = max(total, segment)
+	sale.Remaining = max(total, sold)
 	return sale
 }
 
@@ -164,7 +170,95 @@ func (s *segmentedStage) sell(ctx context.Context, sku string, n int, qty int64,
 			return sale, err
 		}
 	}
-	return Sale{}, ErrSoldOut
+	return s.sellAcross(ctx, sku, n, qty, f)
+}
+
+// sellAcross sells qty that no segment holds alone from several segments at
+// once. Sold out is answered only when the segments' stocks, read after the
+// segments could not serve it, add up to less than qty: stock only falls
+// between resets, so the SKU held less than qty then.
+func (s *segmentedStage) sellAcross(ctx context.Context, sku string, n int, qty int64, f Faults) (Sale, error) {
+	for range acrossTries {
+		stocks, err := s.segmentStocks(ctx, sku, n)
+		if err != nil {
+			return Sale{}, err
+		}
+		picked := segments.Cover(stocks, qty)
+		if picked == nil {
+			return Sale{}, ErrSoldOut
+		}
+		sale, err := s.sellFromAll(ctx, sku, picked, qty, f)
+		if !errors.Is(err, ErrSoldOut) {
+			return sale, err
+		}
+		// Other sales emptied a picked segment between the read and the
+		// locks: read again.
+	}
+	return Sale{}, fmt.Errorf("%w: %s's stock is spread over segments that other sales kept emptying", ErrLockBusy, sku)
+}
+
+// sellFromAll is one read-modify-write over the picked segments under all
+// their locks, taken in ascending order (so sales across segments cannot
+// deadlock; others hold one at a time), and written in one transaction.
+// ErrSoldOut when, under the locks, they hold less than qty.
+func (s *segmentedStage) sellFromAll(ctx context.Context, sku string, picked []int, qty int64, f Faults) (Sale, error) {
+	tags := make([]string, len(picked))
+	helds := make([]context.Context, len(picked))
+	for k, i := range picked {
+		tags[k] = segments.Tag(sku, i)
+		held, release, err := s.acquire(ctx, s.guard, tags[k], f)
+		if err != nil {
+			return Sale{}, err
+		}
+		if k == 0 {
+			if err := s.crashIfArmed(ctx, tags[k], f, release); err != nil {
+				return Sale{}, err
+			}
+		}
+		defer s.release(ctx, tags[k], release)
+		helds[k] = held
+	}
+	stocks := make([]int64, len(tags))
+	for k, tag := range tags {
+		stock, err := s.store.stock(ctx, tag)
+		if err != nil && !errors.Is(err, errNoStock) { // none: dropped by a reset
+			return Sale{}, err
+		}
+		stocks[k] = stock
+	}
+	takes, ok := segments.Take(stocks, qty)
+	if !ok {
+		return Sale{}, ErrSoldOut
+	}
+	held, stop := whileAllHeld(ctx, helds)
+	defer stop()
+	if err := s.work(ctx, held, f); err != nil {
+		return Sale{}, err
+	}
+	if err := s.store.commitAcross(ctx, tags, stocks, takes); err != nil {
+		return Sale{}, err
+	}
+	var left int64
+	for k := range stocks {
+		left += stocks[k] - takes[k]
+	}
+	return Sale{Remaining: left, Segments: picked}, nil
+}
+
+// whileAllHeld is a context that ends when the first of helds ends, with
+// its cause: a sale across segments needs every lock until its write.
+func whileAllHeld(ctx context.Context, helds []context.Context) (context.Context, func()) {
+	all, cancel := context.WithCancelCause(ctx)
+	stops := make([]func() bool, len(helds))
+	for i, held := range helds {
+		stops[i] = context.AfterFunc(held, func() { cancel(context.Cause(held)) })
+	}
+	return all, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel(nil)
+	}
 }
 
 // sellFrom is one read-modify-write on segment i under its lock, taken

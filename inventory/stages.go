@@ -22,6 +22,9 @@ const crashExitCode = 137
 type Sale struct {
 	Remaining int64 // stock left in the SKU
 	Segment   *int  // the segment that sold (segmented only)
+	// Segments are the segments a sale no segment could serve alone took
+	// its units from (segmented only; Segment is nil then).
+	Segments []int
 	// SegmentRemaining is the stock left in the segment that sold
 	// (segmented only).
 	SegmentRemaining *int64
@@ -165,22 +168,29 @@ func (s *seller) readModifyWrite(ctx, held context.Context, tag string, qty int6
 	if stock < qty {
 		return 0, ErrSoldOut
 	}
-	if err := sleep(held, f.workTime()); err != nil {
-		return 0, heldError(ctx, err)
-	}
-	if held.Err() != nil {
-		return 0, heldError(ctx, context.Cause(held))
-	}
-	if err := s.pauseIfArmed(ctx, f); err != nil {
-		return 0, err
-	}
-	if err := beforeWrite(ctx); err != nil {
+	if err := s.work(ctx, held, f); err != nil {
 		return 0, err
 	}
 	if err := s.store.commit(ctx, tag, stock-qty, qty); err != nil {
 		return 0, err
 	}
 	return stock - qty, nil
+}
+
+// work is what a sale does between its read and its write: the business
+// work, the pause fault, and the last checks that the lock is still held
+// and the buyer still waits.
+func (s *seller) work(ctx, held context.Context, f Faults) error {
+	if err := sleep(held, f.workTime()); err != nil {
+		return heldError(ctx, err)
+	}
+	if held.Err() != nil {
+		return heldError(ctx, context.Cause(held))
+	}
+	if err := s.pauseIfArmed(ctx, f); err != nil {
+		return err
+	}
+	return beforeWrite(ctx)
 }
 
 // heldError explains why a sale stopped before its write: the request

@@ -113,6 +113,25 @@ func (s *store) commit(ctx context.Context, tag string, newStock, qty int64) err
 	return nil
 }
 
+// commitAcross records one sale taken from several tags (segments), each
+// losing takes[i] units from stocks[i], in one transaction: all or none.
+// The caller holds every tag's lock. On a Redis Cluster the tags must share
+// a slot (MULTI refuses keys of several).
+func (s *store) commitAcross(ctx context.Context, tags []string, stocks, takes []int64) error {
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i, tag := range tags {
+			k := s.keys(tag)
+			p.Set(ctx, k.stock(), stocks[i]-takes[i], 0)
+			p.IncrBy(ctx, k.sold(), takes[i])
+		}
+		return nil
+	})
+	if err != nil {
+		return writeFailed("commit sale across segments", err)
+	}
+	return nil
+}
+
 // fencedStock reads the stock as holder, the holder of token, and moves the
 // fence to that holder; errFenced when a newer holder already came through.
 func (s *store) fencedStock(ctx context.Context, tag string, token int64, holder string) (int64, error) {

@@ -2,9 +2,9 @@
 // idea, after ConcurrentHashMap's lock striping): split a SKU's stock into N
 // segments, each with its own lock, so N sales can hold a lock at once;
 // pick a random segment to spread the load, move on to the next while one
-// is busy, and when it cannot serve a sale walk the others in order, so the
-// last units still sell and "sold out" is only answered when no segment can
-// serve it.
+// is busy, and when it cannot serve a sale walk the others in order; when no
+// segment alone can serve it, the sale takes units from several at once
+// (Cover), so "sold out" is only answered when the SKU's total is short.
 //
 // The package holds no state and does no I/O: the inventory package applies
 // it to Redis, with per-segment hash tags so segments spread over a Redis
@@ -12,9 +12,11 @@
 package segments
 
 import (
+	"cmp"
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 )
 
@@ -78,4 +80,41 @@ func Candidates(stocks []int64, start int, qty int64) []int {
 		}
 	}
 	return out
+}
+
+// Cover picks the fewest segments whose stocks add up to qty, the fullest
+// first, and returns them in ascending order, the order their locks are
+// taken in so that two sales across segments never wait for each other in a
+// cycle. It returns nil when all the segments together hold less than qty.
+func Cover(stocks []int64, qty int64) []int {
+	byStock := make([]int, len(stocks))
+	for i := range byStock {
+		byStock[i] = i
+	}
+	slices.SortStableFunc(byStock, func(a, b int) int { return cmp.Compare(stocks[b], stocks[a]) })
+	var picked []int
+	for _, i := range byStock {
+		if qty <= 0 || stocks[i] <= 0 {
+			break
+		}
+		picked = append(picked, i)
+		qty -= stocks[i]
+	}
+	if qty > 0 {
+		return nil
+	}
+	slices.Sort(picked)
+	return picked
+}
+
+// Take splits qty over segments holding stocks (as Cover picked them): as
+// much as each holds, in order, until qty is met. ok is false when they hold
+// less than qty together.
+func Take(stocks []int64, qty int64) (takes []int64, ok bool) {
+	takes = make([]int64, len(stocks))
+	for i, s := range stocks {
+		takes[i] = max(0, min(s, qty))
+		qty -= takes[i]
+	}
+	return takes, qty == 0
 }

@@ -85,3 +85,44 @@ func TestTagKeepsSegmentsApart(t *testing.T) {
 		t.Fatalf("Tag = %q, %q", Tag("sku-1", 7), Tag("sku-1", 8))
 	}
 }
+
+func TestCover(t *testing.T) {
+	for _, tc := range []struct {
+		stocks []int64
+		qty    int64
+		want   []int
+	}{
+		{[]int64{1, 1}, 2, []int{0, 1}},       // the 3-unit case after one sale
+		{[]int64{0, 3, 1, 2}, 4, []int{1, 3}}, // the fullest first: 3 then 2
+		{[]int64{0, 3, 1, 2}, 6, []int{1, 2, 3}},
+		{[]int64{2, 1, 2}, 4, []int{0, 2}}, // ties keep index order
+		{[]int64{2, 0, 2, 2}, 6, []int{0, 2, 3}},
+		{[]int64{5}, 5, []int{0}},
+		{[]int64{1, 1, 1}, 4, nil},
+		{[]int64{0, 0}, 1, nil},
+		{nil, 1, nil},
+	} {
+		if got := Cover(tc.stocks, tc.qty); !slices.Equal(got, tc.want) {
+			t.Errorf("Cover(%v, %d) = %v, want %v", tc.stocks, tc.qty, got, tc.want)
+		}
+	}
+}
+
+func TestTake(t *testing.T) {
+	for _, tc := range []struct {
+		stocks []int64
+		qty    int64
+		want   []int64
+		ok     bool
+	}{
+		{[]int64{1, 1}, 2, []int64{1, 1}, true},
+		{[]int64{3, 2}, 4, []int64{3, 1}, true},
+		{[]int64{3, 2}, 6, []int64{3, 2}, false},
+		{[]int64{0, 2}, 1, []int64{0, 1}, true},
+	} {
+		got, ok := Take(tc.stocks, tc.qty)
+		if !slices.Equal(got, tc.want) || ok != tc.ok {
+			t.Errorf("Take(%v, %d) = %v, %v; want %v, %v", tc.stocks, tc.qty, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -12,6 +12,8 @@ func TestSaleBodyEncodesAsJSONMarshal(t *testing.T) {
 	for _, b := range []saleBody{
 		{Stage: "atomic", SKU: "sku-1", Qty: 1, Remaining: 499, Replica: "r0"},
 		{Stage: "segmented", SKU: "A.b_C-9", Qty: 100, Remaining: 0, Replica: "shop-2", Segment: &three},
+		{Stage: "segmented", SKU: "sku-1", Qty: 5, Remaining: 2, Replica: "r1", Segments: []int{0, 7, 12}},
+		{Stage: "segmented", SKU: "sku-1", Qty: 2, Remaining: 0, Replica: "r1", Segments: []int{3}},
 		{Stage: "naive", SKU: "x", Qty: 7, Remaining: -3, Replica: ""},
 		{Stage: "atomic", SKU: "sku-1", Qty: 1, Remaining: 1_000_000_000, Replica: `a "quoted" \ name`},
 		{Stage: "atomic", SKU: "sku-1", Qty: 1, Remaining: 1, Replica: "<b>&amp;</b>"},

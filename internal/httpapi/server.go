@@ -238,6 +238,9 @@ type saleBody struct {
 	// (segmented only); remaining is the SKU's, all segments together.
 	Segment          *int   `json:"segment,omitempty"`
 	SegmentRemaining *int64 `json:"segment_remaining,omitempty"`
+	// Segments are those a sale took from when no one segment could serve
+	// it alone.
+	Segments []int `json:"segments,omitempty"`
 }
 
 func (s *Server) deduct(c *gin.Context) {
@@ -318,7 +321,7 @@ func (s *Server) sell(ctx context.Context, deducts *metrics.Deducts, stage, sku 
 	sale, err := s.inv.Deduct(ctx, stage, sku, qty)
 	if err == nil {
 		deducts.Request(metrics.ResultSold, time.Since(start))
-		body := saleBody{Stage: stage, SKU: sku, Qty: qty, Remaining: sale.Remaining, Replica: s.cfg.Replica, Segment: sale.Segment, SegmentRemaining: sale.SegmentRemaining}
+		body := saleBody{Stage: stage, SKU: sku, Qty: qty, Remaining: sale.Remaining, Replica: s.cfg.Replica, Segment: sale.Segment, SegmentRemaining: sale.SegmentRemaining, Segments: sale.Segments}
 		return answer{Status: http.StatusOK, Body: body.appendJSON(make([]byte, 0, 128)), settle: keep}
 	}
 	settle := release // every other error sold nothing
@@ -363,6 +366,16 @@ func (b saleBody) appendJSON(dst []byte) []byte {
 	if b.SegmentRemaining != nil {
 		dst = append(dst, `,"segment_remaining":`...)
 		dst = strconv.AppendInt(dst, *b.SegmentRemaining, 10)
+	}
+	if len(b.Segments) > 0 {
+		dst = append(dst, `,"segments":[`...)
+		for i, seg := range b.Segments {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendInt(dst, int64(seg), 10)
+		}
+		dst = append(dst, ']')
 	}
 	return append(dst, '}')
 }
