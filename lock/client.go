@@ -258,7 +258,45 @@ func (c *Client) runAcquire(ctx context.Context, script *redis.Script, keys []st
 	if c.opts.waitReplicas > 0 {
 		return c.attemptReplicated(ctx, script, keys, args)
 	}
-	return script.Run(ctx, c.rdb, keys, args...).Result()
+	return c.eval(ctx, script, keys, args...).Result()
+}
+
+// Backoff of a script Redis Cluster answered TRYAGAIN: the lock's slot is
+// migrating and its keys are split between two nodes for a moment.
+const (
+	tryAgainFirst = 5 * time.Millisecond
+	tryAgainMax   = 200 * time.Millisecond
+)
+
+// eval runs script (EVALSHA, EVAL when Redis lacks it), again while Redis
+// Cluster answers TRYAGAIN, until ctx is done. A lock's scripts declare
+// only real keys (channels and key prefixes go in ARGV), so they meet
+// TRYAGAIN only while MIGRATE moves the lock's own keys, not for as long as
+// its slot migrates (Redisson #612).
+func (c *Client) eval(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return whileSlotMigrates(ctx, func() *redis.Cmd { return script.Run(ctx, c.rdb, keys, args...) })
+}
+
+// whileSlotMigrates runs op until ctx is done or its error is none of
+// those a moving slot answers without running the command: TRYAGAIN, and
+// MOVED or ASK when go-redis used up its redirects on the way (it follows
+// three, and TRYAGAIN retries count among them).
+func whileSlotMigrates[C redis.Cmder](ctx context.Context, op func() C) C {
+	backoff := tryAgainFirst
+	for {
+		cmd := op()
+		if err := cmd.Err(); !redis.HasErrorPrefix(err, "TRYAGAIN") && !redis.HasErrorPrefix(err, "MOVED") && !redis.HasErrorPrefix(err, "ASK") {
+			return cmd
+		}
+		timer := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return cmd
+		case <-timer.C:
+		}
+		backoff = min(2*backoff, tryAgainMax)
+	}
 }
 
 // acquiredOK is the reply of the reentrant locks' acquisition scripts when
@@ -285,15 +323,23 @@ func acquiredReply(res any, err error) bool {
 // enough replicas have it. An unconfirmed acquisition is still held in Redis:
 // the error wraps ErrNotReplicated and the caller must release it.
 func (c *Client) attemptReplicated(ctx context.Context, script *redis.Script, keys []string, args []any) (any, error) {
-	for range 2 {
-		pipe := c.rdb.Pipeline()
-		run := pipe.EvalSha(ctx, script.Hash(), keys, args...)
-		wait := pipe.Do(ctx, "wait", c.opts.waitReplicas, c.opts.waitTimeout.Milliseconds())
-		_, _ = pipe.Exec(ctx)
+	rdb, err := c.masterOf(ctx, keys[0])
+	if err != nil {
+		return nil, err
+	}
+	for loaded := false; ; loaded = true {
+		var wait *redis.Cmd
+		run := whileSlotMigrates(ctx, func() *redis.Cmd {
+			pipe := rdb.Pipeline()
+			run := pipe.EvalSha(ctx, script.Hash(), keys, args...)
+			wait = pipe.Do(ctx, "wait", c.opts.waitReplicas, c.opts.waitTimeout.Milliseconds())
+			_, _ = pipe.Exec(ctx)
+			return run
+		})
 		res, err := run.Result()
 		switch {
-		case redis.HasErrorPrefix(err, "NOSCRIPT"):
-			if err := script.Load(ctx, c.rdb).Err(); err != nil {
+		case redis.HasErrorPrefix(err, "NOSCRIPT") && !loaded:
+			if err := script.Load(ctx, rdb).Err(); err != nil {
 				return nil, err
 			}
 			continue
@@ -307,7 +353,21 @@ func (c *Client) attemptReplicated(ctx context.Context, script *redis.Script, ke
 		}
 		return res, err
 	}
-	return nil, errors.New("script could not be loaded")
+}
+
+// masterOf is where WAIT must follow a write of key, on the same
+// connection: on a Cluster the master of key's slot (a pipeline would send
+// the keyless WAIT anywhere), else the Client's Redis.
+func (c *Client) masterOf(ctx context.Context, key string) (redis.Cmdable, error) {
+	cluster, ok := c.rdb.(*redis.ClusterClient)
+	if !ok {
+		return c.rdb, nil
+	}
+	master, err := cluster.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: master of its slot: %w", key, err)
+	}
+	return master, nil
 }
 
 // lockKeys derives the Redis key and the unlock channel of a lock. They share

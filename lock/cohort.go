@@ -18,7 +18,7 @@ import (
 type cohort struct {
 	c            *Client
 	key, channel string
-	keys         []string // key, channel and waiter queue, as the scripts take them
+	keys         []string // key and waiter queue, as the scripts take them
 	pins         int      // handles acquiring or holding; guarded by Client.mu
 
 	waker *waker // wakes the leader on unlocks and on the lock's grant to this Client
@@ -43,7 +43,7 @@ type grant struct {
 }
 
 func newCohort(c *Client, key, channel string) *cohort {
-	co := &cohort{c: c, key: key, channel: channel, keys: []string{key, channel, key + ":queue"}}
+	co := &cohort{c: c, key: key, channel: channel, keys: []string{key, key + ":queue"}}
 	co.waker = newWaker(c.id)
 	return co
 }
@@ -229,7 +229,7 @@ const (
 )
 
 func (co *cohort) runRelease(ctx context.Context, mode string) *redis.Cmd {
-	return releaseScript.Run(ctx, co.c.rdb, co.keys, co.c.idArg, co.c.watchdogTTLArg, mode)
+	return co.c.eval(ctx, releaseScript, co.keys, co.c.idArg, co.c.watchdogTTLArg, mode, co.channel)
 }
 
 // attempt runs the acquire script once for the cohort's Client. A waiting
@@ -396,7 +396,7 @@ func (co *cohort) releaseLevel(ctx context.Context, h *hold) error {
 	if !h.alive() {
 		return fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
 	}
-	return unlockResult(co.key, unlockScript.Run(ctx, co.c.rdb, co.keys, co.c.ttlArg(h.lease), co.c.idArg).Err())
+	return unlockResult(co.key, co.c.eval(ctx, unlockScript, co.keys[:1], co.c.ttlArg(h.lease), co.c.idArg, co.channel).Err())
 }
 
 func unlockResult(key string, err error) error {

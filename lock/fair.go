@@ -28,15 +28,16 @@ var _ Locker = (*FairMutex)(nil)
 // FairMutex returns a handle on the fair lock called name.
 func (c *Client) FairMutex(name string) *FairMutex {
 	key, channel := lockKeys(name)
-	ops := &fairOps{c: c, keys: []string{key, key + ":queue", key + ":deadlines", channel}, owner: c.newOwner()}
+	ops := &fairOps{c: c, keys: []string{key, key + ":queue", key + ":deadlines"}, channel: channel, owner: c.newOwner()}
 	// A waiter wakes at least every third of its timeout to refresh its place.
 	return &FairMutex{newOwnedLock(c, name, channel+":"+ops.owner, c.opts.fairWaiterTTL/3, ops)}
 }
 
 type fairOps struct {
 	c     *Client
-	keys  []string // lock, queue, deadlines, channel prefix
-	owner string
+	keys    []string // lock, queue, deadlines
+	channel string   // prefix of the waiters' own channels
+	owner   string
 }
 
 func (f *fairOps) acquire(ctx context.Context, ttl time.Duration, waiting bool) (bool, time.Duration, error) {
@@ -48,7 +49,7 @@ func (f *fairOps) acquire(ctx context.Context, ttl time.Duration, waiting bool) 
 }
 
 func (f *fairOps) release(ctx context.Context, ttl time.Duration) error {
-	return unlockResult(f.keys[0], fairUnlockScript.Run(ctx, f.c.rdb, f.keys, ms(ttl), f.owner).Err())
+	return unlockResult(f.keys[0], f.c.eval(ctx, fairUnlockScript, f.keys, ms(ttl), f.owner, f.channel).Err())
 }
 
 func (f *fairOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {
@@ -56,11 +57,11 @@ func (f *fairOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {
 }
 
 func (f *fairOps) abandon(ctx context.Context) error {
-	return fairLeaveScript.Run(ctx, f.c.rdb, f.keys, f.owner).Err()
+	return f.c.eval(ctx, fairLeaveScript, f.keys, f.owner, f.channel).Err()
 }
 
 // renewOwner extends key while owner's field is in it.
 func renewOwner(ctx context.Context, c *Client, key, owner string, ttl time.Duration) (bool, error) {
-	n, err := renewScript.Run(ctx, c.rdb, []string{key}, ms(ttl), owner).Int()
+	n, err := c.eval(ctx, renewScript, []string{key}, ms(ttl), owner).Int()
 	return n == 1, err
 }

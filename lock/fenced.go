@@ -30,7 +30,7 @@ var _ Locker = (*FencedMutex)(nil)
 // counter is the key "<key>:token", in the lock's hash slot.
 func (c *Client) FencedMutex(name string) *FencedMutex {
 	key, channel := lockKeys(name)
-	ops := &fencedOps{c: c, keys: []string{key, key + ":token"}, unlockKeys: []string{key, channel}, owner: c.newOwner()}
+	ops := &fencedOps{c: c, keys: []string{key, key + ":token"}, channel: channel, owner: c.newOwner()}
 	return &FencedMutex{ownedLock: newOwnedLock(c, name, channel, forever, ops), ops: ops}
 }
 
@@ -47,8 +47,9 @@ func (f *FencedMutex) Token() int64 {
 
 type fencedOps struct {
 	c                *Client
-	keys, unlockKeys []string // lock, token counter; lock, channel
-	owner            string
+	keys    []string // lock, token counter
+	channel string
+	owner   string
 	token            atomic.Int64
 }
 
@@ -73,7 +74,7 @@ func (f *fencedOps) acquire(ctx context.Context, ttl time.Duration, _ bool) (boo
 }
 
 func (f *fencedOps) release(ctx context.Context, ttl time.Duration) error {
-	return unlockResult(f.keys[0], unlockScript.Run(ctx, f.c.rdb, f.unlockKeys, ms(ttl), f.owner).Err())
+	return unlockResult(f.keys[0], f.c.eval(ctx, unlockScript, f.keys[:1], ms(ttl), f.owner, f.channel).Err())
 }
 
 func (f *fencedOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {

@@ -38,12 +38,9 @@ func (c *Client) RWMutex(name string) *RWMutex {
 	key, channel := lockKeys(name)
 	owner := c.newOwner()
 	writers := key + ":writers"
-	read := &readOps{c: c, owner: owner, writeField: owner + ":write",
-		lockKeys:   []string{key, key + ":" + owner + ":rwlock_timeout", writers},
-		unlockKeys: []string{key, channel, key + ":" + owner + ":rwlock_timeout", key},
-	}
-	write := &writeOps{c: c, field: owner + ":write", keys: []string{key, writers}, leaveKeys: []string{writers, channel},
-		unlockKeys: []string{key, channel}}
+	read := &readOps{c: c, owner: owner, writeField: owner + ":write", channel: channel,
+		keys: []string{key, writers}, levelPrefix: key + ":" + owner + ":rwlock_timeout"}
+	write := &writeOps{c: c, field: owner + ":write", keys: []string{key, writers}, channel: channel}
 	// A reader held back by a writer wakes by the writer's place lapsing at
 	// the latest (the script's answer); a waiting writer refreshes its place.
 	readLock := newOwnedLock(c, name+" (read)", channel, forever, read)
@@ -58,9 +55,11 @@ func (rw *RWMutex) ReadLocker() Locker { return rw.read }
 func (rw *RWMutex) WriteLocker() Locker { return rw.write }
 
 type readOps struct {
-	c                    *Client
-	owner, writeField    string
-	lockKeys, unlockKeys []string // unlockKeys: lock, channel, owner's timeout prefix, key prefix
+	c                 *Client
+	owner, writeField string
+	keys              []string // lock, waiting writers
+	channel           string
+	levelPrefix       string // of the keys that time each of the owner's read levels
 }
 
 func (r *readOps) acquire(ctx context.Context, ttl time.Duration, _ bool) (bool, time.Duration, error) {
@@ -68,24 +67,25 @@ func (r *readOps) acquire(ctx context.Context, ttl time.Duration, _ bool) (bool,
 	if r.c.opts.readersFirst {
 		writersFirst = "0"
 	}
-	return r.c.attempt(ctx, readLockScript, r.lockKeys, ms(ttl), r.owner, r.writeField, writersFirst)
+	return r.c.attempt(ctx, readLockScript, r.keys, ms(ttl), r.owner, r.writeField, writersFirst, r.levelPrefix)
 }
 
 func (r *readOps) release(ctx context.Context, _ time.Duration) error {
-	return unlockResult(r.lockKeys[0], readUnlockScript.Run(ctx, r.c.rdb, r.unlockKeys, r.owner).Err())
+	return unlockResult(r.keys[0], r.c.eval(ctx, readUnlockScript, r.keys[:1], r.owner, r.channel, r.levelPrefix, r.keys[0]).Err())
 }
 
 func (r *readOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {
-	n, err := readRenewScript.Run(ctx, r.c.rdb, []string{r.lockKeys[0], r.lockKeys[0]}, ms(ttl), r.owner).Int()
+	n, err := r.c.eval(ctx, readRenewScript, r.keys[:1], ms(ttl), r.owner, r.keys[0]).Int()
 	return n == 1, err
 }
 
 func (r *readOps) abandon(context.Context) error { return nil }
 
 type writeOps struct {
-	c                           *Client
-	field                       string
-	keys, leaveKeys, unlockKeys []string // lock, writers; writers, channel; lock, channel
+	c       *Client
+	field   string
+	keys    []string // lock, waiting writers
+	channel string
 }
 
 func (w *writeOps) acquire(ctx context.Context, ttl time.Duration, waiting bool) (bool, time.Duration, error) {
@@ -97,7 +97,7 @@ func (w *writeOps) acquire(ctx context.Context, ttl time.Duration, waiting bool)
 }
 
 func (w *writeOps) release(ctx context.Context, ttl time.Duration) error {
-	return unlockResult(w.keys[0], writeUnlockScript.Run(ctx, w.c.rdb, w.unlockKeys, ms(ttl), w.field).Err())
+	return unlockResult(w.keys[0], w.c.eval(ctx, writeUnlockScript, w.keys[:1], ms(ttl), w.field, w.channel).Err())
 }
 
 func (w *writeOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {
@@ -106,5 +106,5 @@ func (w *writeOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {
 
 // abandon gives up the writer's place, waking the readers it held back.
 func (w *writeOps) abandon(ctx context.Context) error {
-	return writeLeaveScript.Run(ctx, w.c.rdb, w.leaveKeys, w.field).Err()
+	return w.c.eval(ctx, writeLeaveScript, w.keys[1:], w.field, w.channel).Err()
 }

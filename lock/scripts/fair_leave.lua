@@ -1,14 +1,14 @@
 -- A waiter that gives up leaves the fair lock's queue; if it was next and the
 -- lock is free, the waiter behind it is woken.
--- KEYS[1] lock hash, KEYS[2] waiter queue, KEYS[3] waiter deadlines, KEYS[4] channel prefix
--- ARGV[1] owner
+-- KEYS[1] lock hash, KEYS[2] waiter queue, KEYS[3] waiter deadlines
+-- ARGV[1] owner, ARGV[2] channel prefix
 local wasHead = redis.call('lindex', KEYS[2], 0) == ARGV[1]
 redis.call('zrem', KEYS[3], ARGV[1])
 redis.call('lrem', KEYS[2], 0, ARGV[1])
 if wasHead and redis.call('exists', KEYS[1]) == 0 then
     local head = redis.call('lindex', KEYS[2], 0)
     if head then
-        redis.call('publish', KEYS[4] .. ':' .. head, 'u')
+        redis.call('publish', ARGV[2] .. ':' .. head, 'u')
     end
 end
 return 1

@@ -1,5 +1,5 @@
 -- Watchdog renewal of a read lock: the hash and every read level's timeout key.
--- KEYS[1] lock hash, KEYS[2] key prefix; ARGV[1] lease ms, ARGV[2] owner
+-- KEYS[1] lock hash; ARGV[1] lease ms, ARGV[2] owner, ARGV[3] key prefix
 -- Returns 1 when renewed, 0 when the owner holds no read level.
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
     return 0
@@ -12,7 +12,7 @@ for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
     local n = tonumber(redis.call('hget', KEYS[1], field))
     if type(n) == 'number' then
         for i = n, 1, -1 do
-            local level = KEYS[2] .. ':' .. field .. ':rwlock_timeout:' .. i
+            local level = ARGV[3] .. ':' .. field .. ':rwlock_timeout:' .. i
             if redis.call('pttl', level) < tonumber(ARGV[1]) then
                 redis.call('pexpire', level, ARGV[1])
             end

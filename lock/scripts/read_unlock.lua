@@ -1,6 +1,6 @@
 -- Release one level of a read lock: Redisson's RedissonReadLock.unlockInnerAsync (seed 001).
--- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] this owner's read-timeout prefix, KEYS[4] key prefix
--- ARGV[1] owner
+-- KEYS[1] lock hash
+-- ARGV[1] owner, ARGV[2] channel, ARGV[3] this owner's read-timeout prefix, ARGV[4] key prefix
 -- Returns nil when the owner holds no read level, 0 when the lock stays held, 1 when released.
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
@@ -10,7 +10,7 @@ local counter = redis.call('hincrby', KEYS[1], ARGV[1], -1)
 if counter == 0 then
     redis.call('hdel', KEYS[1], ARGV[1])
 end
-redis.call('del', KEYS[3] .. ':' .. (counter + 1))
+redis.call('del', ARGV[3] .. ':' .. (counter + 1))
 if redis.call('hlen', KEYS[1]) > 1 then
     -- Other read levels remain: keep the lock as long as the longest of them.
     local maxRemain = -3
@@ -18,7 +18,7 @@ if redis.call('hlen', KEYS[1]) > 1 then
         local n = tonumber(redis.call('hget', KEYS[1], field))
         if type(n) == 'number' then
             for i = n, 1, -1 do
-                local remain = redis.call('pttl', KEYS[4] .. ':' .. field .. ':rwlock_timeout:' .. i)
+                local remain = redis.call('pttl', ARGV[4] .. ':' .. field .. ':rwlock_timeout:' .. i)
                 maxRemain = math.max(remain, maxRemain)
             end
         end
@@ -32,5 +32,5 @@ if redis.call('hlen', KEYS[1]) > 1 then
     end
 end
 redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], 'u')
+redis.call('publish', ARGV[2], 'u')
 return 1

@@ -1,7 +1,7 @@
 -- A waiting writer that gives up leaves the waiting writers; when it was the
 -- last, the readers it held back are woken.
--- KEYS[1] waiting writers, KEYS[2] channel; ARGV[1] owner's write field
+-- KEYS[1] waiting writers; ARGV[1] owner's write field, ARGV[2] channel
 if redis.call('zrem', KEYS[1], ARGV[1]) == 1 and redis.call('exists', KEYS[1]) == 0 then
-    redis.call('publish', KEYS[2], 'u')
+    redis.call('publish', ARGV[2], 'u')
 end
 return 1
