@@ -90,15 +90,20 @@ var catalog = []catalogEntry{
 	{Info: Info{
 		ID: "etcd", Title: "etcd concurrency.Mutex on a session lease", ArticleCase: "beyond the articles (etcd, the ZooKeeper recipe on Raft)",
 		Mechanism: "Each waiter puts a key under the lock's prefix on its session's lease; the lowest create revision holds and each waiter watches only its predecessor (no herd). The session's keep-alive is the watchdog: a dead holder's lease expires and its key goes.",
-		Defect:    "Correct while the holder's lease lives, and Raft keeps the lock across a leader failover; but, like every lease lock, a holder paused past its lease can still write (no fencing here), and each acquisition is a Raft write on a quorum.",
+		Defect:    "Correct while the holder's lease lives, and Raft keeps the lock across a leader failover; but, like every lease lock, a holder paused past its lease can still write unless the fence fault makes the stock check the key's create revision, and each acquisition is a Raft write on a quorum.",
 		Lease:     etcdLeaseTTL.String(),
 	}, redisLock: true},
 	{Info: Info{
 		ID: "zookeeper", Title: "ZooKeeper ephemeral sequential nodes (Curator's InterProcessMutex)", ArticleCase: "000 end (Redisson or ZooKeeper?), 003",
 		Mechanism: "Each waiter creates an ephemeral sequential node under the lock's node; the lowest sequence holds, each waiter watches only the node before its own (no herd). The session is the lease: a dead holder's session expires and its node goes.",
-		Defect:    "Correct while the holder's session lives, and Zab keeps the lock across a leader failover; but a holder paused past its session timeout can still write (no fencing here), and every acquisition and release is a quorum write.",
+		Defect:    "Correct while the holder's session lives, and Zab keeps the lock across a leader failover; but a holder paused past its session timeout can still write unless the fence fault makes the stock check the node's czxid, and every acquisition and release is a quorum write.",
 		Lease:     zkSessionTimeout.String(),
 	}, redisLock: true},
+	{Info: Info{
+		ID: "mongodb", Title: "MongoDB findAndModify lock (described, not run)", ArticleCase: "003 (the comparison table)",
+		Mechanism: "findAndModify (findOneAndUpdate with upsert) on a lock document {_id: <sku>, owner, expiresAt}, matched only when absent or expired: one atomic document write per acquisition; release deletes it only while owner is ours; a TTL index sweeps expired documents.",
+		Defect:    "The TTL monitor runs once a minute, so expiry is only exact if every acquisition compares expiresAt itself; no waiting (clients poll), no reentrancy, no fencing unless the document carries a counter, and with w:1 a primary failover can lose the lock document as Redis's replication can. Not a stage: no MongoDB server can be installed on these machines (it is not in Debian, and the npm and PyPI wrappers download binaries at run time), and lockstep ships no lock it cannot test.",
+	}},
 }
 
 // catalogIndex maps a stage id to its catalog position.

@@ -30,6 +30,8 @@ type etcdGuard struct {
 	wait     time.Duration
 }
 
+func (etcdGuard) fencing() {}
+
 func (g etcdGuard) acquire(ctx context.Context, key string, f Faults) (context.Context, func(context.Context) error, error) {
 	ttl := f.lockTTL(etcdLeaseTTL)
 	s, err := g.sessions.get(ctx, ttl)
@@ -63,6 +65,20 @@ func (g etcdGuard) acquire(ctx context.Context, key string, f Faults) (context.C
 		case <-held.Done():
 		}
 	}()
+	answer := held // the watcher above reads held
+	if f.Fence {
+		// The holder's key's create revision: etcd's revisions only grow,
+		// so every later holder's is larger.
+		resp, err := s.Client().Get(ctx, m.Key())
+		if err != nil || len(resp.Kvs) == 0 {
+			lost(lock.ErrReleased)
+			<-watched
+			_ = m.Unlock(context.WithoutCancel(ctx))
+			g.sessions.discard(s)
+			return nil, nil, etcdUnavailable("read the fencing token", errors.Join(err, lock.ErrLockLost))
+		}
+		answer = withFencingToken(held, resp.Kvs[0].CreateRevision)
+	}
 	release := func(ctx context.Context) error {
 		lost(lock.ErrReleased)
 		<-watched
@@ -74,7 +90,7 @@ func (g etcdGuard) acquire(ctx context.Context, key string, f Faults) (context.C
 		g.sessions.put(s, ttl)
 		return nil
 	}
-	return held, release, nil
+	return answer, release, nil
 }
 
 // drop deletes every waiter's and the holder's key of key's lock, as a

@@ -50,6 +50,12 @@ type Faults struct {
 	// otherwise (lock.WithWaitReplicas); 0 leaves replication asynchronous.
 	WaitReplicas int
 	WaitTimeout  time.Duration
+	// Fence makes the stock read and write of the etcd and zookeeper stages
+	// check the lock's fencing token (the key's create revision, the node's
+	// czxid) as fenced checks its own: a holder whose lease or session ran
+	// out cannot write back what it read. Off, the lock alone guards the
+	// stock, as most deploy it.
+	Fence bool
 }
 
 // maxWaitReplicas bounds the wait_replicas knob.
@@ -68,6 +74,7 @@ type faultsJSON struct {
 	TrackHolders     bool    `json:"track_holders"`
 	WaitReplicas     int     `json:"wait_replicas"`
 	WaitTimeout      string  `json:"wait_timeout"`
+	Fence            bool    `json:"fence"`
 }
 
 // MarshalJSON writes the SPEC's faults body.
@@ -83,6 +90,7 @@ func (f Faults) MarshalJSON() ([]byte, error) {
 		TrackHolders:     f.TrackHolders,
 		WaitReplicas:     f.WaitReplicas,
 		WaitTimeout:      f.WaitTimeout.String(),
+		Fence:            f.Fence,
 	})
 }
 
@@ -128,6 +136,7 @@ func (w faultsJSON) faults() (Faults, error) {
 	}
 	f.SlowRatio, f.CrashHoldingLock = w.SlowRatio, w.CrashHoldingLock
 	f.PauseBeforeWrite, f.TrackHolders, f.WaitReplicas = w.PauseBeforeWrite, w.TrackHolders, w.WaitReplicas
+	f.Fence = w.Fence
 	return f, f.Validate()
 }
 
@@ -241,6 +250,7 @@ func (b *faultBook) set(ctx context.Context, stage string, f Faults) error {
 		"track_holders":      strconv.FormatBool(f.TrackHolders),
 		"wait_replicas":      strconv.Itoa(f.WaitReplicas),
 		"wait_timeout":       f.WaitTimeout.String(),
+		"fence":              strconv.FormatBool(f.Fence),
 	}
 	// Stored and announced in one transaction: one round trip, and no
 	// stored change that the other replicas are not told of.
@@ -406,6 +416,7 @@ func parseFaultsHash(h map[string]string) (Faults, error) {
 	w.CrashHoldingLock = h[crashFault] == "true"
 	w.PauseBeforeWrite = h[pauseFault] == "true"
 	w.TrackHolders = h["track_holders"] == "true"
+	w.Fence = h["fence"] == "true"
 	return w.faults()
 }
 

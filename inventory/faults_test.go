@@ -30,8 +30,8 @@ func TestFaultsJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{}`), &back); err != nil || back != (Faults{}) {
 		t.Fatalf("empty body = %+v, %v", back, err)
 	}
-	scenario := `{"pause_before_write":true,"track_holders":true,"wait_replicas":1,"wait_timeout":"150ms"}`
-	want = Faults{PauseBeforeWrite: true, TrackHolders: true, WaitReplicas: 1, WaitTimeout: 150 * time.Millisecond}
+	scenario := `{"pause_before_write":true,"track_holders":true,"wait_replicas":1,"wait_timeout":"150ms","fence":true}`
+	want = Faults{PauseBeforeWrite: true, TrackHolders: true, WaitReplicas: 1, WaitTimeout: 150 * time.Millisecond, Fence: true}
 	if err := json.Unmarshal([]byte(scenario), &f); err != nil || f != want {
 		t.Fatalf("scenario knobs %s = %+v, %v; want %+v", scenario, f, err, want)
 	}
@@ -51,6 +51,27 @@ func TestFaultsRejected(t *testing.T) {
 		err := json.Unmarshal([]byte(body), &f)
 		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", body, err)
+		}
+	}
+}
+
+// The fence knob needs a lock that hands out tokens; elsewhere it would
+// silently do nothing.
+func TestFenceOnlyWhereTheLockHandsOutTokens(t *testing.T) {
+	for _, tc := range []struct {
+		id string
+		s  stage
+		ok bool
+	}{
+		{"etcd", &guardedStage{guard: etcdGuard{}}, true},
+		{"zookeeper", &guardedStage{guard: zkGuard{}}, true},
+		{"watchdog", &guardedStage{guard: watchdogGuard{}}, false},
+		{"mysql", &guardedStage{guard: mysqlGuard{}}, false},
+		{"fenced", &fencedStage{}, false},
+	} {
+		err := unsupportedFaults(tc.id, tc.s, Faults{Fence: true})
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalid)) {
+			t.Errorf("fence on %s: %v", tc.id, err)
 		}
 	}
 }

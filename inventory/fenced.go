@@ -2,7 +2,6 @@ package inventory
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"time"
 )
@@ -59,9 +58,6 @@ func (g fencedGuard) acquire(ctx context.Context, key string, f Faults) (context
 
 func (s *fencedStage) deduct(ctx context.Context, sku string, qty int64, f Faults) (Sale, error) {
 	var token int64
-	// A failover can hand the same token to two holders, so each sale also
-	// names itself on the fence.
-	holder := rand.Text()
 	// The held context is not consulted: the fence alone must keep a holder
 	// that lost its lock from selling.
 	_, release, err := s.acquire(ctx, fencedGuard{stage: s, token: &token}, sku, f)
@@ -77,27 +73,11 @@ func (s *fencedStage) deduct(ctx context.Context, sku string, qty int64, f Fault
 		return Sale{}, err
 	}
 	defer leave() // before the release
-
-	stock, err := s.initialised(ctx, sku, func() (int64, error) { return s.store.fencedStock(ctx, sku, token, holder) })
+	remaining, err := s.fencedReadModifyWrite(ctx, ctx, sku, qty, f, token)
 	if err != nil {
 		return Sale{}, err
 	}
-	if stock < qty {
-		return Sale{}, ErrSoldOut
-	}
-	if err := sleep(ctx, f.workTime()); err != nil {
-		return Sale{}, heldError(ctx, err)
-	}
-	if err := s.pauseIfArmed(ctx, f); err != nil {
-		return Sale{}, err
-	}
-	if err := beforeWrite(ctx); err != nil {
-		return Sale{}, err
-	}
-	if err := s.store.fencedCommit(ctx, sku, stock-qty, qty, token, holder); err != nil {
-		return Sale{}, err
-	}
-	return Sale{Remaining: stock - qty}, nil
+	return Sale{Remaining: remaining}, nil
 }
 
 // reset needs no lock: it moves the fence past every token handed out, so

@@ -26,6 +26,27 @@ type guard interface {
 	acquire(ctx context.Context, key string, f Faults) (held context.Context, release func(context.Context) error, err error)
 }
 
+// fencingGuard is a guard whose lock hands every new holder a larger
+// token; with the fence fault it puts the hold's token in the held context
+// (withFencingToken), and the sale's stock read and write check it.
+type fencingGuard interface {
+	guard
+	fencing()
+}
+
+type fencingTokenKey struct{}
+
+// withFencingToken is held carrying the hold's fencing token.
+func withFencingToken(held context.Context, token int64) context.Context {
+	return context.WithValue(held, fencingTokenKey{}, token)
+}
+
+// fencingTokenOf is the token withFencingToken put in held, if any.
+func fencingTokenOf(held context.Context) (int64, bool) {
+	token, ok := held.Value(fencingTokenKey{}).(int64)
+	return token, ok
+}
+
 // noGuard is the naive stage's absence of a lock.
 type noGuard struct{}
 

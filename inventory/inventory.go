@@ -314,6 +314,8 @@ func (inv *Inventory) unavailableReason(id string) string {
 		return "needs an etcd cluster (--etcd-endpoints)"
 	case "zookeeper":
 		return "needs a ZooKeeper ensemble (--zookeeper-servers)"
+	case "mongodb":
+		return "described, not run: no MongoDB server can be installed on these machines, and no untested lock ships"
 	}
 	return "not configured"
 }
@@ -419,9 +421,11 @@ func unsupportedFaults(id string, s stage, f Faults) error {
 	_, guarded := s.(*guardedStage)
 	_, fenced := s.(*fencedStage)
 	var watchdogMutex bool // the stage's lock is a watchdog lock on the stock's Redis
+	var tokens bool        // the stage's lock can fence
 	switch st := s.(type) {
 	case *guardedStage:
 		_, watchdogMutex = st.guard.(watchdogGuard)
+		_, tokens = st.guard.(fencingGuard)
 	case *segmentedStage, *fencedStage:
 		watchdogMutex = true
 	}
@@ -432,6 +436,8 @@ func unsupportedFaults(id string, s stage, f Faults) error {
 		return fmt.Errorf("%w: pause_before_write and track_holders need a read-modify-write under one lock, which %s does not have", ErrInvalid, id)
 	case f.WaitReplicas > 0 && !watchdogMutex:
 		return fmt.Errorf("%w: wait_replicas applies to the watchdog locks of watchdog, segmented and fenced, not to %s", ErrInvalid, id)
+	case f.Fence && !tokens:
+		return fmt.Errorf("%w: fence needs a lock that hands out fencing tokens (etcd, zookeeper), not %s's (fenced fences always)", ErrInvalid, id)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -177,6 +178,30 @@ func (s *seller) readModifyWrite(ctx, held context.Context, tag string, qty int6
 	return stock - qty, nil
 }
 
+// fencedReadModifyWrite is readModifyWrite with the hold's fencing token
+// checked at the read, which moves tag's fence to this sale, and at the
+// write, refused (errFenced, nothing written) once a newer holder read: a
+// holder that lost its lock without knowing cannot write a stale read back.
+// Each sale also names itself on the fence, since a failover can hand one
+// token to two holders.
+func (s *seller) fencedReadModifyWrite(ctx, held context.Context, tag string, qty int64, f Faults, token int64) (int64, error) {
+	holder := rand.Text()
+	stock, err := s.initialised(ctx, tag, func() (int64, error) { return s.store.fencedStock(ctx, tag, token, holder) })
+	if err != nil {
+		return 0, err
+	}
+	if stock < qty {
+		return 0, ErrSoldOut
+	}
+	if err := s.work(ctx, held, f); err != nil {
+		return 0, err
+	}
+	if err := s.store.fencedCommit(ctx, tag, stock-qty, qty, token, holder); err != nil {
+		return 0, err
+	}
+	return stock - qty, nil
+}
+
 // work is what a sale does between its read and its write: the business
 // work, the pause fault, and the last checks that the lock is still held
 // and the buyer still waits.
@@ -309,6 +334,10 @@ func (s *guardedStage) deduct(ctx context.Context, sku string, qty int64, f Faul
 		return Sale{}, err
 	}
 	defer leave() // before the release
+	if token, fenced := fencingTokenOf(held); fenced {
+		remaining, err := s.fencedReadModifyWrite(ctx, held, sku, qty, f, token)
+		return Sale{Remaining: remaining}, err
+	}
 	stock, err := s.stockOf(ctx, sku)
 	if err != nil {
 		return Sale{}, err

@@ -188,7 +188,7 @@ func (s *store) reset(ctx context.Context, tag string, stock int64, dropLock boo
 		p.Set(ctx, k.initial(), stock, 0)
 		p.Set(ctx, k.stock(), stock, 0)
 		p.Set(ctx, k.sold(), 0, 0)
-		p.Del(ctx, k.foreign())
+		p.Del(ctx, k.foreign(), k.fence()) // a lock server's tokens may start over
 		if dropLock {
 			p.Del(ctx, k.lock())
 		}

@@ -32,6 +32,8 @@ type zkGuard struct {
 	wait     time.Duration
 }
 
+func (zkGuard) fencing() {}
+
 func (g zkGuard) acquire(ctx context.Context, key string, f Faults) (context.Context, func(context.Context) error, error) {
 	s, err := g.sessions.get(f.lockTTL(zkSessionTimeout))
 	if err != nil {
@@ -77,7 +79,18 @@ func (g zkGuard) acquire(ctx context.Context, key string, f Faults) (context.Con
 			return nil, nil, zkUnavailable("wait", context.Cause(alive))
 		}
 	}
-	held, stop := context.WithCancelCause(context.WithoutCancel(ctx))
+	var hold context.Context = context.WithoutCancel(ctx)
+	if f.Fence {
+		// The node's czxid: zxids only grow (the leader's epoch is their
+		// high half), so every later holder's node has a larger one.
+		exists, stat, err := s.conn.Exists(node)
+		if err != nil || !exists {
+			s.remove(node)
+			return nil, nil, zkUnavailable("read the fencing token", errors.Join(err, lock.ErrLockLost))
+		}
+		hold = withFencingToken(hold, stat.Czxid)
+	}
+	held, stop := context.WithCancelCause(hold)
 	unwatch := context.AfterFunc(alive, func() { stop(context.Cause(alive)) })
 	release := func(ctx context.Context) error {
 		unwatch()

@@ -98,9 +98,13 @@ func TestFailureScenariosAskForIssueSix(t *testing.T) {
 			"fenced":       {"recovers-within 2s", "sales-accounted", "holders-at-most 1"},
 		}},
 		{"pause", map[string][]string{
-			"uuid-lua": {"oversells", "inconsistent", "holders-at-least 2"},
-			"watchdog": {"oversells", "inconsistent", "holders-at-least 2"},
-			"fenced":   {"no-oversell", "consistent", "holders-at-least 2"},
+			"uuid-lua":        {"oversells", "inconsistent", "holders-at-least 2"},
+			"watchdog":        {"oversells", "inconsistent", "holders-at-least 2"},
+			"fenced":          {"no-oversell", "consistent", "holders-at-least 2"},
+			"etcd":            {"oversells", "inconsistent", "holders-at-least 2"},
+			"zookeeper":       {"oversells", "inconsistent", "holders-at-least 2"},
+			"etcd+fence":      {"victim-refused", "no-oversell", "consistent", "holders-at-least 2"},
+			"zookeeper+fence": {"victim-refused", "no-oversell", "consistent", "holders-at-least 2"},
 		}},
 		{"redis-restart", map[string][]string{
 			"atomic, no persistence": {"fails-fast 1s", "loses-everything"},

@@ -124,9 +124,13 @@ func checkPause(t *testing.T, rows map[string]*loadgen.StageRun) {
 				stage, r.Fault.VictimAnswer, r.Consistent, r.Oversold, holders(r))
 		}
 	}
-	r := row(t, rows, "pause/fenced")
-	if r.Fault.VictimStatus != 423 || !accounted(r) || holders(r) < 2 {
-		t.Errorf("pause/fenced: holder answered %q, audit %+v, %d holders; want it fenced off, nothing oversold, two holders", r.Fault.VictimAnswer, r.Audit, holders(r))
+	// A fencing token checked by the stock: fenced's own, and the fence
+	// fault's on etcd (create revision) and ZooKeeper (czxid).
+	for _, label := range []string{"fenced", "etcd+fence", "zookeeper+fence"} {
+		r := row(t, rows, "pause/"+label)
+		if r.Fault.VictimStatus != 423 || !accounted(r) || holders(r) < 2 {
+			t.Errorf("pause/%s: holder answered %q, audit %+v, %d holders; want it fenced off, nothing oversold, two holders", label, r.Fault.VictimAnswer, r.Audit, holders(r))
+		}
 	}
 }
 

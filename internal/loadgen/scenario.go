@@ -78,6 +78,9 @@ type Faults struct {
 	TrackHolders     bool     `yaml:"track_holders" json:"track_holders"`
 	WaitReplicas     int      `yaml:"wait_replicas" json:"wait_replicas,omitempty"`
 	WaitTimeout      Duration `yaml:"wait_timeout" json:"wait_timeout,omitempty"`
+	// Fence: etcd and zookeeper check their lock's fencing token at the
+	// stock write.
+	Fence bool `yaml:"fence" json:"fence,omitempty"`
 }
 
 // shop returns the faults as the shop's inventory takes them.
@@ -86,6 +89,7 @@ func (f Faults) shop() inventory.Faults {
 		Work: f.Work.D(), WorkMax: f.WorkMax.D(), SlowRatio: f.SlowRatio, Slow: f.Slow.D(),
 		LockTTL: f.LockTTL.D(), CrashHoldingLock: f.CrashHoldingLock, PauseBeforeWrite: f.PauseBeforeWrite,
 		TrackHolders: f.TrackHolders, WaitReplicas: f.WaitReplicas, WaitTimeout: f.WaitTimeout.D(),
+		Fence: f.Fence,
 	}
 }
 

@@ -105,14 +105,15 @@ func (m *zkMember) current() *process {
 }
 
 // serving asks a member's srvr four-letter word for its mode: a member
-// serves once it is the leader or a follower of one.
+// serves once it is the leader or a follower of one (a one-member
+// ensemble's only member: standalone).
 func serving(addr string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		mode, err := zkMode(ctx, addr)
 		if err != nil {
 			return err
 		}
-		if mode != "leader" && mode != "follower" {
+		if mode != "leader" && mode != "follower" && mode != "standalone" {
 			return fmt.Errorf("mode %q", mode)
 		}
 		return nil
