@@ -53,7 +53,7 @@ func (g zkGuard) acquire(ctx context.Context, key string, f Faults) (context.Con
 	for {
 		pred, err := s.predecessor(base, node)
 		if err != nil {
-			s.remove(node)
+			s.forget(node)
 			return nil, nil, zkUnavailable("list waiters", err)
 		}
 		if pred == "" {
@@ -62,7 +62,7 @@ func (g zkGuard) acquire(ctx context.Context, key string, f Faults) (context.Con
 		exists, _, gone, err := s.conn.ExistsW(base + "/" + pred)
 		switch {
 		case err != nil:
-			s.remove(node)
+			s.forget(node)
 			return nil, nil, zkUnavailable("watch the predecessor", err)
 		case !exists:
 			continue
@@ -70,12 +70,13 @@ func (g zkGuard) acquire(ctx context.Context, key string, f Faults) (context.Con
 		select {
 		case <-gone:
 		case <-deadline.C:
-			s.remove(node)
+			s.forget(node)
 			return nil, nil, fmt.Errorf("%w: %s not free within %v", ErrLockBusy, key, g.wait)
 		case <-ctx.Done():
-			s.remove(node)
+			s.forget(node)
 			return nil, nil, fmt.Errorf("%w: %w", ErrLockBusy, context.Cause(ctx))
 		case <-alive.Done():
+			s.forget(node)
 			return nil, nil, zkUnavailable("wait", context.Cause(alive))
 		}
 	}
@@ -85,7 +86,7 @@ func (g zkGuard) acquire(ctx context.Context, key string, f Faults) (context.Con
 		// high half), so every later holder's node has a larger one.
 		exists, stat, err := s.conn.Exists(node)
 		if err != nil || !exists {
-			s.remove(node)
+			s.forget(node)
 			return nil, nil, zkUnavailable("read the fencing token", errors.Join(err, lock.ErrLockLost))
 		}
 		hold = withFencingToken(hold, stat.Czxid)
@@ -100,6 +101,7 @@ func (g zkGuard) acquire(ctx context.Context, key string, f Faults) (context.Con
 		case errors.Is(err, zk.ErrNoNode):
 			return fmt.Errorf("%w: node %s is gone (session expired, or reset)", lock.ErrNotHeld, node)
 		case err != nil:
+			s.forget(node)
 			return zkUnavailable("delete the lock node", err)
 		}
 		return nil
@@ -184,8 +186,9 @@ func (p *zkSessions) close() {
 // after which ZooKeeper may expire it without this side knowing in time —
 // and is replaced when a session is established again.
 type zkSession struct {
-	conn    *zk.Conn
-	watched chan struct{} // closed when the event loop has ended
+	conn       *zk.Conn
+	watched    chan struct{}  // closed when the event loop has ended
+	forgetting sync.WaitGroup // deletes of nodes given up (forget)
 
 	mu   sync.Mutex
 	life context.Context
@@ -261,12 +264,19 @@ func (s *zkSession) predecessor(base, node string) (string, error) {
 	return children[i-1], nil
 }
 
-// remove deletes a waiter's node that gave up; a node left behind by a
-// failure goes with the session.
-func (s *zkSession) remove(node string) { _ = s.conn.Delete(node, -1) }
+// forget deletes a node this session no longer wants — a waiter's that
+// gave up or failed, a holder's whose delete failed — in the background,
+// Curator's guaranteed delete: while the connection is down the delete
+// waits for it to come back, and a node left in a session that lives on
+// (a reconnection keeps the session) would hold the lock, or block every
+// later waiter, until the session ends.
+func (s *zkSession) forget(node string) {
+	s.forgetting.Go(func() { _ = s.conn.Delete(node, -1) })
+}
 
 func (s *zkSession) close() {
-	s.conn.Close()
+	s.conn.Close() // ends the deletes still waiting
+	s.forgetting.Wait()
 	<-s.watched
 	s.mu.Lock()
 	s.end(lock.ErrClosed)

@@ -34,7 +34,7 @@ func (c *Client) FairMutex(name string) *FairMutex {
 }
 
 type fairOps struct {
-	c     *Client
+	c       *Client
 	keys    []string // lock, queue, deadlines
 	channel string   // prefix of the waiters' own channels
 	owner   string

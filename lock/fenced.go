@@ -46,11 +46,11 @@ func (f *FencedMutex) Token() int64 {
 }
 
 type fencedOps struct {
-	c                *Client
+	c       *Client
 	keys    []string // lock, token counter
 	channel string
 	owner   string
-	token            atomic.Int64
+	token   atomic.Int64
 }
 
 func (f *fencedOps) acquire(ctx context.Context, ttl time.Duration, _ bool) (bool, time.Duration, error) {

@@ -115,6 +115,8 @@ func TestFailureScenariosAskForIssueSix(t *testing.T) {
 			"watchdog+WAIT": {"holders-at-most 1", "consistent"},
 			"fenced":        {"holders-at-least 2", "no-oversell", "consistent"},
 			"redlock":       {"holders-at-most 1", "consistent"},
+			"etcd":          {"holders-at-most 1", "victim-sold", "consistent"},
+			"zookeeper":     {"holders-at-most 1", "victim-sold", "consistent"},
 		}},
 		{"partition", map[string][]string{
 			"watchdog": {"gives-up-within 3s", "no-oversell"},

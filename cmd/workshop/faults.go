@@ -17,6 +17,9 @@ type injector struct {
 	redis    *redisSet
 	group    *sentinelGroup        // the failover scenario's, else nil
 	links    map[string]*redisLink // the partition scenario's, by replica, else nil
+	// lockServers are the etcd cluster and ZooKeeper ensemble whose leader
+	// the leader-failover step kills.
+	lockServers *lockServers
 }
 
 var _ loadgen.Injector = (*injector)(nil)
@@ -163,4 +166,28 @@ func (in *injector) WaitFailover(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return g.waitFailover(ctx)
+}
+
+func (in *injector) KillLeader(ctx context.Context, stage string) (string, error) {
+	e, err := in.lockServers.ensembleOf(stage)
+	if err != nil {
+		return "", err
+	}
+	return e.KillLeader(ctx)
+}
+
+func (in *injector) WaitLeader(ctx context.Context, stage string) (string, error) {
+	e, err := in.lockServers.ensembleOf(stage)
+	if err != nil {
+		return "", err
+	}
+	return e.WaitLeader(ctx)
+}
+
+func (in *injector) RestartMember(ctx context.Context, stage string) error {
+	e, err := in.lockServers.ensembleOf(stage)
+	if err != nil {
+		return err
+	}
+	return e.RestartKilled(ctx)
 }

@@ -159,3 +159,23 @@ func (ls *lockServers) stop() {
 	}
 	ls.mariadb.Stop()
 }
+
+// ensemble is a lock server that elects a leader: what the leader-failover
+// step kills.
+type ensemble interface {
+	KillLeader(context.Context) (string, error)
+	WaitLeader(context.Context) (string, error)
+	RestartKilled(context.Context) error
+}
+
+// ensembleOf is the ensemble the stage's lock lives on.
+func (ls *lockServers) ensembleOf(stage string) (ensemble, error) {
+	switch {
+	case ls == nil:
+	case stage == "etcd" && ls.etcd != nil:
+		return ls.etcd, nil
+	case stage == "zookeeper" && ls.zookeeper != nil:
+		return ls.zookeeper, nil
+	}
+	return nil, fmt.Errorf("the %s stage's lock is on no ensemble with a leader: %w", stage, errSetUp)
+}

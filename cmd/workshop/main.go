@@ -270,7 +270,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		AdminToken:       o.adminToken,
 		RedisAddr:        redisAddr,
 		HoldersRedisAddr: holdersAddr,
-		Injector:         &injector{replicas: replicas, redis: rs, group: wiring.group, links: wiring.links},
+		Injector:         &injector{replicas: replicas, redis: rs, group: wiring.group, links: wiring.links, lockServers: servers},
 		Redis:            redisComponent,
 		Proxy:            proxy.component,
 		Scenario:         sc,

@@ -67,6 +67,8 @@ func (r *runner) faultStep(ctx context.Context, run RunSpec, row *StageRun, tl *
 		err = st.redisRestart(ctx)
 	case run.Fault.Kind == FaultFailover && run.Fault.Target == FailoverMaster:
 		err = st.failover(ctx)
+	case run.Fault.Kind == FaultFailover && run.Fault.Target == FailoverLeader:
+		err = st.leaderFailover(ctx)
 	case run.Fault.Kind == FaultFailover:
 		err = st.redlockMasterLoss(ctx)
 	case run.Fault.Kind == FaultPartition:

@@ -37,6 +37,7 @@ const (
 const (
 	FailoverMaster        = "master"         // the master of the Sentinel group
 	FailoverRedlockMaster = "redlock-master" // the first of redlock's independent masters
+	FailoverLeader        = "leader"         // the leader of the stage's etcd cluster or ZooKeeper ensemble
 )
 
 // FaultStep is what a failure scenario does to the set-up's processes during
@@ -101,7 +102,10 @@ func (f *FaultStep) validate() error {
 		err = errors.Join(needs("before", f.Before > 0), needs("hold", f.Hold > 0), needs("observe", f.Observe > 0),
 			needs("persistence none or aof-everysec", f.Persistence == PersistenceNone || f.Persistence == PersistenceAOFEverySec))
 	case FaultFailover:
-		err = needs("target master or redlock-master", f.Target == FailoverMaster || f.Target == FailoverRedlockMaster)
+		err = needs("target master, redlock-master or leader", f.Target == FailoverMaster || f.Target == FailoverRedlockMaster || f.Target == FailoverLeader)
+		if f.Target == FailoverLeader {
+			err = errors.Join(err, needs("observe", f.Observe > 0))
+		}
 	case FaultPartition:
 		err = errors.Join(needs("victim_work", f.VictimWork > f.Hold), needs("hold", f.Hold > 0), needs("observe", f.Observe > f.Hold))
 	default:
@@ -146,6 +150,13 @@ type Injector interface {
 	// WaitFailover waits until every Sentinel names a new master and that
 	// master has a replica again; it returns the new master's address.
 	WaitFailover(ctx context.Context) (string, error)
+	// KillLeader kills with SIGKILL the leader of the ensemble the stage's
+	// lock lives on (etcd's cluster, ZooKeeper's) and returns its name;
+	// WaitLeader returns once the members left serve under a new leader,
+	// and names it; RestartMember starts the killed member again.
+	KillLeader(ctx context.Context, stage string) (string, error)
+	WaitLeader(ctx context.Context, stage string) (string, error)
+	RestartMember(ctx context.Context, stage string) error
 }
 
 // FaultReport is what a fault step saw. Times are milliseconds from the

@@ -1,7 +1,9 @@
 package lockserver_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/lockstep/lockstep/internal/lockserver/lockservertest"
 )
@@ -25,4 +27,41 @@ func TestServersStartAndStop(t *testing.T) {
 			t.Fatal("no address")
 		}
 	})
+}
+
+// ensemble is what the leader-failover scenario does to etcd and ZooKeeper.
+type ensemble interface {
+	KillLeader(context.Context) (string, error)
+	WaitLeader(context.Context) (string, error)
+	RestartKilled(context.Context) error
+}
+
+// Killing the leader gets another member elected; the killed one rejoins.
+func TestLeaderFailover(t *testing.T) {
+	for name, start := range map[string]func(t *testing.T) ensemble{
+		"etcd":      func(t *testing.T) ensemble { return lockservertest.Etcd(t, 3) },
+		"zookeeper": func(t *testing.T) ensemble { return lockservertest.ZooKeeper(t, 3) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := start(t)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			killed, err := e.KillLeader(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			begin := time.Now()
+			elected, err := e.WaitLeader(ctx)
+			if err != nil || elected == killed {
+				t.Fatalf("after killing %s: leader %q, %v", killed, elected, err)
+			}
+			t.Logf("%s killed, %s elected in %v", killed, elected, time.Since(begin))
+			if err := e.RestartKilled(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.WaitLeader(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }
