@@ -27,7 +27,7 @@ type childSpec struct {
 	Goroutines  int           `json:"goroutines"`
 	Warmup      time.Duration `json:"warmup"`
 	StallLimit  time.Duration `json:"stall_limit"`
-	// SharedCheck is the file of the sharedCheck every process maps.
+	// SharedCheck is the file of the sharedSlot every process maps.
 	SharedCheck string `json:"shared_check"`
 }
 

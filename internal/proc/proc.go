@@ -18,6 +18,8 @@ type Stat struct {
 	PGrp  int
 	// CPU is user plus system time.
 	CPU time.Duration
+	// RSS is the resident memory in bytes (0 when the line stops short).
+	RSS int64
 }
 
 // Alive reports whether the process runs (a zombie has exited).
@@ -54,7 +56,15 @@ func parse(line string) (Stat, error) {
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return Stat{}, fmt.Errorf("proc: malformed stat: %w", err)
 	}
-	return Stat{State: f[0][0], PGrp: pgrp, CPU: time.Duration(utime+stime) * time.Second / clockTicksPerSecond}, nil
+	st := Stat{State: f[0][0], PGrp: pgrp, CPU: time.Duration(utime+stime) * time.Second / clockTicksPerSecond}
+	if len(f) > 21 { // f[21] is field 24, rss in pages
+		pages, err := strconv.ParseInt(f[21], 10, 64)
+		if err != nil {
+			return Stat{}, fmt.Errorf("proc: malformed rss: %w", err)
+		}
+		st.RSS = pages * int64(os.Getpagesize())
+	}
+	return st, nil
 }
 
 // Group lists the live processes of process group pgid.

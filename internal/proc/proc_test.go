@@ -16,6 +16,7 @@ func TestParse(t *testing.T) {
 		wantErr    bool
 	}{
 		{"plain", "42 (redis-server) S 1 42 42 0 -1 4194560 1 0 0 0 250 150 0 0 20 0 4 0", Stat{State: 'S', PGrp: 42, CPU: 4 * time.Second}, false},
+		{"with rss", "42 (etcd) S 1 42 42 0 -1 4194560 1 0 0 0 250 150 0 0 20 0 4 0 100 200000 25", Stat{State: 'S', PGrp: 42, CPU: 4 * time.Second, RSS: 25 * int64(os.Getpagesize())}, false},
 		{"spaces and parens in the name", "7 (nginx: worker (x)) Z 6 6 6 0 -1 0 0 0 0 0 3 2 0 0", Stat{State: 'Z', PGrp: 6, CPU: 50 * time.Millisecond}, false},
 		{"short", "7 (x) S 1 2", Stat{}, true},
 		{"no command", "garbage", Stat{}, true},
