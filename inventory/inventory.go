@@ -307,6 +307,9 @@ func (inv *Inventory) unavailableReason(id string) string {
 	}
 	switch id {
 	case "redlock":
+		if _, cluster := inv.cfg.Redis.(*redis.ClusterClient); cluster {
+			return "needs at least 3 independent Redis masters: a Redis Cluster's masters share one keyspace, each key on one of them"
+		}
 		return fmt.Sprintf("needs at least 3 independent Redis masters, this shop has %d", len(inv.cfg.RedlockRedis))
 	case "mysql":
 		return "needs a MySQL/MariaDB database (--mysql-dsn)"

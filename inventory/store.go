@@ -30,6 +30,7 @@ var (
 	initScript         = loadScript("init.lua")
 	atomicDeductScript = loadScript("atomic_deduct.lua")
 	claimFaultScript   = loadScript("claim_fault.lua")
+	segmentUndoScript  = loadScript("segment_undo.lua")
 )
 
 // errNoStock reports that a SKU (or segment) has no stock keys yet.
@@ -114,10 +115,13 @@ func (s *store) commit(ctx context.Context, tag string, newStock, qty int64) err
 }
 
 // commitAcross records one sale taken from several tags (segments), each
-// losing takes[i] units from stocks[i], in one transaction: all or none.
-// The caller holds every tag's lock. On a Redis Cluster the tags must share
-// a slot (MULTI refuses keys of several).
+// losing takes[i] units from stocks[i]: all or none. The caller holds every
+// tag's lock. On one Redis it is one transaction; on a Redis Cluster, where
+// the tags live in different slots, it is commitEach.
 func (s *store) commitAcross(ctx context.Context, tags []string, stocks, takes []int64) error {
+	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
+		return s.commitEach(ctx, tags, stocks, takes)
+	}
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for i, tag := range tags {
 			k := s.keys(tag)
@@ -128,6 +132,34 @@ func (s *store) commitAcross(ctx context.Context, tags []string, stocks, takes [
 	})
 	if err != nil {
 		return writeFailed("commit sale across segments", err)
+	}
+	return nil
+}
+
+// commitEach writes each tag's part in a transaction of its own, in order;
+// when one fails, the parts before it and that one (which may have landed)
+// are undone by segment_undo.lua, so the sale is recorded whole or not at
+// all. Only a process that dies between two parts leaves some recorded, an
+// outcome its client never learns — as a crash after any write.
+func (s *store) commitEach(ctx context.Context, tags []string, stocks, takes []int64) error {
+	for i, tag := range tags {
+		err := s.commit(ctx, tag, stocks[i]-takes[i], takes[i])
+		if err == nil {
+			continue
+		}
+		var undoErrs []error
+		for j := range i + 1 {
+			k := s.keys(tags[j])
+			written := strconv.FormatInt(stocks[j]-takes[j], 10)
+			if uerr := segmentUndoScript.Run(ctx, s.rdb, []string{k.stock(), k.sold()}, written, stocks[j], takes[j]).Err(); uerr != nil {
+				undoErrs = append(undoErrs, uerr)
+			}
+		}
+		if len(undoErrs) > 0 {
+			return fmt.Errorf("inventory: commit sale across segments: %w: %w: %w", ErrUnavailable, ErrOutcomeUnknown, errors.Join(append(undoErrs, err)...))
+		}
+		// Undone: nothing was sold, whatever the failed write's outcome.
+		return fmt.Errorf("inventory: commit sale across segments: %w: its parts were undone after: %v", ErrUnavailable, err)
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ func main() {
 // options are the command's flags.
 type options struct {
 	addr, redisAddr, redisPassword, replica, adminToken, logLevel string
-	redisSentinel, redisMaster, holdersRedisAddr                  string
+	redisSentinel, redisMaster, holdersRedisAddr, redisCluster    string
 	mysqlDSN, etcdEndpoints, zookeeperServers                     string
 	redisDB, redisPoolSize, segments                              int
 	defaultStock                                                  int64
@@ -49,6 +49,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.addr, "addr", ":8080", "listen address")
 	fs.StringVar(&o.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis address(es), comma-separated; the first holds the stock, three or more independent masters enable redlock")
 	fs.StringVar(&o.redisSentinel, "redis-sentinel", "", "Sentinel addresses, comma-separated: the stock then lives on the master they name (--redis-master), followed across failovers, and --redis-addr serves only as redlock's masters")
+	fs.StringVar(&o.redisCluster, "redis-cluster", "", "seed addresses of a Redis Cluster, comma-separated: it then holds the stock, locks and faults, and --redis-addr is ignored (redlock is unavailable: a cluster's masters are not independent)")
 	fs.StringVar(&o.redisMaster, "redis-master", "", "name of the master the Sentinels monitor (with --redis-sentinel)")
 	fs.StringVar(&o.holdersRedisAddr, "holders-redis-addr", "", "Redis for the track_holders fault's counts; empty: the stock's Redis")
 	fs.StringVar(&o.mysqlDSN, "mysql-dsn", "", "MySQL/MariaDB data source name of the mysql stage's lock table (user:pass@tcp(host:3306)/db); empty: the stage is unavailable")
@@ -82,9 +83,12 @@ func run(args []string) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("replica", o.replica)
 	slog.SetDefault(log)
 
-	addrs, sentinels := flagenv.List(o.redisAddr), flagenv.List(o.redisSentinel)
+	addrs, sentinels, cluster := flagenv.List(o.redisAddr), flagenv.List(o.redisSentinel), flagenv.List(o.redisCluster)
+	if len(cluster) > 0 {
+		addrs = nil
+	}
 	s, err := shop.New(shop.Config{
-		RedisAddrs: addrs, RedisSentinels: sentinels, RedisMaster: o.redisMaster, HoldersRedisAddr: o.holdersRedisAddr,
+		RedisAddrs: addrs, RedisSentinels: sentinels, RedisCluster: cluster, RedisMaster: o.redisMaster, HoldersRedisAddr: o.holdersRedisAddr,
 		RedisPassword: o.redisPassword, RedisDB: o.redisDB, RedisTimeout: o.redisTimeout,
 		RedisPoolSize: o.redisPoolSize, Replica: o.replica, AdminToken: o.adminToken, DefaultStock: o.defaultStock,
 		Segments: o.segments, LockWait: o.lockWait, RequestTimeout: o.requestTimeout, IdempotencyTTL: o.idempotencyTTL,

@@ -18,6 +18,7 @@ func TestFlagsFallBackToEnvironment(t *testing.T) {
 		"LOCKSTEP_REDIS_SENTINEL":     "s1:26379, s2:26379,,s3:26379",
 		"LOCKSTEP_REDIS_MASTER":       "lockstep",
 		"LOCKSTEP_HOLDERS_REDIS_ADDR": "h:6379",
+		"LOCKSTEP_REDIS_CLUSTER":      "n1:7000,n2:7001",
 	}
 	o, err := parseFlags([]string{"--replica", "from-flag"}, func(k string) string { return env[k] })
 	if err != nil {
@@ -28,6 +29,9 @@ func TestFlagsFallBackToEnvironment(t *testing.T) {
 	}
 	if got := flagenv.List(o.redisSentinel); len(got) != 3 || got[1] != "s2:26379" || o.redisMaster != "lockstep" || o.holdersRedisAddr != "h:6379" {
 		t.Errorf("sentinel settings: %q master %q holders %q", got, o.redisMaster, o.holdersRedisAddr)
+	}
+	if got := flagenv.List(o.redisCluster); len(got) != 2 || got[1] != "n2:7001" {
+		t.Errorf("cluster seeds: %q", got)
 	}
 	if o.replica != "from-flag" {
 		t.Errorf("replica = %q: a flag must win over the environment", o.replica)

@@ -62,6 +62,11 @@ func withRedisTimeout(d time.Duration) replicaOption {
 	return func(c *shop.Config) { c.RedisTimeout = d }
 }
 
+// onCluster puts the replicas on a Redis Cluster instead of srv (nil then).
+func onCluster(c *redistest.Cluster) replicaOption {
+	return func(cfg *shop.Config) { cfg.RedisAddrs, cfg.RedisCluster = nil, c.Addrs() }
+}
+
 func startReplicas(t testing.TB, srv *redistest.Server, n int, opts ...replicaOption) *replicas {
 	t.Helper()
 	r := &replicas{t: t, redis: srv, http: &http.Client{
@@ -71,7 +76,6 @@ func startReplicas(t testing.TB, srv *redistest.Server, n int, opts ...replicaOp
 	t.Cleanup(r.http.CloseIdleConnections)
 	for i := range n {
 		cfg := shop.Config{
-			RedisAddrs: []string{srv.Addr},
 			Replica:    fmt.Sprintf("r%d", i),
 			LockWait:   2 * time.Second,
 			Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -80,6 +84,9 @@ func startReplicas(t testing.TB, srv *redistest.Server, n int, opts ...replicaOp
 				defer r.exitMu.Unlock()
 				r.exits = append(r.exits, code)
 			},
+		}
+		if srv != nil {
+			cfg.RedisAddrs = []string{srv.Addr}
 		}
 		for _, o := range opts {
 			o(&cfg)

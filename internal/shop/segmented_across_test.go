@@ -14,7 +14,10 @@ import (
 // A sale of 2 from stock 3 in 2 segments (2 + 1), after one unit sold from
 // the 2-unit segment, takes one unit from each segment: 1 + 1 remain.
 func TestSegmentedSellsAcrossSegments(t *testing.T) {
-	r := startReplicas(t, redistest.Start(t), 1)
+	sellsAcrossSegments(t, startReplicas(t, redistest.Start(t), 1))
+}
+
+func sellsAcrossSegments(t *testing.T, r *replicas) {
 	for {
 		r.reset("segmented", 3, 2)
 		res := r.deduct(0, "segmented", "")
@@ -43,7 +46,10 @@ func TestSegmentedSellsAcrossSegments(t *testing.T) {
 // qty must exceed the stock left at the end. Segments hold 1-3 units and
 // sales ask for up to 6: most sales must be served by several segments.
 func TestSegmentedRefusesOnlyWhatTheSKUCannotServe(t *testing.T) {
-	r := startReplicas(t, redistest.Start(t), 3)
+	refusesOnlyWhatTheSKUCannotServe(t, startReplicas(t, redistest.Start(t), 3))
+}
+
+func refusesOnlyWhatTheSKUCannotServe(t *testing.T, r *replicas) {
 	r.setFaults("segmented", `{"work":"1ms"}`)
 	rng := rand.New(rand.NewPCG(1, 2))
 	const skus = 8

@@ -37,6 +37,10 @@ type Config struct {
 	// name master, followed across failovers.
 	RedisSentinels []string
 	RedisMaster    string
+	// RedisCluster are seed addresses of a Redis Cluster that then holds
+	// the stock, the locks and the faults (RedisAddrs must be empty: a
+	// cluster's masters are not independent, so redlock is unavailable).
+	RedisCluster []string
 	// HoldersRedisAddr, optional, keeps the holder counts of the
 	// track_holders fault on a Redis of their own, so they survive a
 	// restart or a failover of the stock's Redis.
@@ -108,12 +112,29 @@ func failoverOptions(cfg Config) *redis.FailoverOptions {
 	}
 }
 
+// clusterSlotsReload is how often a cluster client re-reads the slot map
+// on its own: after a master dies, go-redis keeps routing to it until the
+// map is reloaded (60 s by default, go-redis #3979).
+const clusterSlotsReload = time.Second
+
+// clusterOptions are clientOptions for a Redis Cluster.
+func clusterOptions(cfg Config) *redis.ClusterOptions {
+	o := clientOptions(cfg, "")
+	return &redis.ClusterOptions{
+		Addrs: cfg.RedisCluster, Password: o.Password,
+		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+		PoolTimeout: o.PoolTimeout, ContextTimeoutEnabled: o.ContextTimeoutEnabled, PoolSize: o.PoolSize,
+		MaxRetries: o.MaxRetries, DialerRetries: o.DialerRetries, DialerRetryTimeout: o.DialerRetryTimeout,
+		ClusterStateReloadInterval: clusterSlotsReload,
+	}
+}
+
 // Shop is one replica.
 type Shop struct {
 	Inventory *inventory.Inventory
 	Metrics   *metrics.Metrics
 	server    *httpapi.Server
-	clients   []*redis.Client
+	clients   []io.Closer // Redis clients
 	batchers  []*redisbatch.Batcher
 	closers   []io.Closer // the lock servers' clients
 }
@@ -123,8 +144,12 @@ func New(cfg Config) (*Shop, error) {
 	switch {
 	case len(cfg.RedisSentinels) > 0 && cfg.RedisMaster == "":
 		return nil, errors.New("shop: Sentinel addresses without the master's name")
-	case len(cfg.RedisSentinels) == 0 && len(cfg.RedisAddrs) == 0:
+	case len(cfg.RedisSentinels) == 0 && len(cfg.RedisAddrs) == 0 && len(cfg.RedisCluster) == 0:
 		return nil, errors.New("shop: no Redis address")
+	case len(cfg.RedisCluster) > 0 && (len(cfg.RedisAddrs) > 0 || len(cfg.RedisSentinels) > 0):
+		return nil, errors.New("shop: a Redis Cluster holds everything: no Redis or Sentinel addresses beside it")
+	case len(cfg.RedisCluster) > 0 && cfg.RedisDB != 0:
+		return nil, errors.New("shop: a Redis Cluster has only database 0")
 	case cfg.IdempotencyTTL < 0 || cfg.IdempotencyTTL > 0 && cfg.IdempotencyTTL < time.Millisecond:
 		// Redis keeps whole milliseconds: below one, every keyed sale's
 		// answer would fail to be stored.
@@ -155,14 +180,24 @@ func New(cfg Config) (*Shop, error) {
 		}
 		return rdb
 	}
-	var stock *redis.Client
-	if len(cfg.RedisSentinels) > 0 {
-		stock = redis.NewFailoverClient(failoverOptions(cfg))
-		s.clients = append(s.clients, stock)
-		tracer.Attach(stock)
+	var stock redis.UniversalClient
+	switch {
+	case len(cfg.RedisSentinels) > 0:
+		failover := redis.NewFailoverClient(failoverOptions(cfg))
+		s.clients = append(s.clients, failover)
+		tracer.Attach(failover)
 		if !cfg.NoAutoPipeline {
-			s.batchers = append(s.batchers, redisbatch.Attach(stock))
+			s.batchers = append(s.batchers, redisbatch.Attach(failover))
 		}
+		stock = failover
+	case len(cfg.RedisCluster) > 0:
+		// No automatic pipelining: a cluster client already sends a
+		// pipeline per node, and the batcher's one pipeline would mix
+		// the slots of many sales.
+		cluster := redis.NewClusterClient(clusterOptions(cfg))
+		s.clients = append(s.clients, cluster)
+		tracer.Attach(cluster)
+		stock = cluster
 	}
 	addrs := cfg.RedisAddrs
 	if stock != nil && len(addrs) < 3 {
