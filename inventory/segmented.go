@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,6 +41,7 @@ type segmentedStage struct {
 
 type cachedCount struct {
 	n       int
+	tags    []string // segments.Tag of each segment: computing them costs ~1 µs each
 	expires time.Time
 }
 
@@ -75,7 +77,31 @@ func (s *segmentedStage) remember(sku string, n int) {
 	if len(s.counts) >= maxCachedCounts {
 		clear(s.counts)
 	}
-	s.counts[sku] = cachedCount{n: n, expires: time.Now().Add(segmentCountTTL)}
+	tags := s.counts[sku].tags
+	if len(tags) != n {
+		tags = segmentTags(sku, n)
+	}
+	s.counts[sku] = cachedCount{n: n, tags: tags, expires: time.Now().Add(segmentCountTTL)}
+}
+
+// tagsOf are the hash tags of sku's n segments, from the cache when it
+// knows sku with n segments.
+func (s *segmentedStage) tagsOf(sku string, n int) []string {
+	s.mu.Lock()
+	c, ok := s.counts[sku]
+	s.mu.Unlock()
+	if ok && c.n == n {
+		return c.tags
+	}
+	return segmentTags(sku, n)
+}
+
+func segmentTags(sku string, n int) []string {
+	tags := make([]string, n)
+	for i := range tags {
+		tags[i] = segments.Tag(sku, i, n)
+	}
+	return tags
 }
 
 // initialise gives a never-reset SKU its default segments. Replicas racing
@@ -93,8 +119,9 @@ func (s *segmentedStage) initialise(ctx context.Context, sku string) (int, error
 	if err != nil {
 		return 0, err
 	}
+	tags := s.tagsOf(sku, n)
 	for i, share := range shares {
-		if err := s.store.initialise(ctx, segments.Tag(sku, i), share); err != nil {
+		if err := s.store.initialise(ctx, tags[i], share); err != nil {
 			return 0, err
 		}
 	}
@@ -124,7 +151,7 @@ func (s *segmentedStage) withSKUStock(ctx context.Context, sku string, n int, sa
 	if sale.Segment != nil {
 		sale.SegmentRemaining = &sold
 	}
-	stocks, err := s.segmentStocks(ctx, sku, n)
+	stocks, err := s.segmentStocks(ctx, s.tagsOf(sku, n))
 	if err != nil {
 		s.log.Warn("stock left of the SKU after a segment's sale", "stage", s.id, "sku", sku, "err", err)
 		return sale
@@ -139,6 +166,7 @@ func (s *segmentedStage) withSKUStock(ctx context.Context, sku string, n int, sa
 
 // sell sells qty from one of the n segments of sku.
 func (s *segmentedStage) sell(ctx context.Context, sku string, n int, qty int64, f Faults) (Sale, error) {
+	tags := s.tagsOf(sku, n)
 	start := segments.Start(n)
 	// A segment whose lock is taken may be held by a slow sale for long;
 	// another one serves as well. Only when the first few are all busy
@@ -146,12 +174,12 @@ func (s *segmentedStage) sell(ctx context.Context, sku string, n int, qty int64,
 	free := s.guard
 	free.wait = 0
 	for k := range min(n, freeSegmentTries) {
-		sale, err := s.sellFrom(ctx, free, sku, (start+k)%n, qty, f)
+		sale, err := s.sellFrom(ctx, free, tags, (start+k)%n, qty, f)
 		if !errors.Is(err, ErrLockBusy) && !errors.Is(err, ErrSoldOut) {
 			return sale, err
 		}
 	}
-	sale, err := s.sellFrom(ctx, s.guard, sku, start, qty, f)
+	sale, err := s.sellFrom(ctx, s.guard, tags, start, qty, f)
 	if !errors.Is(err, ErrSoldOut) {
 		return sale, err
 	}
@@ -160,26 +188,27 @@ func (s *segmentedStage) sell(ctx context.Context, sku string, n int, qty int64,
 	if n, err = s.segmentCount(ctx, sku, true); err != nil {
 		return Sale{}, err
 	}
-	stocks, err := s.segmentStocks(ctx, sku, n)
+	tags = s.tagsOf(sku, n)
+	stocks, err := s.segmentStocks(ctx, tags)
 	if err != nil {
 		return Sale{}, err
 	}
 	for _, i := range segments.Candidates(stocks, start%n, qty) {
-		sale, err := s.sellFrom(ctx, s.guard, sku, i, qty, f)
+		sale, err := s.sellFrom(ctx, s.guard, tags, i, qty, f)
 		if !errors.Is(err, ErrSoldOut) {
 			return sale, err
 		}
 	}
-	return s.sellAcross(ctx, sku, n, qty, f)
+	return s.sellAcross(ctx, sku, tags, qty, f)
 }
 
 // sellAcross sells qty that no segment holds alone from several segments at
 // once. Sold out is answered only when the segments' stocks, read after the
 // segments could not serve it, add up to less than qty: stock only falls
 // between resets, so the SKU held less than qty then.
-func (s *segmentedStage) sellAcross(ctx context.Context, sku string, n int, qty int64, f Faults) (Sale, error) {
+func (s *segmentedStage) sellAcross(ctx context.Context, sku string, tags []string, qty int64, f Faults) (Sale, error) {
 	for range acrossTries {
-		stocks, err := s.segmentStocks(ctx, sku, n)
+		stocks, err := s.segmentStocks(ctx, tags)
 		if err != nil {
 			return Sale{}, err
 		}
@@ -187,7 +216,7 @@ func (s *segmentedStage) sellAcross(ctx context.Context, sku string, n int, qty 
 		if picked == nil {
 			return Sale{}, ErrSoldOut
 		}
-		sale, err := s.sellFromAll(ctx, sku, picked, qty, f)
+		sale, err := s.sellFromAll(ctx, tags, picked, qty, f)
 		if !errors.Is(err, ErrSoldOut) {
 			return sale, err
 		}
@@ -201,11 +230,11 @@ func (s *segmentedStage) sellAcross(ctx context.Context, sku string, n int, qty 
 // their locks, taken in ascending order (so sales across segments cannot
 // deadlock; others hold one at a time), and written in one transaction.
 // ErrSoldOut when, under the locks, they hold less than qty.
-func (s *segmentedStage) sellFromAll(ctx context.Context, sku string, picked []int, qty int64, f Faults) (Sale, error) {
+func (s *segmentedStage) sellFromAll(ctx context.Context, all []string, picked []int, qty int64, f Faults) (Sale, error) {
 	tags := make([]string, len(picked))
 	helds := make([]context.Context, len(picked))
 	for k, i := range picked {
-		tags[k] = segments.Tag(sku, i)
+		tags[k] = all[i]
 		held, release, err := s.acquire(ctx, s.guard, tags[k], f)
 		if err != nil {
 			return Sale{}, err
@@ -263,8 +292,8 @@ func whileAllHeld(ctx context.Context, helds []context.Context) (context.Context
 
 // sellFrom is one read-modify-write on segment i under its lock, taken
 // with g.
-func (s *segmentedStage) sellFrom(ctx context.Context, g watchdogGuard, sku string, i int, qty int64, f Faults) (Sale, error) {
-	tag := segments.Tag(sku, i)
+func (s *segmentedStage) sellFrom(ctx context.Context, g watchdogGuard, tags []string, i int, qty int64, f Faults) (Sale, error) {
+	tag := tags[i]
 	held, release, err := s.acquire(ctx, g, tag, f)
 	if err != nil {
 		return Sale{}, err
@@ -289,18 +318,18 @@ func (s *segmentedStage) sellFrom(ctx context.Context, g watchdogGuard, sku stri
 
 // segmentStocks reads every segment's stock in one pipeline (one round trip
 // per Cluster node); a missing segment reads as empty.
-func (s *segmentedStage) segmentStocks(ctx context.Context, sku string, n int) ([]int64, error) {
-	cmds := make([]*redis.StringCmd, n)
+func (s *segmentedStage) segmentStocks(ctx context.Context, tags []string) ([]int64, error) {
+	cmds := make([]*redis.StringCmd, len(tags))
 	_, err := s.rdb().Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range n {
-			cmds[i] = p.Get(ctx, s.store.keys(segments.Tag(sku, i)).stock())
+		for i, tag := range tags {
+			cmds[i] = p.Get(ctx, s.store.keys(tag).stock())
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailable("read segment stocks", err)
 	}
-	stocks := make([]int64, n)
+	stocks := make([]int64, len(tags))
 	for i, cmd := range cmds {
 		if v, err := cmd.Int64(); err == nil {
 			stocks[i] = v
@@ -321,25 +350,30 @@ func (s *segmentedStage) reset(ctx context.Context, sku string, stock int64, n i
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return unavailable("segment count", err)
 	}
-	// Every segment's lock, in index order (sales hold one at a time), so
-	// that no sale is inside a segment the reset rewrites or drops.
-	taken := make([]bool, max(old, n))
-	for i := range taken {
+	// Every lock of the old segments, then of the new ones (a count change
+	// moves every segment's tag), each in index order as sales take them,
+	// so that no sale is inside a segment the reset rewrites or drops.
+	oldTags, newTags := segmentTags(sku, old), segmentTags(sku, n)
+	order := append(slices.Clone(oldTags), slices.DeleteFunc(slices.Clone(newTags), func(t string) bool { return slices.Contains(oldTags, t) })...)
+	taken := make(map[string]bool, len(order))
+	for _, tag := range order {
 		var release func()
-		taken[i], release, err = s.quiesce(ctx, s.guard, segments.Tag(sku, i), s.lockWait)
+		taken[tag], release, err = s.quiesce(ctx, s.guard, tag, s.lockWait)
 		if err != nil {
 			return err
 		}
 		defer release()
 	}
 	for i, share := range shares {
-		if err := s.store.reset(ctx, segments.Tag(sku, i), share, !taken[i]); err != nil {
+		if err := s.store.reset(ctx, newTags[i], share, !taken[newTags[i]]); err != nil {
 			return err
 		}
 	}
 	_, err = s.rdb().Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := n; i < old; i++ {
-			s.store.drop(ctx, p, segments.Tag(sku, i))
+		for _, tag := range oldTags {
+			if !slices.Contains(newTags, tag) {
+				s.store.drop(ctx, p, tag)
+			}
 		}
 		p.Set(ctx, s.countKey(sku), n, 0)
 		return nil
@@ -359,10 +393,11 @@ func (s *segmentedStage) audit(ctx context.Context, sku string) (Audit, error) {
 	if err != nil {
 		return Audit{}, unavailable("segment count", err)
 	}
+	tags := s.tagsOf(sku, n)
 	cmds := make([]*redis.SliceCmd, n)
 	_, err = s.rdb().Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range n {
-			cmds[i] = s.store.queueCounts(ctx, p, segments.Tag(sku, i))
+			cmds[i] = s.store.queueCounts(ctx, p, tags[i])
 		}
 		return nil
 	})

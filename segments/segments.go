@@ -47,10 +47,62 @@ func Split(total int64, n int) ([]int64, error) {
 	return shares, nil
 }
 
-// Tag is what goes between the braces of segment i's Redis keys: the SKU
-// and the index, so every segment hashes to its own Cluster slot while the
-// keys of one segment share one.
-func Tag(sku string, i int) string { return sku + ":" + strconv.Itoa(i) }
+// Tag is what goes between the braces of the Redis keys of segment i of n:
+// "<sku>:<i>:<salt>", so the keys of one segment share a Cluster slot and
+// each segment has its own. The salt is the first that puts the tag's slot
+// (CRC16 mod 16384, as CLUSTER KEYSLOT computes it) within slotWindow/2 of
+// (2i+1)·16384/2n, the middle of the i-th of n equal parts of the slot
+// space — inside that part for n ≤ 64, within a neighbour's beyond. A
+// cluster whose masters hold equal contiguous ranges, as redis-cli
+// --cluster create assigns them, then holds n/masters segments each, give
+// or take one (plain tags such as {sku-1:0}..{sku-1:7} land 2/2/4 on three
+// masters). It is a pure function of its arguments, so every replica
+// computes the same keys.
+func Tag(sku string, i, n int) string {
+	prefix := sku + ":" + strconv.Itoa(i) + ":"
+	crc := crc16(0, prefix)
+	from := (2*i+1)*slotCount/(2*n) - slotWindow/2 // the window's start
+	var digits [20]byte
+	for salt := 0; ; salt++ {
+		d := strconv.AppendInt(digits[:0], int64(salt), 10)
+		if (int(crc16(crc, string(d))%slotCount)-from+slotCount)%slotCount < slotWindow {
+			return prefix + string(d)
+		}
+	}
+}
+
+// Redis Cluster's hash slots, and how close to its target a segment's slot
+// must be: 1/64 of the slot space, found in ~64 tries of a few bytes each.
+const (
+	slotCount  = 16384
+	slotWindow = slotCount / 64
+)
+
+// Slot is the Cluster hash slot of a hash tag's content (CLUSTER KEYSLOT).
+func Slot(tag string) int { return int(crc16(0, tag) % slotCount) }
+
+// crc16 continues crc over s: CRC-16/XMODEM, Redis Cluster's key hash.
+func crc16(crc uint16, s string) uint16 {
+	for i := range len(s) {
+		crc = crc<<8 ^ crc16Table[byte(crc>>8)^s[i]]
+	}
+	return crc
+}
+
+var crc16Table = func() (t [256]uint16) {
+	for i := range t {
+		c := uint16(i) << 8
+		for range 8 {
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
+			} else {
+				c <<= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()
 
 // Start picks the segment a sale tries first, uniformly, so concurrent
 // sales spread over the segments' locks.

@@ -2,6 +2,8 @@ package segments
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -80,9 +82,54 @@ func TestStartIsInRangeAndSpreads(t *testing.T) {
 	}
 }
 
-func TestTagKeepsSegmentsApart(t *testing.T) {
-	if Tag("sku-1", 7) != "sku-1:7" || Tag("sku-1", 7) == Tag("sku-1", 8) {
-		t.Fatalf("Tag = %q, %q", Tag("sku-1", 7), Tag("sku-1", 8))
+func TestSlotIsClusterKeyslot(t *testing.T) {
+	// Values CLUSTER KEYSLOT answers.
+	for key, slot := range map[string]int{"foo": 12182, "bar": 5061, "hello": 866, "123456789": 12739} {
+		if got := Slot(key); got != slot {
+			t.Errorf("Slot(%q) = %d, want %d", key, got, slot)
+		}
+	}
+}
+
+// The n segments of a SKU sit in n equal parts of the slot space (n ≤ 64):
+// on three masters with equal ranges, n/3 each, give or take one.
+func TestTagsSpreadOverTheSlots(t *testing.T) {
+	for _, sku := range []string{"sku-1", "A.b_C-9", "x"} {
+		for _, n := range []int{1, 2, 3, 8, 16, 64} {
+			perMaster := make([]int, 3)
+			seen := make(map[string]bool)
+			for i := range n {
+				tag := Tag(sku, i, n)
+				if seen[tag] || !strings.HasPrefix(tag, sku+":"+strconv.Itoa(i)+":") {
+					t.Fatalf("Tag(%q, %d, %d) = %q: not its own", sku, i, n, tag)
+				}
+				seen[tag] = true
+				if slot := Slot(tag); slot < i*slotCount/n || slot >= (i+1)*slotCount/n {
+					t.Errorf("Tag(%q, %d, %d) = %q in slot %d, outside part %d", sku, i, n, tag, slot, i)
+				}
+				perMaster[Slot(tag)*3/slotCount]++
+			}
+			if slices.Max(perMaster)-slices.Min(perMaster) > 1 {
+				t.Errorf("%s, %d segments: %v per master", sku, n, perMaster)
+			}
+			if Tag(sku, 0, n) != Tag(sku, 0, n) {
+				t.Fatal("Tag is not deterministic")
+			}
+		}
+	}
+	// Beyond 64 parts are narrower than the window: near their part.
+	perMaster := make([]int, 3)
+	for i := range MaxCount {
+		perMaster[Slot(Tag("sku-1", i, MaxCount))*3/slotCount]++
+	}
+	if slices.Max(perMaster)-slices.Min(perMaster) > 8 {
+		t.Errorf("%d segments: %v per master", MaxCount, perMaster)
+	}
+}
+
+func BenchmarkTag(b *testing.B) {
+	for i := 0; b.Loop(); i++ {
+		Tag("sku-1", i%16, 16)
 	}
 }
 

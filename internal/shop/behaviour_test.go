@@ -117,7 +117,7 @@ func TestSegmentedSkipsABusySegment(t *testing.T) {
 	r := startReplicas(t, srv, 2)
 	rdb := srv.Client(t)
 	locked := func() bool {
-		n, _ := rdb.Exists(t.Context(), "lockstep:segmented:{sku-1:0}:lock", "lockstep:segmented:{sku-1:1}:lock").Result()
+		n, _ := rdb.Exists(t.Context(), segmentKey(0, 2, "lock"), segmentKey(1, 2, "lock")).Result()
 		return n > 0
 	}
 	r.setFaults("segmented", `{"work":"300ms"}`)
@@ -166,7 +166,7 @@ func TestSegmentedWalksToTheLastUnits(t *testing.T) {
 	}
 	r.reset("segmented", 9, 2)
 	rdb := r.redis.Client(t)
-	if n := rdb.Exists(t.Context(), "lockstep:segmented:{sku-1:3}:stock").Val(); n != 0 {
+	if n := rdb.Exists(t.Context(), segmentKey(3, 4, "stock")).Val(); n != 0 {
 		t.Errorf("segment 3 kept its keys after a reset to 2 segments")
 	}
 	if a := r.audit("segmented"); len(a.Segments) != 2 || a.Initial != 9 || a.Stock != 9 || a.Sold != 0 {

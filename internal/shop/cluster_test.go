@@ -1,7 +1,9 @@
 package shop_test
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +36,23 @@ func TestStagesOnACluster(t *testing.T) {
 	})
 	t.Run("sale across segments", func(t *testing.T) { sellsAcrossSegments(t, r) })
 	t.Run("refusals across segments", func(t *testing.T) { refusesOnlyWhatTheSKUCannotServe(t, r) })
+	t.Run("segments spread over the masters", func(t *testing.T) {
+		r.reset("segmented", 160, 16)
+		rdb := cluster.Client(t)
+		perMaster := map[string]int{}
+		for i := range 16 {
+			master, err := rdb.MasterForKey(t.Context(), segmentKey(i, 16, "stock"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			perMaster[master.Options().Addr]++
+		}
+		counts := slices.Collect(maps.Values(perMaster))
+		if len(counts) != 3 || slices.Max(counts)-slices.Min(counts) > 1 {
+			t.Fatalf("16 segments per master: %v", perMaster)
+		}
+		t.Logf("16 segments per master: %v", perMaster)
+	})
 	t.Run("redlock unavailable", func(t *testing.T) {
 		res := r.do(0, http.MethodGet, "/api/stages", "", nil)
 		if !strings.Contains(string(res.body), "a Redis Cluster's masters share one keyspace") {

@@ -55,7 +55,7 @@ func TestShrinkingSegmentsWhileASaleWorks(t *testing.T) {
 	r := startReplicas(t, srv, 2)
 	r.reset("segmented", 20, 2)
 	// Segment 0 empty (and consistent): the sale can only sell from segment 1.
-	rdb.MSet(context.Background(), "lockstep:segmented:{sku-1:0}:initial", 0, "lockstep:segmented:{sku-1:0}:stock", 0)
+	rdb.MSet(context.Background(), segmentKey(0, 2, "initial"), 0, segmentKey(0, 2, "stock"), 0)
 	r.setFaults("segmented", `{"work":"400ms"}`)
 	sale := make(chan response, 1)
 	go func() { sale <- r.deduct(0, "segmented", "") }()
@@ -64,7 +64,7 @@ func TestShrinkingSegmentsWhileASaleWorks(t *testing.T) {
 	if res := <-sale; res.status == http.StatusOK && res.field("segment") != float64(1) {
 		t.Fatalf("the sale sold from segment %v, not 1", res.field("segment"))
 	}
-	if keys := rdb.Keys(context.Background(), "lockstep:segmented:{sku-1:1}:*").Val(); len(keys) != 0 {
+	if keys := rdb.Keys(context.Background(), segmentKey(1, 2, "*")).Val(); len(keys) != 0 {
 		t.Fatalf("segment 1, dropped by the reset, still has keys %v", keys)
 	}
 	a := r.audit("segmented")

@@ -5,7 +5,13 @@ import (
 	"testing"
 
 	"github.com/lockstep/lockstep/internal/redistest"
+	"github.com/lockstep/lockstep/segments"
 )
+
+// segmentKey is a key of segment i of sku-1's n on the segmented stage.
+func segmentKey(i, n int, suffix string) string {
+	return "lockstep:segmented:{" + segments.Tag("sku-1", i, n) + "}:" + suffix
+}
 
 // TestSegmentedSaleAnswersTheSKUsStock checks a segmented sale says the
 // SKU's stock left, all segments together, and its segment's apart.
