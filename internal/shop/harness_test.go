@@ -76,9 +76,9 @@ func startReplicas(t testing.TB, srv *redistest.Server, n int, opts ...replicaOp
 	t.Cleanup(r.http.CloseIdleConnections)
 	for i := range n {
 		cfg := shop.Config{
-			Replica:    fmt.Sprintf("r%d", i),
-			LockWait:   2 * time.Second,
-			Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Replica:  fmt.Sprintf("r%d", i),
+			LockWait: 2 * time.Second,
+			Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 			Exit: func(code int) {
 				r.exitMu.Lock()
 				defer r.exitMu.Unlock()
