@@ -60,7 +60,7 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 	ctx := context.Background()
 	bare := redis.NewScript("return 1")
 	m := c.Mutex("bench-side-by-side")
-	scriptKeys := []string{"{bench-side-by-side-scripts}", "{bench-side-by-side-scripts}:channel", "{bench-side-by-side-scripts}:queue"}
+	scriptKeys := []string{"{bench-side-by-side-scripts}", "{bench-side-by-side-scripts}:queue"}
 	type variant struct {
 		name  string
 		op    func() error
@@ -77,7 +77,7 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 			if err := lockScript.Run(ctx, rdb, scriptKeys, c.watchdogTTLArg, c.idArg).Err(); err != nil {
 				return err
 			}
-			return releaseScript.Run(ctx, rdb, scriptKeys, c.idArg, c.watchdogTTLArg, releaseGive).Err()
+			return releaseScript.Run(ctx, rdb, scriptKeys, c.idArg, c.watchdogTTLArg, releaseGive, "{bench-side-by-side-scripts}:channel").Err()
 		}},
 		{name: "lock", op: func() error {
 			if err := m.Lock(ctx); err != nil {
