@@ -6,7 +6,8 @@
 // Environment: BASE_URL (nginx), STAGE (default atomic), SKU, ADMIN_TOKEN
 // (for the reset), STOCK (default 1000000: never sold out), SEGMENTS,
 // START_RATE, PEAK_RATE (sale attempts/s), RAMP, HOLD, VUS, MAX_VUS,
-// P99_MS (latency threshold). With K6_PROMETHEUS_RW_SERVER_URL set, run it
+// P99_MS (latency threshold), MAX_DROPPED (dropped-buyers threshold). With
+// K6_PROMETHEUS_RW_SERVER_URL set, run it
 // with -o experimental-prometheus-rw to send the results to Prometheus.
 import exec from 'k6/execution';
 import { audit, clearFaults, deduct, reset, runID, zeroCounters } from './lib.js';
