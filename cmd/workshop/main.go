@@ -91,7 +91,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.out, "out", "out/workshop", "directory for report.json, report.html and workshop.json")
 	fs.BoolVar(&o.keep, "keep", false, "leave everything running after the run, until Ctrl-C, to explore by hand")
 	fs.StringVar(&o.proxy, "proxy", proxyAuto, "front proxy: auto (nginx when installed), nginx or go")
-	fs.StringVar(&o.redis, "redis", redisAuto, "Redis: auto (redis-server when on PATH), server or embedded")
+	fs.StringVar(&o.redis, "redis", redisAuto, "Redis: auto (redis-server when on PATH), server, cluster (a Redis Cluster of 3 masters and 3 replicas; redlock unavailable) or embedded")
 	fs.IntVar(&o.redisMasters, "redis-masters", 3, "independent Redis masters; the first holds the stock, three or more make the redlock stage available")
 	fs.StringVar(&o.lockServers, "lock-servers", lockServersAuto, "lock servers of the mysql, etcd and zookeeper stages: auto (start MariaDB, a 3-member etcd cluster and a 3-member ZooKeeper ensemble when installed) or off")
 	fs.StringVar(&o.shopBin, "shop-bin", "", "shop binary to run; empty: go build ./cmd/shop into a temporary directory")
@@ -269,6 +269,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		ReplicaURLs:      replicaURLs,
 		AdminToken:       o.adminToken,
 		RedisAddr:        redisAddr,
+		RedisCluster:     wiring.loadgenCluster(),
 		HoldersRedisAddr: holdersAddr,
 		Injector:         &injector{replicas: replicas, redis: rs, group: wiring.group, links: wiring.links, lockServers: servers},
 		Redis:            redisComponent,

@@ -25,6 +25,7 @@ const (
 	redisAuto     = "auto"
 	redisServer   = "server"
 	redisEmbedded = "embedded"
+	redisCluster  = "cluster" // six redis-server processes: three masters, three replicas
 )
 
 // embeddedWarning is printed whenever the workshop runs on the in-process
@@ -36,6 +37,7 @@ const embeddedWarning = "using an embedded Redis (miniredis, in this process). E
 // stock; all of them are the independent masters of redlock.
 type redisSet struct {
 	addrs     []string
+	cluster   bool // addrs are the nodes of one Redis Cluster, not independent masters
 	component loadgen.Component
 	servers   []*redisProc
 	embedded  []*miniredis.Miniredis
@@ -127,10 +129,12 @@ func startRedis(ctx context.Context, mode string, count int, dir string) (*redis
 		return startEmbeddedRedis(count, "chosen with --redis embedded")
 	case mode == redisAuto && lookErr != nil:
 		return startEmbeddedRedis(count, "no redis-server on PATH")
-	case mode == redisServer && lookErr != nil:
-		return nil, fmt.Errorf("--redis server: %w", lookErr)
+	case (mode == redisServer || mode == redisCluster) && lookErr != nil:
+		return nil, fmt.Errorf("--redis %s: %w", mode, lookErr)
+	case mode == redisCluster:
+		return startRedisCluster(ctx, bin, dir)
 	case mode != redisAuto && mode != redisServer:
-		return nil, fmt.Errorf("--redis %q: want auto, server or embedded", mode)
+		return nil, fmt.Errorf("--redis %q: want auto, server, cluster or embedded", mode)
 	}
 	set := &redisSet{component: loadgen.Component{Kind: "redis-server", Version: redisVersion(bin)}}
 	for i := range count {

@@ -17,6 +17,9 @@ type topology struct {
 	// links: each shop reaches the stock's Redis through a link the
 	// partition scenario can cut.
 	links bool
+	// restarts: the redis-restart scenario kills and restarts the stock's
+	// redis-server.
+	restarts bool
 }
 
 func topologyOf(sc *loadgen.Scenario) (topology, error) {
@@ -30,6 +33,8 @@ func topologyOf(sc *loadgen.Scenario) (topology, error) {
 			t.sentinel = true
 		case run.Fault.Kind == loadgen.FaultPartition:
 			t.links = true
+		case run.Fault.Kind == loadgen.FaultRedisRestart:
+			t.restarts = true
 		}
 	}
 	if t.sentinel && t.links {
@@ -49,6 +54,9 @@ func startWiring(ctx context.Context, t topology, rs *redisSet, replicas int, di
 	w := &redisWiring{rs: rs}
 	if (t.sentinel || t.links) && rs.embedded != nil {
 		return nil, errors.New("the failover and partition scenarios need redis-server, not the embedded Redis")
+	}
+	if (t.sentinel || t.links || t.restarts) && rs.cluster {
+		return nil, errors.New("the failover, partition and redis-restart scenarios run on independent Redis servers, not --redis cluster")
 	}
 	if t.sentinel {
 		g, err := startSentinelGroup(ctx, dir)
@@ -75,8 +83,10 @@ func startWiring(ctx context.Context, t topology, rs *redisSet, replicas int, di
 // workshop's own environment cannot leak into the shops.
 func (w *redisWiring) env(name string) []string {
 	addrs := w.rs.addrs
-	sentinels, master, holders := "", "", ""
+	sentinels, master, holders, cluster := "", "", "", ""
 	switch {
+	case w.rs.cluster:
+		addrs, cluster = nil, strings.Join(w.rs.addrs, ",")
 	case w.group != nil:
 		sentinels, master, holders = strings.Join(w.group.sentinelAddrs(), ","), sentinelMaster, w.group.observer.addr
 	case w.links != nil:
@@ -90,17 +100,29 @@ func (w *redisWiring) env(name string) []string {
 		"LOCKSTEP_REDIS_SENTINEL=" + sentinels,
 		"LOCKSTEP_REDIS_MASTER=" + master,
 		"LOCKSTEP_HOLDERS_REDIS_ADDR=" + holders,
+		"LOCKSTEP_REDIS_CLUSTER=" + cluster,
 	}
 }
 
 // loadgenRedis is the Redis address the load generator reads lock keys
 // from, and where it finds the holder counts.
 func (w *redisWiring) loadgenRedis() (addr, holders string) {
+	if w.rs.cluster {
+		return "", "" // loadgen.Config.RedisCluster
+	}
 	if w.group != nil {
 		// The stock moves with failovers; the holder counts do not.
 		return "", w.group.observer.addr
 	}
 	return w.rs.addrs[0], ""
+}
+
+// loadgenCluster are the seeds of the cluster the shops run on, if they do.
+func (w *redisWiring) loadgenCluster() []string {
+	if w.rs.cluster {
+		return w.rs.addrs
+	}
+	return nil
 }
 
 func (w *redisWiring) pids() []int {

@@ -485,3 +485,50 @@ func TestUnmetExpectationsExitWithStatus3(t *testing.T) {
 		t.Fatalf("workshop with an unmet expectation: %v, want exit status 3 naming the row\n%s", err, stderr.String())
 	}
 }
+
+// TestWorkshopOnARedisCluster runs stages with --redis cluster (six
+// redis-server processes, three masters): results as on one Redis, and the
+// per-shard figures show atomic's one key piling on one master while
+// segmented's segments spread over all three.
+func TestWorkshopOnARedisCluster(t *testing.T) {
+	redistest.Binary(t)
+	require(t, "nginx", "nginx", "/usr/sbin/nginx")
+	require(t, "redis-cli", "redis-cli")
+	bins := buildBinaries(t)
+	out := filepath.Join(t.ArtifactDir(), "cluster")
+	rep, stdout, _ := runWorkshop(t, 150*time.Second, "--shop-bin", bins.shop, "--redis", "cluster", "--lock-servers", "off",
+		"--scenario", "testdata/e2e.yaml", "--only", "naive,segmented,atomic", "--out", out)
+	t.Logf("report in %s:\n%s", out, stdout)
+	if !strings.Contains(rep.Redis.Note, "Redis Cluster") || !strings.Contains(stdout, "per shard") {
+		t.Fatalf("no cluster in the report: redis %+v", rep.Redis)
+	}
+	rows := map[string]*loadgen.StageRun{}
+	for i := range rep.Stages {
+		rows[rep.Stages[i].Stage] = &rep.Stages[i]
+	}
+	if r := rows["naive"]; r == nil || r.Oversold == 0 {
+		t.Errorf("naive on a cluster: %+v, want an oversell", r)
+	}
+	share := func(r *loadgen.StageRun) (busiest float64, masters int) {
+		var total int64
+		for _, s := range r.Shards {
+			total += s.Commands
+		}
+		if total == 0 {
+			return 0, 0
+		}
+		return float64(r.Shards[0].Commands) / float64(total), len(r.Shards)
+	}
+	for _, stage := range []string{"segmented", "atomic"} {
+		r := rows[stage]
+		if r == nil || r.Oversold != 0 || !r.Consistent || r.Sales == 0 {
+			t.Fatalf("%s on a cluster: %+v", stage, r)
+		}
+	}
+	if busiest, masters := share(rows["atomic"]); masters != 3 || busiest < 0.9 {
+		t.Errorf("atomic: busiest master %.0f%% of the commands over %d masters; want one key's master to carry them", 100*busiest, masters)
+	}
+	if busiest, masters := share(rows["segmented"]); masters != 3 || busiest > 0.5 {
+		t.Errorf("segmented: busiest master %.0f%% of the commands over %d masters; want the segments spread", 100*busiest, masters)
+	}
+}

@@ -140,10 +140,13 @@ type StageRun struct {
 	// CPU is the cores each component used during the load phase (CPU
 	// seconds per wall second); "loadgen" is this process.
 	// Trace is the Redis commands of one of the run's sales (TraceSales).
-	Trace    *SaleTrace         `json:"trace,omitempty"`
-	CPU      map[string]float64 `json:"cpu_cores,omitempty"`
-	Timeline Timeline           `json:"timeline"`
-	Checks   []CheckResult      `json:"checks,omitempty"`
+	Trace *SaleTrace         `json:"trace,omitempty"`
+	CPU   map[string]float64 `json:"cpu_cores,omitempty"`
+	// Shards: on a Redis Cluster, each master's commands and cores in the
+	// load phase, busiest first.
+	Shards   []ShardLoad   `json:"shards,omitempty"`
+	Timeline Timeline      `json:"timeline"`
+	Checks   []CheckResult `json:"checks,omitempty"`
 }
 
 // Audit is the shop's GET /api/stages/{stage}/audit answer. The shop keeps
@@ -287,6 +290,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
+	}
+	if err := rep.writeShardTable(w); err != nil {
+		return err
 	}
 	if err := rep.writeFaultTable(w); err != nil {
 		return err

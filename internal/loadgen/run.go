@@ -30,8 +30,11 @@ type Config struct {
 	// stages.
 	ReplicaURLs []string
 	AdminToken  string
-	// RedisAddr, optional, lets the crash step look at the lock keys.
+	// RedisAddr, optional, lets the crash step look at the lock keys;
+	// RedisCluster, instead, are the seed addresses of the Redis Cluster
+	// the shops run on.
 	RedisAddr     string
+	RedisCluster  []string
 	RedisPassword string
 	// Redis and Proxy describe the set-up for the report; when empty they
 	// are asked from Redis (INFO) and from the target's Server header.
@@ -72,8 +75,8 @@ const readyTimeout = 20 * time.Second
 type runner struct {
 	cfg      Config
 	shop     *shopClient
-	rdb      *redis.Client
-	holders  *redis.Client // where the track_holders counts are; rdb's server by default
+	rdb      redis.UniversalClient
+	holders  redis.UniversalClient // where the track_holders counts are; rdb's server by default
 	progress *progress
 	log      *slog.Logger
 	info     map[string]StageInfo
@@ -101,8 +104,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.RedisAddr != "" {
+	switch {
+	case len(cfg.RedisCluster) > 0:
+		r.rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.RedisCluster, Password: cfg.RedisPassword})
+	case cfg.RedisAddr != "":
 		r.rdb = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Password: cfg.RedisPassword})
+	}
+	if r.rdb != nil {
 		defer r.rdb.Close()
 		r.holders = r.rdb
 	}
@@ -255,6 +263,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	r.progress.phase(fmt.Sprintf("[%d/%d] %s via %s", index+1, len(r.cfg.Scenario.Runs), run.Stage, run.Via), run.Duration.D())
 	stopPolling := r.pollOversold(ctx, base, run.Stage, sku, tl)
 	cpu := startCPUSampler(r.cfg.Processes)
+	shards := startShardSampler(ctx, r.rdb)
 	t := attack(ctx, attackSpec{
 		name:          run.Stage,
 		url:           deductURL(base, run.Stage, sku),
@@ -265,6 +274,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 		timeout:       run.Timeout.D(),
 	}, tl, r.progress.answer)
 	row.CPU = cpu.stop()
+	row.Shards = shards.stop(ctx)
 	stopPolling()
 	row.fillFromTally(t)
 
@@ -443,16 +453,25 @@ func (r *runner) awaitFaults(ctx context.Context, replicas []string, stage strin
 
 // lockKeys lists the stage's keys that hold a lock, with their TTLs.
 func (r *runner) lockKeys(ctx context.Context, stage string) ([]LockKey, error) {
-	var keys []string
-	iter := r.rdb.Scan(ctx, 0, "lockstep:"+stage+":*", 100).Iterator()
-	for iter.Next(ctx) {
-		// Lock keys end in ":lock" (lockstep:setnx:{sku-1}:lock); a
-		// stage's other keys hold stock and accounting.
-		if strings.HasSuffix(iter.Val(), ":lock") {
-			keys = append(keys, iter.Val())
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	// Lock keys end in ":lock" (lockstep:setnx:{sku-1}:lock); a stage's
+	// other keys hold stock and accounting. On a cluster every master
+	// holds some.
+	err := forEachMaster(ctx, r.rdb, func(ctx context.Context, node redis.Cmdable) error {
+		iter := node.Scan(ctx, 0, "lockstep:"+stage+":*", 100).Iterator()
+		for iter.Next(ctx) {
+			if strings.HasSuffix(iter.Val(), ":lock") {
+				mu.Lock()
+				keys = append(keys, iter.Val())
+				mu.Unlock()
+			}
 		}
-	}
-	if err := iter.Err(); err != nil {
+		return iter.Err()
+	})
+	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
 	slices.Sort(keys)
@@ -551,6 +570,15 @@ func (r *runner) waitRouted(ctx context.Context) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// forEachMaster runs f on every master of a cluster client, on the one
+// Redis of any other client.
+func forEachMaster(ctx context.Context, rdb redis.UniversalClient, f func(context.Context, redis.Cmdable) error) error {
+	if cluster, ok := rdb.(*redis.ClusterClient); ok {
+		return cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return f(ctx, node) })
+	}
+	return f(ctx, rdb)
 }
 
 func (r *runner) describeRedis(ctx context.Context) Component {

@@ -1,0 +1,128 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ShardLoad is what one master of a Redis Cluster did during a stage run's
+// load phase: the commands it processed (INFO's total_commands_processed,
+// which counts the commands scripts run too) and the cores it used (its
+// own used_cpu_sys + used_cpu_user per wall second).
+type ShardLoad struct {
+	Addr     string  `json:"addr"`
+	Commands int64   `json:"commands"`
+	Cores    float64 `json:"cores"`
+}
+
+// shardSampler reads every master's counters at the start of a load phase
+// and again at its end; nil when the shops do not run on a cluster.
+type shardSampler struct {
+	rdb    *redis.ClusterClient
+	start  time.Time
+	before map[string]shardCounters
+}
+
+type shardCounters struct {
+	commands int64
+	cpu      float64 // seconds
+}
+
+func startShardSampler(ctx context.Context, rdb redis.UniversalClient) *shardSampler {
+	cluster, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return nil
+	}
+	s := &shardSampler{rdb: cluster, start: time.Now()}
+	s.before, _ = s.read(ctx) // a failed read leaves the run without shard figures
+	return s
+}
+
+// stop returns each master's load since start, busiest first.
+func (s *shardSampler) stop(ctx context.Context) []ShardLoad {
+	if s == nil || s.before == nil {
+		return nil
+	}
+	wall := time.Since(s.start).Seconds()
+	after, err := s.read(ctx)
+	if err != nil || wall <= 0 {
+		return nil
+	}
+	var out []ShardLoad
+	for addr, a := range after {
+		b, ok := s.before[addr]
+		if !ok {
+			continue // a master promoted during the run
+		}
+		out = append(out, ShardLoad{Addr: addr, Commands: a.commands - b.commands, Cores: (a.cpu - b.cpu) / wall})
+	}
+	slices.SortFunc(out, func(x, y ShardLoad) int { return int(y.Commands - x.Commands) })
+	return out
+}
+
+func (s *shardSampler) read(ctx context.Context) (map[string]shardCounters, error) {
+	var mu sync.Mutex
+	out := map[string]shardCounters{}
+	err := s.rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		info, err := node.InfoMap(ctx, "stats", "cpu").Result()
+		if err != nil {
+			return err
+		}
+		commands, err := strconv.ParseInt(info["Stats"]["total_commands_processed"], 10, 64)
+		if err != nil {
+			return fmt.Errorf("total_commands_processed: %w", err)
+		}
+		sys, err1 := strconv.ParseFloat(info["CPU"]["used_cpu_sys"], 64)
+		user, err2 := strconv.ParseFloat(info["CPU"]["used_cpu_user"], 64)
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("used_cpu: %v %v", err1, err2)
+		}
+		mu.Lock()
+		out[node.Options().Addr] = shardCounters{commands: commands, cpu: sys + user}
+		mu.Unlock()
+		return nil
+	})
+	return out, err
+}
+
+// writeShardTable prints, when the stages ran on a cluster, how each
+// stage's load phase spread over the masters.
+func (rep *Report) writeShardTable(w io.Writer) error {
+	var rows []*StageRun
+	for i := range rep.Stages {
+		if len(rep.Stages[i].Shards) > 0 {
+			rows = append(rows, &rep.Stages[i])
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nper shard (masters, busiest first): commands and cores in the load phase, commands per sale:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		var cells []string
+		var total int64
+		for _, s := range r.Shards {
+			cells = append(cells, fmt.Sprintf("%s %d cmds %.2f cores", s.Addr, s.Commands, s.Cores))
+			total += s.Commands
+		}
+		perSale := "-"
+		if r.Sales > 0 {
+			perSale = fmt.Sprintf("%.1f", float64(total)/float64(r.Sales))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", r.label(), strings.Join(cells, "\t"), perSale)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write shard table: %w", err)
+	}
+	return nil
+}
