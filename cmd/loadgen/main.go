@@ -40,6 +40,7 @@ func main() {
 
 type options struct {
 	target, replicaURLs, adminToken, redisAddr, redisPassword string
+	redisCluster                                              string
 	scenario, out, only, render                               string
 	grafanaURL, grafanaToken                                  string
 }
@@ -51,6 +52,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.replicaURLs, "replica-urls", "", "the replicas' own base URLs, comma-separated: lets the run wait for each replica and run one-replica stages")
 	fs.StringVar(&o.adminToken, "admin-token", "", "bearer token of the shop's admin routes")
 	fs.StringVar(&o.redisAddr, "redis-addr", "", "Redis address(es) of the shops, comma-separated; the first lets the crash step inspect lock keys")
+	fs.StringVar(&o.redisCluster, "redis-cluster", "", "seed addresses of the Redis Cluster the shops run on, comma-separated (instead of --redis-addr): the crash step scans every master, and each stage's commands and cores per master are reported")
 	fs.StringVar(&o.redisPassword, "redis-password", "", "Redis password")
 	fs.StringVar(&o.scenario, "scenario", "", "scenario file (YAML or JSON); empty: the built-in scenarios/default.yaml")
 	fs.StringVar(&o.only, "only", "", "run only these stages of the scenario, comma-separated")
@@ -99,6 +101,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(redisAddrs) > 0 {
 		cfg.RedisAddr = redisAddrs[0]
 	}
+	cfg.RedisCluster = flagenv.List(o.redisCluster)
 	rep, runErr := loadgen.Run(ctx, cfg)
 	if rep == nil {
 		return runErr
