@@ -71,6 +71,11 @@ var catalog = []catalogEntry{
 		Defect:    "None for stock: it is the throughput ceiling, what any lock costs. It gives up the read-modify-write shape, so work that must see the stock cannot run inside it.",
 	}},
 	{Info: Info{
+		ID: "segmented-atomic", Title: "Segmented stock, each segment deducted by one Lua script", ArticleCase: "beyond the articles (segmented and atomic together)",
+		Mechanism: "Stock split into N segments as in segmented, with no segment lock: a sale runs atomic's script on a random segment, then on one that can serve it; a sale no segment can serve alone takes what each segment holds, one script per segment, under a lock of the SKU, and gives it all back when the SKU is short, so sold out is answered only then.",
+		Defect:    "None for stock. On one Redis it costs about what atomic costs; on a Redis Cluster its segments' scripts spread over the masters, so one hot SKU is no longer bound by one shard. A shop killed in the middle of a sale across segments leaves what it took counted sold.",
+	}},
+	{Info: Info{
 		ID: "redlock", Title: "RedLock over independent masters", ArticleCase: "001, 003",
 		Mechanism: "The watchdog lock taken on a majority of N >= 3 independent Redis masters within the wait budget, released on all of them.",
 		Defect:    "Survives one master failing, at the cost of N round trips per acquisition; still no fencing, so a paused holder can outlive its lease.",

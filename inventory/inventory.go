@@ -213,6 +213,10 @@ func New(cfg Config) (*Inventory, error) {
 		defaultSegments: cfg.DefaultSegments, counts: make(map[string]cachedCount),
 	}
 	inv.stages["atomic"] = &atomicStage{seller: seller("atomic")}
+	inv.stages["segmented-atomic"] = &segmentedAtomicStage{&segmentedStage{
+		seller: seller("segmented-atomic"), guard: watchdogGuard{clients: watchdog("segmented-atomic", cfg.Redis), health: inv.health, wait: cfg.LockWait},
+		defaultSegments: cfg.DefaultSegments, counts: make(map[string]cachedCount),
+	}}
 	inv.stages["fenced"] = &fencedStage{seller: seller("fenced"), clients: watchdog("fenced", cfg.Redis), health: inv.health, wait: cfg.LockWait}
 	if len(cfg.RedlockRedis) >= 3 {
 		masters := make([]*lockClients, len(cfg.RedlockRedis))

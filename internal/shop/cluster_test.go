@@ -19,7 +19,7 @@ func TestStagesOnACluster(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	r := startReplicas(t, nil, 3, onCluster(cluster))
 
-	for _, stage := range []string{"setnx", "setnx-expire", "uuid-lua", "watchdog", "fenced", "segmented", "atomic"} {
+	for _, stage := range []string{"setnx", "setnx-expire", "uuid-lua", "watchdog", "fenced", "segmented", "atomic", "segmented-atomic"} {
 		t.Run(stage, func(t *testing.T) {
 			r.setFaults(stage, `{"work":"1ms"}`)
 			a, answers := sellOut(t, r, stage, 40, 20*time.Second)
@@ -34,8 +34,10 @@ func TestStagesOnACluster(t *testing.T) {
 			t.Fatalf("naive did not oversell on a cluster: %+v", a.Audit)
 		}
 	})
-	t.Run("sale across segments", func(t *testing.T) { sellsAcrossSegments(t, r) })
-	t.Run("refusals across segments", func(t *testing.T) { refusesOnlyWhatTheSKUCannotServe(t, r) })
+	for _, stage := range segmentedStages {
+		t.Run(stage+" sale across segments", func(t *testing.T) { sellsAcrossSegments(t, r, stage) })
+		t.Run(stage+" refusals across segments", func(t *testing.T) { refusesOnlyWhatTheSKUCannotServe(t, r, stage) })
+	}
 	t.Run("segments spread over the masters", func(t *testing.T) {
 		r.reset("segmented", 160, 16)
 		rdb := cluster.Client(t)

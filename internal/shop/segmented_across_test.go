@@ -14,13 +14,19 @@ import (
 // A sale of 2 from stock 3 in 2 segments (2 + 1), after one unit sold from
 // the 2-unit segment, takes one unit from each segment: 1 + 1 remain.
 func TestSegmentedSellsAcrossSegments(t *testing.T) {
-	sellsAcrossSegments(t, startReplicas(t, redistest.Start(t), 1))
+	r := startReplicas(t, redistest.Start(t), 1)
+	for _, stage := range segmentedStages {
+		t.Run(stage, func(t *testing.T) { sellsAcrossSegments(t, r, stage) })
+	}
 }
 
-func sellsAcrossSegments(t *testing.T, r *replicas) {
+// segmentedStages are the stages that split the stock into segments.
+var segmentedStages = []string{"segmented", "segmented-atomic"}
+
+func sellsAcrossSegments(t *testing.T, r *replicas, stage string) {
 	for {
-		r.reset("segmented", 3, 2)
-		res := r.deduct(0, "segmented", "")
+		r.reset(stage, 3, 2)
+		res := r.deduct(0, stage, "")
 		if res.status != http.StatusOK {
 			t.Fatalf("first unit: %d %s", res.status, res.body)
 		}
@@ -28,14 +34,14 @@ func sellsAcrossSegments(t *testing.T, r *replicas) {
 			break
 		}
 	}
-	res := r.deduct(0, "segmented", "?qty=2")
+	res := r.deduct(0, stage, "?qty=2")
 	if res.status != http.StatusOK || res.field("remaining") != 0.0 || fmt.Sprint(res.field("segments")) != "[0 1]" {
 		t.Fatalf("qty 2 with 1 + 1 left = %d %s, want 200 from segments [0 1]", res.status, res.body)
 	}
-	if res := r.deduct(0, "segmented", ""); res.status != http.StatusConflict || res.code() != "sold_out" {
+	if res := r.deduct(0, stage, ""); res.status != http.StatusConflict || res.code() != "sold_out" {
 		t.Fatalf("with nothing left = %d %s, want sold out", res.status, res.body)
 	}
-	if a := r.audit("segmented"); a.Sold != 3 || a.Stock != 0 || !a.Consistent || a.Segments[0].Sold != 2 || a.Segments[1].Sold != 1 {
+	if a := r.audit(stage); a.Sold != 3 || a.Stock != 0 || !a.Consistent || a.Segments[0].Sold != 2 || a.Segments[1].Sold != 1 {
 		t.Fatalf("audit %+v", a.Audit)
 	}
 }
@@ -46,11 +52,14 @@ func sellsAcrossSegments(t *testing.T, r *replicas) {
 // qty must exceed the stock left at the end. Segments hold 1-3 units and
 // sales ask for up to 6: most sales must be served by several segments.
 func TestSegmentedRefusesOnlyWhatTheSKUCannotServe(t *testing.T) {
-	refusesOnlyWhatTheSKUCannotServe(t, startReplicas(t, redistest.Start(t), 3))
+	r := startReplicas(t, redistest.Start(t), 3)
+	for _, stage := range segmentedStages {
+		t.Run(stage, func(t *testing.T) { refusesOnlyWhatTheSKUCannotServe(t, r, stage) })
+	}
 }
 
-func refusesOnlyWhatTheSKUCannotServe(t *testing.T, r *replicas) {
-	r.setFaults("segmented", `{"work":"1ms"}`)
+func refusesOnlyWhatTheSKUCannotServe(t *testing.T, r *replicas, stage string) {
+	r.setFaults(stage, `{"work":"1ms"}`)
 	rng := rand.New(rand.NewPCG(1, 2))
 	const skus = 8
 	initial := make(map[string]int64, skus)
@@ -61,7 +70,7 @@ func refusesOnlyWhatTheSKUCannotServe(t *testing.T, r *replicas) {
 		initial[sku] = int64(n + rng.IntN(2*n+1)) // 1-3 units a segment
 		supply += initial[sku]
 		body := fmt.Sprintf(`{"sku":%q,"stock":%d,"segments":%d}`, sku, initial[sku], n)
-		if res := r.do(0, http.MethodPost, "/api/stages/segmented/reset", body, r.admin()); res.status != http.StatusOK {
+		if res := r.do(0, http.MethodPost, "/api/stages/"+stage+"/reset", body, r.admin()); res.status != http.StatusOK {
 			t.Fatalf("reset %s: %d %s", sku, res.status, res.body)
 		}
 	}
@@ -80,7 +89,7 @@ func refusesOnlyWhatTheSKUCannotServe(t *testing.T, r *replicas) {
 	for k := range 12 {
 		wg.Go(func() {
 			for req := range requests {
-				res := r.deduct(k%3, "segmented", fmt.Sprintf("?sku=%s&qty=%d", req.sku, req.qty))
+				res := r.deduct(k%3, stage, fmt.Sprintf("?sku=%s&qty=%d", req.sku, req.qty))
 				mu.Lock()
 				switch {
 				case res.status == http.StatusOK:
@@ -111,7 +120,7 @@ func refusesOnlyWhatTheSKUCannotServe(t *testing.T, r *replicas) {
 	left := make(map[string]int64, skus)
 	var served int64
 	for sku, stock := range initial {
-		res := r.do(0, http.MethodGet, "/api/stages/segmented/audit?sku="+sku, "", nil)
+		res := r.do(0, http.MethodGet, "/api/stages/"+stage+"/audit?sku="+sku, "", nil)
 		var a auditResult
 		if err := json.Unmarshal(res.body, &a); err != nil || res.status != http.StatusOK {
 			t.Fatalf("audit %s: %d %s", sku, res.status, res.body)
