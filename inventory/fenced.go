@@ -86,7 +86,7 @@ func (s *fencedStage) deduct(ctx context.Context, sku string, qty int64, f Fault
 func (s *fencedStage) reset(ctx context.Context, sku string, stock int64, _ int) error {
 	k := s.store.keys(sku)
 	keys := []string{k.initial(), k.stock(), k.sold(), k.foreign(), k.lock(), k.fence(), k.lock() + ":token"}
-	if err := fencedResetScript.Run(ctx, s.store.rdb, keys, stock).Err(); err != nil {
+	if err := s.store.run(ctx, fencedResetScript, keys, stock).Err(); err != nil {
 		return unavailable("reset", err)
 	}
 	return s.holders.reset(ctx, sku)

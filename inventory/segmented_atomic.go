@@ -96,7 +96,7 @@ func (s *segmentedAtomicStage) takeAcross(ctx context.Context, sku string, tags 
 			break
 		}
 		k := s.store.keys(tag)
-		n, err := segmentTakeScript.Run(ctx, s.store.rdb, []string{k.stock(), k.sold()}, need).Int64()
+		n, err := s.store.run(ctx, segmentTakeScript, []string{k.stock(), k.sold()}, need).Int64()
 		if err != nil {
 			return Sale{}, errors.Join(writeFailed("take from a segment", err), s.giveBack(ctx, tags, taken))
 		}
@@ -125,7 +125,7 @@ func (s *segmentedAtomicStage) giveBack(ctx context.Context, tags []string, take
 			continue
 		}
 		k := s.store.keys(tags[i])
-		if err := segmentGiveBackScript.Run(ctx, s.store.rdb, []string{k.stock(), k.sold()}, n).Err(); err != nil {
+		if err := s.store.run(ctx, segmentGiveBackScript, []string{k.stock(), k.sold()}, n).Err(); err != nil {
 			errs = append(errs, err)
 		}
 	}

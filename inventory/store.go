@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstep/lockstep/internal/slotretry"
 )
 
 //go:embed scripts/*.lua
@@ -58,6 +60,22 @@ type store struct {
 	stage string
 }
 
+// run runs script, again while a Redis Cluster refuses it because its
+// keys' slot is moving (internal/slotretry).
+func (s *store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return slotretry.Do(ctx, func() *redis.Cmd { return script.Run(ctx, s.rdb, keys, args...) })
+}
+
+// tx runs fn's commands in one MULTI/EXEC, again while a Redis Cluster
+// refuses them because their slot is moving (the transaction is discarded
+// whole then).
+func (s *store) tx(ctx context.Context, fn func(redis.Pipeliner) error) error {
+	return slotretry.DoErr(ctx, func() error {
+		_, err := s.rdb.TxPipelined(ctx, fn)
+		return err
+	})
+}
+
 // stockKeys is the prefix of the keys of one tag, "lockstep:<stage>:{<tag>}:";
 // each key is built when asked for, so that a sale builds only the keys
 // it touches.
@@ -93,7 +111,7 @@ func (s *store) stock(ctx context.Context, tag string) (int64, error) {
 // initialise gives tag its initial stock unless it has one already.
 func (s *store) initialise(ctx context.Context, tag string, stock int64) error {
 	k := s.keys(tag)
-	if err := initScript.Run(ctx, s.rdb, []string{k.initial(), k.stock(), k.sold()}, stock).Err(); err != nil {
+	if err := s.run(ctx, initScript, []string{k.initial(), k.stock(), k.sold()}, stock).Err(); err != nil {
 		return unavailable("initialise stock", err)
 	}
 	return nil
@@ -103,7 +121,7 @@ func (s *store) initialise(ctx context.Context, tag string, stock int64) error {
 // transaction, so a crash can never leave one without the other.
 func (s *store) commit(ctx context.Context, tag string, newStock, qty int64) error {
 	k := s.keys(tag)
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	err := s.tx(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, k.stock(), newStock, 0)
 		p.IncrBy(ctx, k.sold(), qty)
 		return nil
@@ -122,7 +140,7 @@ func (s *store) commitAcross(ctx context.Context, tags []string, stocks, takes [
 	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
 		return s.commitEach(ctx, tags, stocks, takes)
 	}
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	err := s.tx(ctx, func(p redis.Pipeliner) error {
 		for i, tag := range tags {
 			k := s.keys(tag)
 			p.Set(ctx, k.stock(), stocks[i]-takes[i], 0)
@@ -151,7 +169,7 @@ func (s *store) commitEach(ctx context.Context, tags []string, stocks, takes []i
 		for j := range i + 1 {
 			k := s.keys(tags[j])
 			written := strconv.FormatInt(stocks[j]-takes[j], 10)
-			if uerr := segmentUndoScript.Run(ctx, s.rdb, []string{k.stock(), k.sold()}, written, stocks[j], takes[j]).Err(); uerr != nil {
+			if uerr := s.run(ctx, segmentUndoScript, []string{k.stock(), k.sold()}, written, stocks[j], takes[j]).Err(); uerr != nil {
 				undoErrs = append(undoErrs, uerr)
 			}
 		}
@@ -168,7 +186,7 @@ func (s *store) commitEach(ctx context.Context, tags []string, stocks, takes []i
 // fence to that holder; errFenced when a newer holder already came through.
 func (s *store) fencedStock(ctx context.Context, tag string, token int64, holder string) (int64, error) {
 	k := s.keys(tag)
-	stock, err := fencedReadScript.Run(ctx, s.rdb, []string{k.stock(), k.fence()}, token, holder).Int64()
+	stock, err := s.run(ctx, fencedReadScript, []string{k.stock(), k.fence()}, token, holder).Int64()
 	switch {
 	case err != nil:
 		return 0, unavailable("fenced read", err)
@@ -185,7 +203,7 @@ func (s *store) fencedStock(ctx context.Context, tag string, token int64, holder
 // is written.
 func (s *store) fencedCommit(ctx context.Context, tag string, newStock, qty, token int64, holder string) error {
 	k := s.keys(tag)
-	written, err := fencedCommitScript.Run(ctx, s.rdb, []string{k.stock(), k.sold(), k.fence()}, newStock, qty, token, holder).Int()
+	written, err := s.run(ctx, fencedCommitScript, []string{k.stock(), k.sold(), k.fence()}, newStock, qty, token, holder).Int()
 	switch {
 	case err != nil:
 		return writeFailed("fenced commit", err)
@@ -199,7 +217,7 @@ func (s *store) fencedCommit(ctx context.Context, tag string, newStock, qty, tok
 // ErrSoldOut or errNoStock.
 func (s *store) atomicDeduct(ctx context.Context, tag string, qty int64) (int64, error) {
 	k := s.keys(tag)
-	remaining, err := atomicDeductScript.Run(ctx, s.rdb, []string{k.stock(), k.sold()}, qty).Int64()
+	remaining, err := s.run(ctx, atomicDeductScript, []string{k.stock(), k.sold()}, qty).Int64()
 	switch {
 	case err != nil:
 		return 0, writeFailed("atomic deduct", err)
@@ -216,7 +234,7 @@ func (s *store) atomicDeduct(ctx context.Context, tag string, qty int64) (int64,
 // a holder that crashed. A lock the reset holds is released by it.
 func (s *store) reset(ctx context.Context, tag string, stock int64, dropLock bool) error {
 	k := s.keys(tag)
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	err := s.tx(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, k.initial(), stock, 0)
 		p.Set(ctx, k.stock(), stock, 0)
 		p.Set(ctx, k.sold(), 0, 0)

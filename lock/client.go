@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstep/lockstep/internal/slotretry"
 )
 
 const (
@@ -261,42 +263,14 @@ func (c *Client) runAcquire(ctx context.Context, script *redis.Script, keys []st
 	return c.eval(ctx, script, keys, args...).Result()
 }
 
-// Backoff of a script Redis Cluster answered TRYAGAIN: the lock's slot is
-// migrating and its keys are split between two nodes for a moment.
-const (
-	tryAgainFirst = 5 * time.Millisecond
-	tryAgainMax   = 200 * time.Millisecond
-)
-
-// eval runs script (EVALSHA, EVAL when Redis lacks it), again while Redis
-// Cluster answers TRYAGAIN, until ctx is done. A lock's scripts declare
-// only real keys (channels and key prefixes go in ARGV), so they meet
-// TRYAGAIN only while MIGRATE moves the lock's own keys, not for as long as
-// its slot migrates (Redisson #612).
+// eval runs script (EVALSHA, EVAL when Redis lacks it), again while a
+// Redis Cluster refuses it because the lock's slot is moving
+// (internal/slotretry), until ctx is done. A lock's scripts declare only
+// real keys (channels and key prefixes go in ARGV), so they meet TRYAGAIN
+// only while MIGRATE moves the lock's own keys, not for as long as its slot
+// migrates (Redisson #612).
 func (c *Client) eval(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return whileSlotMigrates(ctx, func() *redis.Cmd { return script.Run(ctx, c.rdb, keys, args...) })
-}
-
-// whileSlotMigrates runs op until ctx is done or its error is none of
-// those a moving slot answers without running the command: TRYAGAIN, and
-// MOVED or ASK when go-redis used up its redirects on the way (it follows
-// three, and TRYAGAIN retries count among them).
-func whileSlotMigrates[C redis.Cmder](ctx context.Context, op func() C) C {
-	backoff := tryAgainFirst
-	for {
-		cmd := op()
-		if err := cmd.Err(); !redis.HasErrorPrefix(err, "TRYAGAIN") && !redis.HasErrorPrefix(err, "MOVED") && !redis.HasErrorPrefix(err, "ASK") {
-			return cmd
-		}
-		timer := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return cmd
-		case <-timer.C:
-		}
-		backoff = min(2*backoff, tryAgainMax)
-	}
+	return slotretry.Do(ctx, func() *redis.Cmd { return script.Run(ctx, c.rdb, keys, args...) })
 }
 
 // acquiredOK is the reply of the reentrant locks' acquisition scripts when
@@ -329,7 +303,7 @@ func (c *Client) attemptReplicated(ctx context.Context, script *redis.Script, ke
 	}
 	for loaded := false; ; loaded = true {
 		var wait *redis.Cmd
-		run := whileSlotMigrates(ctx, func() *redis.Cmd {
+		run := slotretry.Do(ctx, func() *redis.Cmd {
 			pipe := rdb.Pipeline()
 			run := pipe.EvalSha(ctx, script.Hash(), keys, args...)
 			wait = pipe.Do(ctx, "wait", c.opts.waitReplicas, c.opts.waitTimeout.Milliseconds())

@@ -1,0 +1,56 @@
+// Package slotretry retries what a Redis Cluster refuses while a slot moves
+// between masters: TRYAGAIN (a multi-key command or script whose keys are
+// split between the two nodes for a moment) and MOVED or ASK that go-redis
+// stopped following (it follows three, and its TRYAGAIN retries count
+// among them). Redis answers each of them without running the command, so
+// running it again cannot apply it twice.
+package slotretry
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Backoff between attempts, doubling from first up to most.
+const (
+	first = 5 * time.Millisecond
+	most  = 200 * time.Millisecond
+)
+
+// Refused reports an error a moving slot answers before running anything.
+func Refused(err error) bool {
+	return redis.HasErrorPrefix(err, "TRYAGAIN") || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
+}
+
+// Do runs op until its error is not Refused or ctx is done, and returns
+// its last command.
+func Do[C redis.Cmder](ctx context.Context, op func() C) C {
+	var cmd C
+	_ = DoErr(ctx, func() error {
+		cmd = op()
+		return cmd.Err()
+	})
+	return cmd
+}
+
+// DoErr runs op until its error is not Refused or ctx is done, and returns
+// its last error (a transaction's, say).
+func DoErr(ctx context.Context, op func() error) error {
+	backoff := first
+	for {
+		err := op()
+		if !Refused(err) {
+			return err
+		}
+		timer := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return err
+		case <-timer.C:
+		}
+		backoff = min(2*backoff, most)
+	}
+}
