@@ -68,7 +68,7 @@ func TestDefaultShowsEverySpecExpectation(t *testing.T) {
 
 func TestShippedScenariosParse(t *testing.T) {
 	names := Names()
-	for _, want := range []string{"default", "max-rate", "crash", "pause", "redis-restart", "failover", "partition", "lock-servers"} {
+	for _, want := range []string{"default", "max-rate", "crash", "pause", "redis-restart", "failover", "partition", "lock-servers", "shards", "reshard"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("built-in scenarios %v lack %s", names, want)
 		}

@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -86,4 +90,79 @@ func waitClusterServing(ctx context.Context, addrs []string, limit time.Duration
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return strings.TrimSpace(line)
+}
+
+// MigrateSlot moves the slot of key to another master of the workshop's
+// Redis Cluster: the target IMPORTING, the source MIGRATING, one MIGRATE
+// per key with pace spread between them, then the slot handed to the
+// target on every master, the target first.
+func (in *injector) MigrateSlot(ctx context.Context, key string, pace time.Duration) (from, to string, err error) {
+	if in.redis == nil || !in.redis.cluster {
+		return "", "", fmt.Errorf("slot migration: %w (it needs --redis cluster)", errSetUp)
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: in.redis.addrs})
+	defer rdb.Close()
+	slot, err := rdb.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		return "", "", err
+	}
+	source, err := rdb.MasterForKey(ctx, key)
+	if err != nil {
+		return "", "", err
+	}
+	var masters []*redis.Client
+	var mu sync.Mutex
+	err = rdb.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		masters = append(masters, n)
+		return nil
+	})
+	if err != nil {
+		return "", "", err
+	}
+	slices.SortFunc(masters, func(a, b *redis.Client) int { return strings.Compare(a.Options().Addr, b.Options().Addr) })
+	i := slices.IndexFunc(masters, func(n *redis.Client) bool { return n.Options().Addr == source.Options().Addr })
+	target := masters[(i+1)%len(masters)]
+	sourceID, err1 := source.ClusterMyID(ctx).Result()
+	targetID, err2 := target.ClusterMyID(ctx).Result()
+	if err := errors.Join(err1, err2); err != nil {
+		return "", "", err
+	}
+	if err := target.Do(ctx, "cluster", "setslot", slot, "importing", sourceID).Err(); err != nil {
+		return "", "", err
+	}
+	if err := source.Do(ctx, "cluster", "setslot", slot, "migrating", targetID).Err(); err != nil {
+		return "", "", err
+	}
+	keys, err := source.ClusterGetKeysInSlot(ctx, int(slot), 1000).Result()
+	if err != nil {
+		return "", "", err
+	}
+	host, port, _ := net.SplitHostPort(target.Options().Addr)
+	for _, k := range keys {
+		if err := source.Migrate(ctx, host, port, k, 0, 5*time.Second).Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return "", "", fmt.Errorf("migrate %s: %w", k, err)
+		}
+		if err := sleepFor(ctx, pace/time.Duration(len(keys))); err != nil {
+			return "", "", err
+		}
+	}
+	for _, n := range append([]*redis.Client{target, source}, masters...) {
+		if err := n.Do(ctx, "cluster", "setslot", slot, "node", targetID).Err(); err != nil {
+			return "", "", fmt.Errorf("hand slot %d to %s: %w", slot, target.Options().Addr, err)
+		}
+	}
+	return source.Options().Addr, target.Options().Addr, nil
+}
+
+func sleepFor(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

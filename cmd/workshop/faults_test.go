@@ -48,6 +48,27 @@ func TestFailureScenarios(t *testing.T) {
 	})
 }
 
+// TestReshardScenario moves a slot of the SKU's busiest key to another
+// master of a Redis Cluster while sales go on: no sale fails (the shops
+// retry TRYAGAIN and ASK), none is lost or doubled, nothing oversold.
+func TestReshardScenario(t *testing.T) {
+	redistest.Binary(t)
+	require(t, "nginx", "nginx", "/usr/sbin/nginx")
+	require(t, "redis-cli", "redis-cli")
+	bins := buildBinaries(t)
+	out := filepath.Join(t.ArtifactDir(), "reshard")
+	rep, stdout, _ := runWorkshop(t, 3*time.Minute, "--shop-bin", bins.shop, "--lock-servers", "off", "--scenario", "reshard", "--out", out)
+	t.Logf("report in %s:\n%s", out, stdout)
+	rows := faultRows(t, rep)
+	for _, stage := range []string{"atomic", "watchdog", "segmented", "segmented-atomic"} {
+		r := row(t, rows, "reshard/"+stage)
+		if r.Errors != 0 || !accounted(r) || r.Fault.RecoveryMS == nil || r.Fault.Requests < 100 {
+			t.Errorf("reshard/%s: %d errors %v, audit %+v, %d sales, recovery %v; want no error, every sale accounted, sales on after the move",
+				stage, r.Errors, r.ErrorSamples, r.Audit, r.Sales, r.Fault.RecoveryMS)
+		}
+	}
+}
+
 // faultRows indexes the report's fault runs by "<kind>/<label>".
 func faultRows(t *testing.T, rep *loadgen.Report) map[string]*loadgen.StageRun {
 	t.Helper()

@@ -179,7 +179,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer os.RemoveAll(workDir) // runs last, after every process stopped
 
 	say := func(format string, args ...any) { fmt.Fprintf(stderr, "workshop: "+format+"\n", args...) }
-	rs, err := startRedis(ctx, o.redis, o.redisMasters, workDir)
+	mode, err := top.redisMode(o.redis)
+	if err != nil {
+		return err
+	}
+	rs, err := startRedis(ctx, mode, o.redisMasters, workDir)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
@@ -20,6 +21,8 @@ type topology struct {
 	// restarts: the redis-restart scenario kills and restarts the stock's
 	// redis-server.
 	restarts bool
+	// cluster: the reshard scenario moves slots of a Redis Cluster.
+	cluster bool
 }
 
 func topologyOf(sc *loadgen.Scenario) (topology, error) {
@@ -35,12 +38,26 @@ func topologyOf(sc *loadgen.Scenario) (topology, error) {
 			t.links = true
 		case run.Fault.Kind == loadgen.FaultRedisRestart:
 			t.restarts = true
+		case run.Fault.Kind == loadgen.FaultReshard:
+			t.cluster = true
 		}
 	}
 	if t.sentinel && t.links {
 		return t, errors.New("a failover and a partition need different set-ups: run them as two scenarios")
 	}
 	return t, nil
+}
+
+// redisMode is the --redis mode the topology runs with: a Redis Cluster
+// when a step moves its slots (auto chooses it), else the flag's.
+func (t topology) redisMode(flag string) (string, error) {
+	switch {
+	case !t.cluster:
+		return flag, nil
+	case flag == redisAuto || flag == redisCluster:
+		return redisCluster, nil
+	}
+	return "", fmt.Errorf("the reshard scenario moves a Redis Cluster's slots: run it with --redis cluster (or auto), not %s", flag)
 }
 
 // redisWiring is how the shops reach Redis in a topology.

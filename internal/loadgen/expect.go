@@ -57,6 +57,8 @@ func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
 		return noArgs(checkOversellsOrInconsistent), true
 	case "sales-accounted":
 		return noArgs(checkSalesAccounted), true
+	case "no-errors":
+		return noArgs(checkNoErrors), true
 	case "holders-at-most":
 		return holdersBound("at most", func(got, n int64) bool { return got <= n }), true
 	case "holders-at-least":
@@ -214,6 +216,11 @@ func checkSalesAccounted(r *StageRun, _ []StageRun) (bool, string) {
 	sold := r.Audit.Sold
 	return sold >= r.Sales && sold <= r.Sales+r.Errors,
 		fmt.Sprintf("the audit counts %d sold; %d sales were answered 200 and %d answers left the outcome unknown", sold, r.Sales, r.Errors)
+}
+
+// checkNoErrors: every answer was a sale, sold out or busy; none failed.
+func checkNoErrors(r *StageRun, _ []StageRun) (bool, string) {
+	return r.Errors == 0, fmt.Sprintf("%d of %d answers were errors %v", r.Errors, r.Requests, r.ErrorSamples)
 }
 
 func holdersBound(word string, ok func(got, n int64) bool) func([]string) (checkFunc, error) {

@@ -73,6 +73,8 @@ func (r *runner) faultStep(ctx context.Context, run RunSpec, row *StageRun, tl *
 		err = st.redlockMasterLoss(ctx)
 	case run.Fault.Kind == FaultPartition:
 		err = st.partition(ctx)
+	case run.Fault.Kind == FaultReshard:
+		err = st.reshard(ctx)
 	}
 	st.fillRow()
 	return err

@@ -23,9 +23,12 @@ const (
 	FaultFailover = "failover"
 	// FaultPartition: the holder's replica loses its Redis connection.
 	FaultPartition = "partition"
+	// FaultReshard: on a Redis Cluster, the slot of the SKU's busiest key
+	// moves to another master while sales go on.
+	FaultReshard = "reshard"
 )
 
-var faultKinds = []string{FaultCrash, FaultPause, FaultRedisRestart, FaultFailover, FaultPartition}
+var faultKinds = []string{FaultCrash, FaultPause, FaultRedisRestart, FaultFailover, FaultPartition, FaultReshard}
 
 // Persistence modes of a redis-restart step.
 const (
@@ -108,6 +111,8 @@ func (f *FaultStep) validate() error {
 		}
 	case FaultPartition:
 		err = errors.Join(needs("victim_work", f.VictimWork > f.Hold), needs("hold", f.Hold > 0), needs("observe", f.Observe > f.Hold))
+	case FaultReshard:
+		err = errors.Join(needs("before", f.Before > 0), needs("observe", f.Observe > f.Before+f.Hold))
 	default:
 		return fmt.Errorf("kind %q: want one of %v", f.Kind, faultKinds)
 	}
@@ -157,6 +162,11 @@ type Injector interface {
 	KillLeader(ctx context.Context, stage string) (string, error)
 	WaitLeader(ctx context.Context, stage string) (string, error)
 	RestartMember(ctx context.Context, stage string) error
+	// MigrateSlot moves the Redis Cluster slot of key to another master as
+	// redis-cli --cluster reshard does (IMPORTING and MIGRATING, a MIGRATE
+	// per key, pace between them, the slot handed over) and returns both
+	// masters' addresses.
+	MigrateSlot(ctx context.Context, key string, pace time.Duration) (from, to string, err error)
 }
 
 // FaultReport is what a fault step saw. Times are milliseconds from the

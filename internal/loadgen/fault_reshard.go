@@ -1,0 +1,54 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lockstep/lockstep/segments"
+)
+
+// reshard: sales go on at a fixed rate through the proxy while the Redis
+// Cluster slot of the SKU's busiest key — its first segment's on the
+// segmented stages, the SKU's own on the others — moves to another master,
+// one key per MIGRATE with the step's hold spread between them, as
+// redis-cli --cluster reshard moves a slot. Meanwhile sales meet ASK
+// redirects and, for scripts whose keys are split between the two masters,
+// TRYAGAIN; the shops retry those, so none fails, none is applied twice,
+// nothing is oversold.
+func (st *faultState) reshard(ctx context.Context) error {
+	r, fs := st.r, st.run.Fault
+	if err := st.resetWith(ctx, st.run.Faults); err != nil {
+		return err
+	}
+	loadDone := st.background(ctx, fs.Observe, r.cfg.Scenario.SKU)
+	defer loadDone()
+	if err := sleepCtx(ctx, fs.Before.D()); err != nil {
+		return err
+	}
+	key := movedKey(st.run.Stage, r.cfg.Scenario.SKU, st.run.Segments)
+	st.faultAt, st.rep.Victim = time.Now(), "slot of "+key
+	st.mark(st.faultAt, "slot migration")
+	from, to, err := r.cfg.Injector.MigrateSlot(ctx, key, fs.Hold.D())
+	if err != nil {
+		return fmt.Errorf("migrate the slot of %s: %w", key, err)
+	}
+	st.healAt = time.Now()
+	st.mark(st.healAt, "slot on "+to)
+	st.note("the slot of %s moved from %s to %s in %.0f ms while sales went on", key, from, to, ms(st.healAt.Sub(st.faultAt)))
+	loadDone()
+	return st.conclude(ctx)
+}
+
+// movedKey is the stock key of the SKU's first segment on the stages that
+// split it, else of the SKU.
+func movedKey(stage, sku string, n int) string {
+	tag := sku
+	if stage == "segmented" || stage == "segmented-atomic" {
+		if n == 0 {
+			n = segments.DefaultCount
+		}
+		tag = segments.Tag(sku, 0, n)
+	}
+	return "lockstep:" + stage + ":{" + tag + "}:stock"
+}
