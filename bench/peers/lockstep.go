@@ -2,14 +2,16 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/lockstep/lockstep/lock"
 	"github.com/redis/go-redis/v9"
 )
 
-// lockstepContenders are lockstep's configurations: its default, and with
+// lockstepContenders are lockstep's configurations: its default, with
 // cohorting off (every unlock releases in Redis, as Redisson does) to show
-// what cohorting buys.
+// what cohorting buys, and with other bounds of local passes, to choose the
+// default by measurement.
 func lockstepContenders() []contender {
 	return []contender{
 		{
@@ -24,6 +26,18 @@ func lockstepContenders() []contender {
 				return openLockstep(t, lock.WithMaxLocalPasses(0))
 			},
 		},
+		lockstepPasses(16),
+		lockstepPasses(64),
+	}
+}
+
+// lockstepPasses is lockstep with a cohort passing the lock at most n
+// times in a row while another process waits.
+func lockstepPasses(n int) contender {
+	return contender{
+		name:  fmt.Sprintf("lockstep-passes%d", n),
+		about: fmt.Sprintf("lockstep lock.New(rdb, lock.WithMaxLocalPasses(%d))", n),
+		open:  func(t target) (session, error) { return openLockstep(t, lock.WithMaxLocalPasses(n)) },
 	}
 }
 
