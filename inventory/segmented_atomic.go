@@ -116,9 +116,12 @@ func (s *segmentedAtomicStage) takeAcross(ctx context.Context, sku string, tags 
 	return Sale{Segments: sold}, nil
 }
 
-// giveBack returns what a sale across segments took; a failure leaves units
-// counted sold that nobody bought, an outcome the caller cannot know.
+// giveBack returns what a sale across segments took, on a context of its
+// own (the sale's may be what ended); a failure leaves units counted sold
+// that nobody bought, an outcome the caller cannot know.
 func (s *segmentedAtomicStage) giveBack(ctx context.Context, tags []string, taken []int64) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
 	var errs []error
 	for i, n := range taken {
 		if n == 0 {

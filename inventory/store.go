@@ -156,27 +156,32 @@ func (s *store) commitAcross(ctx context.Context, tags []string, stocks, takes [
 
 // commitEach writes each tag's part in a transaction of its own, in order;
 // when one fails, the parts before it and that one (which may have landed)
-// are undone by segment_undo.lua, so the sale is recorded whole or not at
-// all. Only a process that dies between two parts leaves some recorded, an
-// outcome its client never learns — as a crash after any write.
+// are undone by segment_undo.lua — on a context of their own, since the
+// sale's may be what ended — so the sale is recorded whole or not at all.
+// When the failed write's outcome is unknown (no reply), it may still land
+// after the undo, and the answer says so. A process that dies between two
+// parts leaves them recorded, an outcome its client never learns — as a
+// crash after any write.
 func (s *store) commitEach(ctx context.Context, tags []string, stocks, takes []int64) error {
 	for i, tag := range tags {
 		err := s.commit(ctx, tag, stocks[i]-takes[i], takes[i])
 		if err == nil {
 			continue
 		}
+		undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
 		var undoErrs []error
 		for j := range i + 1 {
 			k := s.keys(tags[j])
 			written := strconv.FormatInt(stocks[j]-takes[j], 10)
-			if uerr := s.run(ctx, segmentUndoScript, []string{k.stock(), k.sold()}, written, stocks[j], takes[j]).Err(); uerr != nil {
+			if uerr := s.run(undoCtx, segmentUndoScript, []string{k.stock(), k.sold()}, written, stocks[j], takes[j]).Err(); uerr != nil {
 				undoErrs = append(undoErrs, uerr)
 			}
 		}
-		if len(undoErrs) > 0 {
+		if len(undoErrs) > 0 || errors.Is(err, ErrOutcomeUnknown) {
 			return fmt.Errorf("inventory: commit sale across segments: %w: %w: %w", ErrUnavailable, ErrOutcomeUnknown, errors.Join(append(undoErrs, err)...))
 		}
-		// Undone: nothing was sold, whatever the failed write's outcome.
+		// Undone: nothing was sold.
 		return fmt.Errorf("inventory: commit sale across segments: %w: its parts were undone after: %v", ErrUnavailable, err)
 	}
 	return nil
