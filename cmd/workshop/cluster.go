@@ -21,7 +21,9 @@ import (
 // smallest Redis Cluster that survives losing a master.
 const (
 	clusterNodes       = 6
-	clusterNodeTimeout = 5 * time.Second // a dead master's replica takes over ~8 s later
+	// clusterNodeTimeout: a dead master's replica takes over a few seconds
+	// later (with 5 s, ~8 s: longer than a paused victim's request may wait).
+	clusterNodeTimeout = 2 * time.Second
 )
 
 // startRedisCluster starts six cluster-enabled redis-server processes on

@@ -137,6 +137,9 @@ func (in *injector) sentinels() (*sentinelGroup, error) {
 }
 
 func (in *injector) PrepareFailover(ctx context.Context) error {
+	if in.onCluster() {
+		return in.redis.clusterWhole(ctx)
+	}
 	g, err := in.sentinels()
 	if err != nil {
 		return err
@@ -145,6 +148,9 @@ func (in *injector) PrepareFailover(ctx context.Context) error {
 }
 
 func (in *injector) HoldReplication(ctx context.Context) error {
+	if in.onCluster() {
+		return in.redis.holdClusterReplication(ctx)
+	}
 	g, err := in.sentinels()
 	if err != nil {
 		return err
@@ -152,7 +158,10 @@ func (in *injector) HoldReplication(ctx context.Context) error {
 	return g.holdReplication(ctx)
 }
 
-func (in *injector) KillMaster(ctx context.Context) (string, error) {
+func (in *injector) KillMaster(ctx context.Context, key string) (string, error) {
+	if in.onCluster() {
+		return in.redis.killClusterMaster(ctx, key)
+	}
 	g, err := in.sentinels()
 	if err != nil {
 		return "", err
@@ -160,7 +169,10 @@ func (in *injector) KillMaster(ctx context.Context) (string, error) {
 	return g.killMaster(ctx)
 }
 
-func (in *injector) WaitFailover(ctx context.Context) (string, error) {
+func (in *injector) WaitFailover(ctx context.Context, key string) (string, error) {
+	if in.onCluster() {
+		return in.redis.waitClusterFailover(ctx, key)
+	}
 	g, err := in.sentinels()
 	if err != nil {
 		return "", err

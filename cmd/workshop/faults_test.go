@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,17 @@ func TestFailureScenarios(t *testing.T) {
 		}
 		checkFailover(t, faultRows(t, rep))
 		checkPublished(t, rep, stdout, out)
+	})
+
+	// The same step on a Redis Cluster: the master of the lock's slot dies
+	// after its replica was cut off, and the cluster promotes the replica.
+	t.Run("failover on a cluster", func(t *testing.T) {
+		require(t, "redis-cli", "redis-cli")
+		out := filepath.Join(t.ArtifactDir(), "cluster-failover")
+		rep, stdout, _ := runWorkshop(t, 4*time.Minute, "--shop-bin", bins.shop, "--redis", "cluster", "--lock-servers", "off",
+			"--scenario", "failover", "--only", "watchdog,fenced", "--out", out)
+		t.Logf("report in %s:\n%s", out, stdout)
+		checkFailover(t, faultRows(t, rep), "watchdog", "watchdog+WAIT", "fenced")
 	})
 }
 
@@ -199,7 +211,8 @@ func checkPartition(t *testing.T, rows map[string]*loadgen.StageRun) {
 	}
 }
 
-func checkFailover(t *testing.T, rows map[string]*loadgen.StageRun) {
+// checkFailover checks the failover rows, or only those labelled.
+func checkFailover(t *testing.T, rows map[string]*loadgen.StageRun, only ...string) {
 	for _, tc := range []struct {
 		label      string
 		victim     int
@@ -221,6 +234,9 @@ func checkFailover(t *testing.T, rows map[string]*loadgen.StageRun) {
 		{"etcd", 200, 1, true, 0},
 		{"zookeeper", 200, 1, true, 0},
 	} {
+		if len(only) > 0 && !slices.Contains(only, tc.label) {
+			continue
+		}
 		r := row(t, rows, "failover/"+tc.label)
 		soldRight := r.Audit.Sold == tc.sold || tc.sold == 0 && accounted(r)
 		if r.Fault.VictimStatus != tc.victim || holders(r) != tc.holders || r.Consistent != tc.consistent || !soldRight || r.Oversold != 0 {

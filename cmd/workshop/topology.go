@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
@@ -65,6 +66,9 @@ type redisWiring struct {
 	rs    *redisSet
 	group *sentinelGroup
 	links map[string]*redisLink
+	// holders, on a Redis Cluster, keeps the track_holders counts on a
+	// redis-server of its own, which a failover of the cluster cannot lose.
+	holders *redisProc
 }
 
 func startWiring(ctx context.Context, t topology, rs *redisSet, replicas int, dir string) (*redisWiring, error) {
@@ -72,10 +76,23 @@ func startWiring(ctx context.Context, t topology, rs *redisSet, replicas int, di
 	if (t.sentinel || t.links) && rs.embedded != nil {
 		return nil, errors.New("the failover and partition scenarios need redis-server, not the embedded Redis")
 	}
-	if (t.sentinel || t.links || t.restarts) && rs.cluster {
-		return nil, errors.New("the failover, partition and redis-restart scenarios run on independent Redis servers, not --redis cluster")
+	if (t.links || t.restarts) && rs.cluster {
+		return nil, errors.New("the partition and redis-restart scenarios run on independent Redis servers, not --redis cluster")
 	}
-	if t.sentinel {
+	if rs.cluster {
+		bin, err := exec.LookPath("redis-server")
+		if err == nil {
+			w.holders, err = newRedisProc(bin, "holders", dir)
+		}
+		if err == nil {
+			err = w.holders.start(ctx, loadgen.PersistenceNone)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the holder counts' redis-server: %w", err)
+		}
+	}
+	// On a cluster the failover step kills one of its masters instead.
+	if t.sentinel && !rs.cluster {
 		g, err := startSentinelGroup(ctx, dir)
 		if err != nil {
 			return nil, err
@@ -103,7 +120,7 @@ func (w *redisWiring) env(name string) []string {
 	sentinels, master, holders, cluster := "", "", "", ""
 	switch {
 	case w.rs.cluster:
-		addrs, cluster = nil, strings.Join(w.rs.addrs, ",")
+		addrs, cluster, holders = nil, strings.Join(w.rs.addrs, ","), w.holders.addr
 	case w.group != nil:
 		sentinels, master, holders = strings.Join(w.group.sentinelAddrs(), ","), sentinelMaster, w.group.observer.addr
 	case w.links != nil:
@@ -125,7 +142,7 @@ func (w *redisWiring) env(name string) []string {
 // from, and where it finds the holder counts.
 func (w *redisWiring) loadgenRedis() (addr, holders string) {
 	if w.rs.cluster {
-		return "", "" // loadgen.Config.RedisCluster
+		return "", w.holders.addr // the stock: loadgen.Config.RedisCluster
 	}
 	if w.group != nil {
 		// The stock moves with failovers; the holder counts do not.
@@ -144,6 +161,9 @@ func (w *redisWiring) loadgenCluster() []string {
 
 func (w *redisWiring) pids() []int {
 	pids := w.rs.pids()
+	if w.holders != nil {
+		pids = append(pids, w.holders.pid())
+	}
 	if w.group != nil {
 		pids = append(pids, w.group.pids()...)
 	}
@@ -151,6 +171,9 @@ func (w *redisWiring) pids() []int {
 }
 
 func (w *redisWiring) stop() {
+	if w.holders != nil {
+		w.holders.stop()
+	}
 	for _, l := range w.links {
 		_ = l.close()
 	}

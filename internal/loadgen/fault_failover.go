@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // failover: the Sentinel group's replicas are cut off from the master; the
@@ -25,7 +27,11 @@ func (st *faultState) failover(ctx context.Context) error {
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
 		return err
 	}
-	loadSKU := r.cfg.Scenario.SKU + "-load"
+	lockKey := "lockstep:" + st.run.Stage + ":{" + r.cfg.Scenario.SKU + "}:lock"
+	loadSKU, err := st.loadSKU(ctx, lockKey)
+	if err != nil {
+		return err
+	}
 	if err := r.shop.reset(ctx, r.cfg.Target, st.run.Stage, loadSKU, failoverLoadStock, st.run.Segments); err != nil {
 		return fmt.Errorf("reset %s: %w", loadSKU, err)
 	}
@@ -43,7 +49,7 @@ func (st *faultState) failover(ctx context.Context) error {
 	}
 	first, second := r.names[0], r.names[1]
 	answerA := st.victim(ctx, first)
-	_, err := st.waitStopped(ctx, answerA)
+	_, err = st.waitStopped(ctx, answerA)
 	var aDone *saleAnswer
 	switch {
 	case errors.Is(err, errAnsweredFirst):
@@ -51,6 +57,12 @@ func (st *faultState) failover(ctx context.Context) error {
 		aDone = &a
 		st.victimAnswered(a)
 		st.note("the first sale, on %s, did not get the lock: %s", first, a)
+		// Nobody claimed the pause: disarm it before the load, or a sale
+		// of the load claims it where it survives the failover (on a
+		// cluster, the faults may live on a master that does not die).
+		if err := st.setFaults(ctx, st.run.Faults, r.names); err != nil {
+			return err
+		}
 	case err != nil:
 		return err
 	default:
@@ -62,19 +74,19 @@ func (st *faultState) failover(ctx context.Context) error {
 	// audit stay theirs).
 	loadDone := st.background(ctx, failoverLoad(st.run.Fault), loadSKU, namesBut(r.names, first)...)
 	defer loadDone()
-	master, err := inj.KillMaster(ctx)
+	master, err := inj.KillMaster(ctx, lockKey)
 	if err != nil {
 		return err
 	}
 	st.faultAt, st.rep.Victim = time.Now(), "master "+master
 	st.mark(st.faultAt, "master killed")
-	promoted, err := inj.WaitFailover(ctx)
+	promoted, err := inj.WaitFailover(ctx, lockKey)
 	if err != nil {
 		return err
 	}
 	st.healAt = time.Now()
 	st.mark(st.healAt, "failover to "+promoted)
-	st.note("the Sentinels promoted %s, which never saw the lock, %.0f ms after the master died", promoted, ms(st.healAt.Sub(st.faultAt)))
+	st.note("a replica that never saw the lock, %s, was promoted %.0f ms after the master died", promoted, ms(st.healAt.Sub(st.faultAt)))
 	// The shops still run with the pause armed until they re-read the
 	// faults from the promoted master, which never had it: wait until
 	// they do (one may still be dialling the dead master).
@@ -97,6 +109,32 @@ func (st *faultState) failover(ctx context.Context) error {
 	st.note("the second sale answered %s", <-answerB)
 	loadDone()
 	return st.conclude(ctx)
+}
+
+// loadSKU is the SKU the failover's load buys, beside the victims': on a
+// Redis Cluster one whose keys live on the master that dies, so the load
+// sees that master's outage.
+func (st *faultState) loadSKU(ctx context.Context, lockKey string) (string, error) {
+	sku := st.r.cfg.Scenario.SKU + "-load"
+	cluster, ok := st.r.rdb.(*redis.ClusterClient)
+	if !ok {
+		return sku, nil
+	}
+	master, err := cluster.MasterForKey(ctx, lockKey)
+	if err != nil {
+		return "", fmt.Errorf("master of %s: %w", lockKey, err)
+	}
+	for i := range 10000 {
+		candidate := fmt.Sprintf("%s-%d", sku, i)
+		m, err := cluster.MasterForKey(ctx, "{"+candidate+"}")
+		if err != nil {
+			return "", err
+		}
+		if m.Options().Addr == master.Options().Addr {
+			return candidate, nil
+		}
+	}
+	return "", errors.New("no load SKU on the master that dies")
 }
 
 // failoverLoadStock is the stock of the SKU the failover's load buys: more

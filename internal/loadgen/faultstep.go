@@ -145,16 +145,19 @@ type Injector interface {
 	KillRedis(ctx context.Context, i int) error
 	StartRedis(ctx context.Context, i int, persistence string) error
 	// PrepareFailover waits until the Sentinel group is whole: every
-	// Sentinel names the same master, which has its replicas in sync.
+	// Sentinel names the same master, which has its replicas in sync (on a
+	// Redis Cluster: every master has its replica, linked).
 	PrepareFailover(ctx context.Context) error
-	// HoldReplication cuts the replicas off the master, so that what the
-	// master grants from then on is on the master alone.
+	// HoldReplication cuts the replicas off the master (every master of a
+	// cluster), so that what it grants from then on is on it alone.
 	HoldReplication(ctx context.Context) error
-	// KillMaster kills the master with SIGKILL and returns its address.
-	KillMaster(ctx context.Context) (string, error)
-	// WaitFailover waits until every Sentinel names a new master and that
-	// master has a replica again; it returns the new master's address.
-	WaitFailover(ctx context.Context) (string, error)
+	// KillMaster kills the master with SIGKILL and returns its address:
+	// the Sentinel group's, or on a Redis Cluster the master of key's slot.
+	KillMaster(ctx context.Context, key string) (string, error)
+	// WaitFailover waits until every Sentinel names a new master (on a
+	// cluster: another master serves key's slot) and that master has a
+	// replica again; it returns the new master's address.
+	WaitFailover(ctx context.Context, key string) (string, error)
 	// KillLeader kills with SIGKILL the leader of the ensemble the stage's
 	// lock lives on (etcd's cluster, ZooKeeper's) and returns its name;
 	// WaitLeader returns once the members left serve under a new leader,
