@@ -300,13 +300,22 @@ func acquiredReply(res any, err error) bool {
 // enough replicas have it. An unconfirmed acquisition is still held in Redis:
 // the error wraps ErrNotReplicated and the caller must release it.
 func (c *Client) attemptReplicated(ctx context.Context, script *redis.Script, keys []string, args []any) (any, error) {
-	rdb, err := c.masterOf(ctx, keys[0])
-	if err != nil {
-		return nil, err
-	}
 	for loaded := false; ; loaded = true {
-		var wait *redis.Cmd
+		var (
+			wait     *redis.Cmd
+			rdb      redis.Cmdable
+			attempts int
+		)
 		run := slotretry.Do(ctx, func() *redis.Cmd {
+			// The key's master again on each attempt: a MOVED says the
+			// slot map changed (a failover, a reshard).
+			var err error
+			if rdb, err = c.masterOf(ctx, keys[0], attempts > 0); err != nil {
+				cmd := redis.NewCmd(ctx)
+				cmd.SetErr(err)
+				return cmd
+			}
+			attempts++
 			pipe := rdb.Pipeline()
 			run := pipe.EvalSha(ctx, script.Hash(), keys, args...)
 			wait = pipe.Do(ctx, "wait", c.opts.waitReplicas, c.opts.waitTimeout.Milliseconds())
@@ -334,11 +343,15 @@ func (c *Client) attemptReplicated(ctx context.Context, script *redis.Script, ke
 
 // masterOf is where WAIT must follow a write of key, on the same
 // connection: on a Cluster the master of key's slot (a pipeline would send
-// the keyless WAIT anywhere), else the Client's Redis.
-func (c *Client) masterOf(ctx context.Context, key string) (redis.Cmdable, error) {
+// the keyless WAIT anywhere), after a reload of the slot map when asked,
+// else the Client's Redis.
+func (c *Client) masterOf(ctx context.Context, key string, reload bool) (redis.Cmdable, error) {
 	cluster, ok := c.rdb.(*redis.ClusterClient)
 	if !ok {
 		return c.rdb, nil
+	}
+	if reload {
+		cluster.ReloadState(ctx)
 	}
 	master, err := cluster.MasterForKey(ctx, key)
 	if err != nil {

@@ -142,13 +142,14 @@ func (st *faultState) loadSKU(ctx context.Context, lockKey string) (string, erro
 const failoverLoadStock = 1_000_000
 
 // failoverLoad is how long sales are offered from a failover's kill on:
-// the step's observe, else long enough for Sentinel's promotion (about 3 s
-// here) and the two sales after it.
+// the step's observe, else long enough for a promotion (Sentinel's about
+// 3 s here, a cluster's 4 s), the two sales after it, and the killed node
+// back as a replica, without which a WAIT fails (a cluster's 2–6 s more).
 func failoverLoad(fs *FaultStep) Duration {
 	if fs.Observe > 0 {
 		return fs.Observe
 	}
-	return Duration(6 * time.Second)
+	return Duration(12 * time.Second)
 }
 
 // redlockMasterLoss: the victim sale takes the redlock lock on a majority
