@@ -15,12 +15,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/sleep"
 )
 
 // The --redis cluster set-up: three masters with one replica each, the
 // smallest Redis Cluster that survives losing a master.
 const (
-	clusterNodes       = 6
+	clusterNodes = 6
 	// clusterNodeTimeout: a dead master's replica takes over a few seconds
 	// later (with 5 s, ~8 s: longer than a paused victim's request may wait).
 	clusterNodeTimeout = 2 * time.Second
@@ -37,14 +38,8 @@ func startRedisCluster(ctx context.Context, bin, dir string) (*redisSet, error) 
 	set := &redisSet{cluster: true, component: loadgen.Component{Kind: "redis-server", Version: redisVersion(bin),
 		Note: "Redis Cluster: 3 masters, 3 replicas"}}
 	for i := range clusterNodes {
-		srv, err := newRedisProc(bin, fmt.Sprintf("redis-cluster-%d", i+1), dir, "--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", strconv.FormatInt(clusterNodeTimeout.Milliseconds(), 10))
-		if err == nil {
-			set.servers = append(set.servers, srv)
-			set.addrs = append(set.addrs, srv.addr)
-			err = srv.start(ctx, loadgen.PersistenceNone)
-		}
-		if err != nil {
+		if err := set.startServer(ctx, bin, fmt.Sprintf("redis-cluster-%d", i+1), dir, "--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", strconv.FormatInt(clusterNodeTimeout.Milliseconds(), 10)); err != nil {
 			set.stop()
 			return nil, err
 		}
@@ -146,7 +141,7 @@ func (in *injector) MigrateSlot(ctx context.Context, key string, pace time.Durat
 		if err := source.Migrate(ctx, host, port, k, 0, 5*time.Second).Err(); err != nil && !errors.Is(err, redis.Nil) {
 			return "", "", fmt.Errorf("migrate %s: %w", k, err)
 		}
-		if err := sleepFor(ctx, pace/time.Duration(len(keys))); err != nil {
+		if err := sleep.For(ctx, pace/time.Duration(len(keys))); err != nil {
 			return "", "", err
 		}
 	}
@@ -156,15 +151,4 @@ func (in *injector) MigrateSlot(ctx context.Context, key string, pace time.Durat
 		}
 	}
 	return source.Options().Addr, target.Options().Addr, nil
-}
-
-func sleepFor(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -138,19 +138,24 @@ func startRedis(ctx context.Context, mode string, count int, dir string) (*redis
 	}
 	set := &redisSet{component: loadgen.Component{Kind: "redis-server", Version: redisVersion(bin)}}
 	for i := range count {
-		srv, err := newRedisProc(bin, fmt.Sprintf("redis-%d", i+1), dir)
-		if err == nil {
-			set.servers = append(set.servers, srv)
-			set.addrs = append(set.addrs, srv.addr)
-			err = srv.start(ctx, loadgen.PersistenceNone)
-		}
-		if err != nil {
+		if err := set.startServer(ctx, bin, fmt.Sprintf("redis-%d", i+1), dir); err != nil {
 			set.stop()
 			return nil, err
 		}
 	}
 	set.component.Addr = set.addrs[0]
 	return set, nil
+}
+
+// startServer adds a redis-server with args to the set and starts it.
+func (s *redisSet) startServer(ctx context.Context, bin, name, dir string, args ...string) error {
+	srv, err := newRedisProc(bin, name, dir, args...)
+	if err != nil {
+		return err
+	}
+	s.servers = append(s.servers, srv)
+	s.addrs = append(s.addrs, srv.addr)
+	return srv.start(ctx, loadgen.PersistenceNone)
 }
 
 func startEmbeddedRedis(count int, why string) (*redisSet, error) {

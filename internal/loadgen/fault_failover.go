@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstep/lockstep/internal/sleep"
 )
 
 // failover: the Sentinel group's replicas are cut off from the master; the
@@ -98,7 +100,7 @@ func (st *faultState) failover(ctx context.Context) error {
 	if aDone == nil {
 		if holding {
 			st.note("a second sale, on %s, took the same lock on the new master while the first still holds it", second)
-			if err := sleepCtx(ctx, readBeforeContinue); err != nil {
+			if err := sleep.For(ctx, readBeforeContinue); err != nil {
 				return err
 			}
 		}

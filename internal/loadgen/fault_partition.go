@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstep/lockstep/internal/sleep"
 )
 
 // partition: the victim sale takes the lock on the first replica and works
@@ -34,7 +36,7 @@ func (st *faultState) partition(ctx context.Context) error {
 	// the load generator's workers up in requests that time out.
 	loadDone := st.background(ctx, fs.Observe, st.r.cfg.Scenario.SKU, namesBut(r.names, victim)...)
 	defer loadDone()
-	if err := sleepCtx(ctx, fs.Hold.D()); err != nil {
+	if err := sleep.For(ctx, fs.Hold.D()); err != nil {
 		return err
 	}
 	st.healAt = time.Now()

@@ -3,6 +3,8 @@ package loadgen
 import (
 	"context"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/sleep"
 )
 
 // pause: a sale on the first replica stops its process right before its
@@ -28,7 +30,7 @@ func (st *faultState) pause(ctx context.Context) error {
 	// one would only pile up requests that all run at once when continued.
 	loadDone := st.background(ctx, fs.Observe, st.r.cfg.Scenario.SKU, namesBut(r.names, victim)...)
 	defer loadDone()
-	if err := sleepCtx(ctx, fs.Hold.D()); err != nil {
+	if err := sleep.For(ctx, fs.Hold.D()); err != nil {
 		return err
 	}
 	if st.waitOtherHolder(ctx, victim) {

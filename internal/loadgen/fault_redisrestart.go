@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/sleep"
 )
 
 // redisRestart: sales go on through the proxy; the stock's redis-server is
@@ -22,7 +24,7 @@ func (st *faultState) redisRestart(ctx context.Context) error {
 	}
 	loadDone := st.background(ctx, fs.Before+fs.Hold+fs.Observe, st.r.cfg.Scenario.SKU)
 	defer loadDone()
-	if err := sleepCtx(ctx, fs.Before.D()); err != nil {
+	if err := sleep.For(ctx, fs.Before.D()); err != nil {
 		return err
 	}
 	// What the kill takes is told by a key written before it, not by the
@@ -42,7 +44,7 @@ func (st *faultState) redisRestart(ctx context.Context) error {
 	st.undos = append(st.undos, func() { _ = inj.StartRedis(context.WithoutCancel(ctx), 0, fs.Persistence) })
 	st.rep.Victim = "redis-server (" + fs.Persistence + ")"
 	st.mark(st.faultAt, "redis-server killed")
-	if err := sleepCtx(ctx, fs.Hold.D()); err != nil {
+	if err := sleep.For(ctx, fs.Hold.D()); err != nil {
 		return err
 	}
 	// The fault heals when redis-server is started again; the recovery

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/sleep"
 	"github.com/lockstep/lockstep/segments"
 )
 
@@ -23,7 +24,7 @@ func (st *faultState) reshard(ctx context.Context) error {
 	}
 	loadDone := st.background(ctx, fs.Observe, r.cfg.Scenario.SKU)
 	defer loadDone()
-	if err := sleepCtx(ctx, fs.Before.D()); err != nil {
+	if err := sleep.For(ctx, fs.Before.D()); err != nil {
 		return err
 	}
 	key := movedKey(st.run.Stage, r.cfg.Scenario.SKU, st.run.Segments)

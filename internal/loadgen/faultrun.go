@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/lockstep/lockstep/internal/sleep"
 )
 
 // Bounds of the waits inside a fault step.
@@ -174,7 +176,7 @@ func (st *faultState) saleOnceUp(ctx context.Context, name string) <-chan saleAn
 			res := a.result()
 			st.record(res)
 			st.tl.add(a.end, classify(res.Code) == outcomeSale)
-			if a.status != http.StatusServiceUnavailable || time.Now().After(deadline) || sleepCtx(ctx, retryUnavailable) != nil {
+			if a.status != http.StatusServiceUnavailable || time.Now().After(deadline) || sleep.For(ctx, retryUnavailable) != nil {
 				out <- a
 				return
 			}
@@ -356,17 +358,6 @@ func (r *runner) forgetHolder(ctx context.Context, stage, sku, replica string) e
 		return fmt.Errorf("forget %s's holders: %w", replica, err)
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // faultSummary says in a few words what the fault did to the stage.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/sleep"
 )
 
 // leaderPoll spaces the looks at an ensemble electing a leader.
@@ -43,7 +45,7 @@ func (e *Etcd) WaitLeader(ctx context.Context) (string, error) {
 		if name, ok := e.agreedLeader(ctx); ok {
 			return name, nil
 		}
-		if err := pause(ctx, leaderPoll); err != nil {
+		if err := sleep.For(ctx, leaderPoll); err != nil {
 			return "", fmt.Errorf("etcd: no new leader: %w", err)
 		}
 	}
@@ -125,7 +127,7 @@ func (z *ZooKeeper) WaitLeader(ctx context.Context) (string, error) {
 		if name, ok := z.agreedLeader(ctx); ok {
 			return name, nil
 		}
-		if err := pause(ctx, leaderPoll); err != nil {
+		if err := sleep.For(ctx, leaderPoll); err != nil {
 			return "", fmt.Errorf("zookeeper: no new leader: %w", err)
 		}
 	}
@@ -165,15 +167,4 @@ func (z *ZooKeeper) RestartKilled(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
