@@ -531,4 +531,11 @@ func TestWorkshopOnARedisCluster(t *testing.T) {
 	if busiest, masters := share(rows["segmented"]); masters != 3 || busiest > 0.5 {
 		t.Errorf("segmented: busiest master %.0f%% of the commands over %d masters; want the segments spread", 100*busiest, masters)
 	}
+	var placed []int
+	for _, s := range rows["segmented"].Shards {
+		placed = append(placed, len(s.Segments))
+	}
+	if len(placed) != 3 || slices.Max(placed)-slices.Min(placed) > 1 || placed[0]+placed[1]+placed[2] != 16 {
+		t.Errorf("segmented's 16 segments per master: %v, want 6/5/5 in some order", placed)
+	}
 }

@@ -44,12 +44,26 @@ func (st *faultState) reshard(ctx context.Context) error {
 // movedKey is the stock key of the SKU's first segment on the stages that
 // split it, else of the SKU.
 func movedKey(stage, sku string, n int) string {
-	tag := sku
-	if stage == "segmented" || stage == "segmented-atomic" {
-		if n == 0 {
-			n = segments.DefaultCount
-		}
-		tag = segments.Tag(sku, 0, n)
+	if n = segmentCount(stage, n); n > 0 {
+		return segmentStockKey(stage, sku, 0, n)
 	}
-	return "lockstep:" + stage + ":{" + tag + "}:stock"
+	return "lockstep:" + stage + ":{" + sku + "}:stock"
+}
+
+// segmentCount is how many segments a stage splits a SKU into when reset
+// with n (0: the shop's default, segments.DefaultCount); 0 for the stages
+// that do not split it.
+func segmentCount(stage string, n int) int {
+	switch {
+	case stage != "segmented" && stage != "segmented-atomic":
+		return 0
+	case n == 0:
+		return segments.DefaultCount
+	}
+	return n
+}
+
+// segmentStockKey is the stock key of segment i of n of sku.
+func segmentStockKey(stage, sku string, i, n int) string {
+	return "lockstep:" + stage + ":{" + segments.Tag(sku, i, n) + "}:stock"
 }

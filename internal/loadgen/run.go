@@ -263,7 +263,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	r.progress.phase(fmt.Sprintf("[%d/%d] %s via %s", index+1, len(r.cfg.Scenario.Runs), run.Stage, run.Via), run.Duration.D())
 	stopPolling := r.pollOversold(ctx, base, run.Stage, sku, tl)
 	cpu := startCPUSampler(r.cfg.Processes)
-	shards := startShardSampler(ctx, r.rdb)
+	shards := startShardSampler(ctx, r.rdb, run.Stage, sku, segmentCount(run.Stage, run.Segments))
 	t := attack(ctx, attackSpec{
 		name:          run.Stage,
 		url:           deductURL(base, run.Stage, sku),

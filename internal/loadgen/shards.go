@@ -22,14 +22,18 @@ type ShardLoad struct {
 	Addr     string  `json:"addr"`
 	Commands int64   `json:"commands"`
 	Cores    float64 `json:"cores"`
+	// Segments are the SKU's segments whose keys this master holds (the
+	// stages that split the stock).
+	Segments []int `json:"segments,omitempty"`
 }
 
 // shardSampler reads every master's counters at the start of a load phase
 // and again at its end; nil when the shops do not run on a cluster.
 type shardSampler struct {
-	rdb    *redis.ClusterClient
-	start  time.Time
-	before map[string]shardCounters
+	rdb      *redis.ClusterClient
+	start    time.Time
+	before   map[string]shardCounters
+	segments map[string][]int // master → the SKU's segments on it
 }
 
 type shardCounters struct {
@@ -37,13 +41,21 @@ type shardCounters struct {
 	cpu      float64 // seconds
 }
 
-func startShardSampler(ctx context.Context, rdb redis.UniversalClient) *shardSampler {
+// startShardSampler starts sampling; n is the SKU's segment count on the
+// stages that split the stock, 0 on the others.
+func startShardSampler(ctx context.Context, rdb redis.UniversalClient, stage, sku string, n int) *shardSampler {
 	cluster, ok := rdb.(*redis.ClusterClient)
 	if !ok {
 		return nil
 	}
-	s := &shardSampler{rdb: cluster, start: time.Now()}
+	s := &shardSampler{rdb: cluster, start: time.Now(), segments: map[string][]int{}}
 	s.before, _ = s.read(ctx) // a failed read leaves the run without shard figures
+	for i := range n {
+		if master, err := cluster.MasterForKey(ctx, segmentStockKey(stage, sku, i, n)); err == nil {
+			addr := master.Options().Addr
+			s.segments[addr] = append(s.segments[addr], i)
+		}
+	}
 	return s
 }
 
@@ -63,7 +75,7 @@ func (s *shardSampler) stop(ctx context.Context) []ShardLoad {
 		if !ok {
 			continue // a master promoted during the run
 		}
-		out = append(out, ShardLoad{Addr: addr, Commands: a.commands - b.commands, Cores: (a.cpu - b.cpu) / wall})
+		out = append(out, ShardLoad{Addr: addr, Commands: a.commands - b.commands, Cores: (a.cpu - b.cpu) / wall, Segments: s.segments[addr]})
 	}
 	slices.SortFunc(out, func(x, y ShardLoad) int { return int(y.Commands - x.Commands) })
 	return out
@@ -112,7 +124,11 @@ func (rep *Report) writeShardTable(w io.Writer) error {
 		var cells []string
 		var total int64
 		for _, s := range r.Shards {
-			cells = append(cells, fmt.Sprintf("%s %d cmds %.2f cores", s.Addr, s.Commands, s.Cores))
+			cell := fmt.Sprintf("%s %d cmds %.2f cores", s.Addr, s.Commands, s.Cores)
+			if len(s.Segments) > 0 {
+				cell += fmt.Sprintf(" %d segments", len(s.Segments))
+			}
+			cells = append(cells, cell)
 			total += s.Commands
 		}
 		perSale := "-"
