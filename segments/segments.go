@@ -18,6 +18,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+
+	"github.com/lockstep/lockstep/internal/keyslot"
 )
 
 const (
@@ -60,12 +62,12 @@ func Split(total int64, n int) ([]int64, error) {
 // computes the same keys.
 func Tag(sku string, i, n int) string {
 	prefix := sku + ":" + strconv.Itoa(i) + ":"
-	crc := crc16(0, prefix)
+	crc := keyslot.CRC16(0, prefix)
 	from := (2*i+1)*slotCount/(2*n) - slotWindow/2 // the window's start
 	var digits [20]byte
 	for salt := 0; ; salt++ {
 		d := strconv.AppendInt(digits[:0], int64(salt), 10)
-		if (int(crc16(crc, string(d))%slotCount)-from+slotCount)%slotCount < slotWindow {
+		if (int(keyslot.CRC16(crc, string(d))%slotCount)-from+slotCount)%slotCount < slotWindow {
 			return prefix + string(d)
 		}
 	}
@@ -74,35 +76,12 @@ func Tag(sku string, i, n int) string {
 // Redis Cluster's hash slots, and how close to its target a segment's slot
 // must be: 1/64 of the slot space, found in ~64 tries of a few bytes each.
 const (
-	slotCount  = 16384
+	slotCount  = keyslot.Count
 	slotWindow = slotCount / 64
 )
 
 // Slot is the Cluster hash slot of a hash tag's content (CLUSTER KEYSLOT).
-func Slot(tag string) int { return int(crc16(0, tag) % slotCount) }
-
-// crc16 continues crc over s: CRC-16/XMODEM, Redis Cluster's key hash.
-func crc16(crc uint16, s string) uint16 {
-	for i := range len(s) {
-		crc = crc<<8 ^ crc16Table[byte(crc>>8)^s[i]]
-	}
-	return crc
-}
-
-var crc16Table = func() (t [256]uint16) {
-	for i := range t {
-		c := uint16(i) << 8
-		for range 8 {
-			if c&0x8000 != 0 {
-				c = c<<1 ^ 0x1021
-			} else {
-				c <<= 1
-			}
-		}
-		t[i] = c
-	}
-	return t
-}()
+func Slot(tag string) int { return int(keyslot.CRC16(0, tag) % keyslot.Count) }
 
 // Start picks the segment a sale tries first, uniformly, so concurrent
 // sales spread over the segments' locks.
