@@ -77,7 +77,7 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 			if err := lockScript.Run(ctx, rdb, scriptKeys, c.watchdogTTLArg, c.idArg).Err(); err != nil {
 				return err
 			}
-			return releaseScript.Run(ctx, rdb, scriptKeys, c.idArg, c.watchdogTTLArg, releaseGive, "{bench-side-by-side-scripts}:channel").Err()
+			return releaseScript.Run(ctx, rdb, scriptKeys, c.idArg, c.watchdogTTLArg, releaseGive, "{bench-side-by-side-scripts}:channel", c.publishArg).Err()
 		}},
 		{name: "lock", op: func() error {
 			if err := m.Lock(ctx); err != nil {

@@ -39,6 +39,7 @@ type options struct {
 	waitTimeout     time.Duration
 	fairWaiterTTL   time.Duration
 	readersFirst    bool
+	plainPubSub     bool
 	onRenewal       func(name string, err error)
 }
 
@@ -94,6 +95,15 @@ func WithReadersFirst() Option {
 	return func(o *options) { o.readersFirst = true }
 }
 
+// WithPlainPubSub makes a Client on a Redis Cluster publish unlocks with
+// PUBLISH and listen with SUBSCRIBE, as on one Redis. By default a Cluster
+// Client uses sharded pub/sub (SPUBLISH, SSUBSCRIBE), which keeps a lock's
+// messages in the shard of its slot instead of broadcasting them to every
+// node; it needs Redis 7, and this option is for older clusters.
+func WithPlainPubSub() Option {
+	return func(o *options) { o.plainPubSub = true }
+}
+
 // WithRenewalObserver is called after every watchdog renewal with nil, with
 // ErrLockLost when the lock was gone, or with the Redis error. It runs on the
 // watchdog goroutine and must return quickly.
@@ -101,8 +111,9 @@ func WithRenewalObserver(f func(name string, err error)) Option {
 	return func(o *options) { o.onRenewal = f }
 }
 
-// Client creates locks on one Redis deployment. It owns one pub/sub
-// connection, shared by every waiter, and the watchdogs of the locks it holds.
+// Client creates locks on one Redis deployment. It owns the pub/sub
+// connections its waiters share (one on a single Redis, one per slot waited
+// on in a Cluster) and the watchdogs of the locks it holds.
 type Client struct {
 	rdb  redis.UniversalClient
 	id   string
@@ -111,6 +122,9 @@ type Client struct {
 	// The Mutex scripts' owner and watchdog-lease arguments, boxed once:
 	// go-redis takes arguments as any, and boxing a string allocates.
 	idArg, watchdogTTLArg any
+	// publishArg is the command the unlock scripts publish with: "publish",
+	// or "spublish" where the subscriptions are sharded.
+	publishArg any
 
 	life       context.Context // cancelled with ErrClosed by Close
 	closeLife  context.CancelCauseFunc
@@ -145,6 +159,11 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		cohorts:   make(map[string]*cohort),
 	}
 	c.idArg, c.watchdogTTLArg = c.id, ms(o.watchdogTimeout)
+	c.publishArg = "publish"
+	if cluster, ok := rdb.(*redis.ClusterClient); ok && !o.plainPubSub {
+		c.subs.sharded = cluster
+		c.publishArg = "spublish"
+	}
 	c.subs.init(c)
 	c.renewals.init(c)
 	return c

@@ -229,7 +229,7 @@ const (
 )
 
 func (co *cohort) runRelease(ctx context.Context, mode string) *redis.Cmd {
-	return co.c.eval(ctx, releaseScript, co.keys, co.c.idArg, co.c.watchdogTTLArg, mode, co.channel)
+	return co.c.eval(ctx, releaseScript, co.keys, co.c.idArg, co.c.watchdogTTLArg, mode, co.channel, co.c.publishArg)
 }
 
 // attempt runs the acquire script once for the cohort's Client. A waiting
@@ -396,7 +396,7 @@ func (co *cohort) releaseLevel(ctx context.Context, h *hold) error {
 	if !h.alive() {
 		return fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
 	}
-	return unlockResult(co.key, co.c.eval(ctx, unlockScript, co.keys[:1], co.c.ttlArg(h.lease), co.c.idArg, co.channel).Err())
+	return unlockResult(co.key, co.c.eval(ctx, unlockScript, co.keys[:1], co.c.ttlArg(h.lease), co.c.idArg, co.channel, co.c.publishArg).Err())
 }
 
 func unlockResult(key string, err error) error {

@@ -49,7 +49,7 @@ func (f *fairOps) acquire(ctx context.Context, ttl time.Duration, waiting bool) 
 }
 
 func (f *fairOps) release(ctx context.Context, ttl time.Duration) error {
-	return unlockResult(f.keys[0], f.c.eval(ctx, fairUnlockScript, f.keys, ms(ttl), f.owner, f.channel).Err())
+	return unlockResult(f.keys[0], f.c.eval(ctx, fairUnlockScript, f.keys, ms(ttl), f.owner, f.channel, f.c.publishArg).Err())
 }
 
 func (f *fairOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {
@@ -57,7 +57,7 @@ func (f *fairOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {
 }
 
 func (f *fairOps) abandon(ctx context.Context) error {
-	return f.c.eval(ctx, fairLeaveScript, f.keys, f.owner, f.channel).Err()
+	return f.c.eval(ctx, fairLeaveScript, f.keys, f.owner, f.channel, f.c.publishArg).Err()
 }
 
 // renewOwner extends key while owner's field is in it.

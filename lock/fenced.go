@@ -74,7 +74,7 @@ func (f *fencedOps) acquire(ctx context.Context, ttl time.Duration, _ bool) (boo
 }
 
 func (f *fencedOps) release(ctx context.Context, ttl time.Duration) error {
-	return unlockResult(f.keys[0], f.c.eval(ctx, unlockScript, f.keys[:1], ms(ttl), f.owner, f.channel).Err())
+	return unlockResult(f.keys[0], f.c.eval(ctx, unlockScript, f.keys[:1], ms(ttl), f.owner, f.channel, f.c.publishArg).Err())
 }
 
 func (f *fencedOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {

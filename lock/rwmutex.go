@@ -71,7 +71,7 @@ func (r *readOps) acquire(ctx context.Context, ttl time.Duration, _ bool) (bool,
 }
 
 func (r *readOps) release(ctx context.Context, _ time.Duration) error {
-	return unlockResult(r.keys[0], r.c.eval(ctx, readUnlockScript, r.keys[:1], r.owner, r.channel, r.levelPrefix, r.keys[0]).Err())
+	return unlockResult(r.keys[0], r.c.eval(ctx, readUnlockScript, r.keys[:1], r.owner, r.channel, r.levelPrefix, r.keys[0], r.c.publishArg).Err())
 }
 
 func (r *readOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {
@@ -97,7 +97,7 @@ func (w *writeOps) acquire(ctx context.Context, ttl time.Duration, waiting bool)
 }
 
 func (w *writeOps) release(ctx context.Context, ttl time.Duration) error {
-	return unlockResult(w.keys[0], w.c.eval(ctx, writeUnlockScript, w.keys[:1], ms(ttl), w.field, w.channel).Err())
+	return unlockResult(w.keys[0], w.c.eval(ctx, writeUnlockScript, w.keys[:1], ms(ttl), w.field, w.channel, w.c.publishArg).Err())
 }
 
 func (w *writeOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {
@@ -106,5 +106,5 @@ func (w *writeOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {
 
 // abandon gives up the writer's place, waking the readers it held back.
 func (w *writeOps) abandon(ctx context.Context) error {
-	return w.c.eval(ctx, writeLeaveScript, w.keys[1:], w.field, w.channel).Err()
+	return w.c.eval(ctx, writeLeaveScript, w.keys[1:], w.field, w.channel, w.c.publishArg).Err()
 }

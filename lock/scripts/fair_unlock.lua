@@ -1,6 +1,7 @@
 -- Release one level of a fair lock and wake only the next live waiter.
 -- KEYS[1] lock hash, KEYS[2] waiter queue, KEYS[3] waiter deadlines
--- ARGV[1] lease ms to keep after a reentrant release, ARGV[2] owner, ARGV[3] channel prefix
+-- ARGV[1] lease ms to keep after a reentrant release, ARGV[2] owner, ARGV[3] channel prefix,
+-- ARGV[4] the publish command ('publish', or 'spublish' on a Redis Cluster)
 -- Returns nil when the owner does not hold the lock, 0 when it still holds it, 1 when released.
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
     return nil
@@ -17,7 +18,7 @@ while true do
     if not first then break end
     local deadline = tonumber(redis.call('zscore', KEYS[3], first))
     if deadline and deadline > now then
-        redis.call('publish', ARGV[3] .. ':' .. first, 'u')
+        redis.call(ARGV[4], ARGV[3] .. ':' .. first, 'u')
         break
     end
     redis.call('lpop', KEYS[2])

@@ -1,6 +1,7 @@
 -- Release one level of a read lock: Redisson's RedissonReadLock.unlockInnerAsync (seed 001).
 -- KEYS[1] lock hash
--- ARGV[1] owner, ARGV[2] channel, ARGV[3] this owner's read-timeout prefix, ARGV[4] key prefix
+-- ARGV[1] owner, ARGV[2] channel, ARGV[3] this owner's read-timeout prefix, ARGV[4] key prefix,
+-- ARGV[5] the publish command ('publish', or 'spublish' on a Redis Cluster)
 -- Returns nil when the owner holds no read level, 0 when the lock stays held, 1 when released.
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
@@ -32,5 +33,5 @@ if redis.call('hlen', KEYS[1]) > 1 then
     end
 end
 redis.call('del', KEYS[1])
-redis.call('publish', ARGV[2], 'u')
+redis.call(ARGV[5], ARGV[2], 'u')
 return 1

@@ -5,6 +5,7 @@
 -- that field deletes the key.
 -- KEYS[1] lock hash, KEYS[2] waiter queue
 -- ARGV[1] owner field, ARGV[2] lease in ms of a grant, ARGV[4] channel,
+-- ARGV[5] the publish command ('publish', or 'spublish' on a Redis Cluster),
 -- ARGV[3] mode:
 --   'release'  give the lock up;
 --   'keep'     a cohort at its bound of local passes: give it up only when
@@ -43,5 +44,5 @@ end
 redis.call('hset', KEYS[1], nextOwner, 1)
 redis.call('hdel', KEYS[1], ARGV[1])
 redis.call('pexpire', KEYS[1], ARGV[2])
-redis.call('publish', ARGV[4], 'g' .. nextOwner)
+redis.call(ARGV[5], ARGV[4], 'g' .. nextOwner)
 return 1
