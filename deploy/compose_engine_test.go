@@ -84,7 +84,7 @@ func TestComposeOnEngine(t *testing.T) {
 	}
 	start := time.Now()
 
-	t.Run("nginx", func(t *testing.T) { checkComposeNginx(t, "http://"+httpAddr, shopServices(t, p)) })
+	t.Run("nginx", func(t *testing.T) { checkComposeNginx(t, "http://"+httpAddr, shopServices(t, p, mainStack)) })
 
 	if err := os.MkdirAll(repoPath("out", "compose"), 0o755); err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestComposeOnEngine(t *testing.T) {
 	k6Done := time.Now()
 
 	s := &stack{promURL: "http://prometheus:9090", promClient: c.networkClient(), scrape: prometheusScrapeInterval(t)}
-	for _, shop := range shopServices(t, p) {
+	for _, shop := range shopServices(t, p, mainStack) {
 		s.shops = append(s.shops, replica{name: shop.Name})
 	}
 	waitComposeTargets(t, s)

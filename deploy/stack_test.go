@@ -164,7 +164,7 @@ func startStack(t *testing.T, compose *types.Project) *stack {
 		t.Fatalf("go build ./cmd/shop: %v\n%s", err, out)
 	}
 	var upstreams []string
-	for _, svc := range shopServices(t, compose) {
+	for _, svc := range shopServices(t, compose, mainStack) {
 		addr := freeAddr(t)
 		// The compose service's own environment, pointed at this stack.
 		var env []string
