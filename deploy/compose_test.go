@@ -400,7 +400,8 @@ func clusterNodes(p *types.Project) []types.ServiceConfig {
 
 // TestPrometheusTargetsAreComposeServices: every scrape target is a compose
 // service on the port it listens on, and every shop replica of the main
-// stack is scraped.
+// stack is scraped; the cluster job finds exactly the cluster profile's
+// nodes, on their port, and scrapes them through a compose service.
 func TestPrometheusTargetsAreComposeServices(t *testing.T) {
 	p := loadCompose(t)
 	listens := map[string]int{"localhost": 9090} // Prometheus scraping itself
@@ -431,12 +432,54 @@ func TestPrometheusTargetsAreComposeServices(t *testing.T) {
 				scraped[host] = true
 			}
 		}
+		if len(job.DNSSDConfigs) > 0 {
+			scraped[checkClusterJob(t, p, job, listens)] = true
+		}
 	}
 	for host := range listens {
 		if !scraped[host] {
 			t.Errorf("%s is not scraped", host)
 		}
 	}
+}
+
+// checkClusterJob: a job that finds its targets by DNS is the dashboard's
+// cluster job; it resolves the cluster nodes' names, on the port they
+// listen on, and sends each scrape to the exporter service it returns.
+func checkClusterJob(t *testing.T, p *types.Project, job scrapeConfig, listens map[string]int) (exporter string) {
+	t.Helper()
+	if job.JobName != ClusterJob {
+		t.Errorf("job %s finds targets by DNS; only %s (the dashboard's cluster row) should", job.JobName, ClusterJob)
+	}
+	var want []string
+	for _, s := range clusterNodes(p) {
+		want = append(want, s.Name)
+	}
+	var names []string
+	for _, sd := range job.DNSSDConfigs {
+		names = append(names, sd.Names...)
+		if sd.Type != "A" || sd.Port != 6379 {
+			t.Errorf("job %s: DNS type %s port %d, want A records of nodes on 6379", job.JobName, sd.Type, sd.Port)
+		}
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("job %s resolves %v, want the cluster nodes %v", job.JobName, names, want)
+	}
+	if job.MetricsPath != "/scrape" {
+		t.Errorf("job %s: metrics_path %q, want redis_exporter's multi-target /scrape", job.JobName, job.MetricsPath)
+	}
+	relabelled := map[string]string{}
+	for _, r := range job.RelabelConfigs {
+		relabelled[r.TargetLabel] = r.Replacement
+	}
+	if _, ok := relabelled["__param_target"]; !ok {
+		t.Errorf("job %s: no relabelling sets the target parameter: the exporter would scrape its own Redis", job.JobName)
+	}
+	host, port, _ := strings.Cut(relabelled["__address__"], ":")
+	if listens[host] == 0 || port != fmt.Sprint(listens[host]) {
+		t.Errorf("job %s scrapes through %q, want an exporter service on its port", job.JobName, relabelled["__address__"])
+	}
+	return host
 }
 
 // prometheusConfig is the part of prometheus.yml the checks read.
@@ -447,10 +490,21 @@ type prometheusConfig struct {
 
 type scrapeConfig struct {
 	JobName       string `yaml:"job_name"`
+	MetricsPath   string `yaml:"metrics_path"`
 	StaticConfigs []struct {
 		Targets []string          `yaml:"targets"`
 		Labels  map[string]string `yaml:"labels"`
 	} `yaml:"static_configs"`
+	DNSSDConfigs []struct {
+		Names []string `yaml:"names"`
+		Type  string   `yaml:"type"`
+		Port  int      `yaml:"port"`
+	} `yaml:"dns_sd_configs"`
+	RelabelConfigs []struct {
+		SourceLabels []string `yaml:"source_labels"`
+		TargetLabel  string   `yaml:"target_label"`
+		Replacement  string   `yaml:"replacement"`
+	} `yaml:"relabel_configs"`
 }
 
 func readPrometheusConfig(t *testing.T) prometheusConfig {
