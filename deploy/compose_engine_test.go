@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -28,6 +29,60 @@ import (
 // when it has them, else from stand-ins (standin_test.go); Grafana, which
 // has none, is left out.
 func TestComposeOnEngine(t *testing.T) {
+	c, p := composeOnEngine(t)
+	c.run(t, "build")
+	c.up(t, p, mainStack)
+	start := time.Now()
+
+	t.Run("nginx", func(t *testing.T) {
+		checkComposeNginx(t, "http://"+c.published["LOCKSTEP_HTTP_PORT"], shopServices(t, p, mainStack))
+	})
+
+	if err := os.MkdirAll(repoPath("out", "compose"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := c.runLoadgen(t, "loadgen", "loadgen")
+	t.Logf("loadgen:\n%s", tail(out, 40))
+	checkLoadgenReport(t, repoPath("out", "compose", "report.json"), start)
+
+	// k6's spike on atomic, shorter and lower than its defaults, as in
+	// TestLiveStack: this machine is shared. It pushes every second, not
+	// every 5 s: the run is about as short.
+	out = c.run(t, "--profile", "k6", "run", "--rm", "-e", "START_RATE=50", "-e", "PEAK_RATE=400",
+		"-e", "RAMP=1s", "-e", "HOLD=3s", "-e", "STOCK=1000", "-e", "K6_PROMETHEUS_RW_PUSH_INTERVAL=1s",
+		// Latency and dropped buyers are BENCHMARKS' business; on a loaded
+		// 2-core machine they crossed the spike's limits (exit 99). Failed
+		// requests and checks still fail the run.
+		// 59 dropped of ~1 600 at load failed it once more (vus_max lagged
+		// at 53): a quarter of the spike's buyers may be dropped here.
+		"-e", "P99_MS=5000", "-e", "MAX_VUS=1000", "-e", "MAX_DROPPED=400", "k6")
+	t.Logf("k6:\n%s", tail(out, 45))
+	k6Done := time.Now()
+
+	s := c.prometheus(t)
+	for _, shop := range shopServices(t, p, mainStack) {
+		s.shops = append(s.shops, replica{name: shop.Name})
+	}
+	waitComposeTargets(t, s, mainStack)
+	waitK6Pushed(t, s)
+	waitAlertsSettled(t, s)
+	// A rate over k6's few seconds needs a step of the range queries after
+	// them: the steps are a scrape interval apart.
+	time.Sleep(time.Until(k6Done.Add(2 * s.scrape)))
+	end := time.Now()
+	t.Run("dashboard queries", func(t *testing.T) { checkDashboardQueries(t, s, start, end, false) })
+	t.Run("alert rules", func(t *testing.T) { checkAlerts(t, s) })
+
+	c.down(t, s)
+}
+
+// composeOnEngine readies a run of docker-compose.yml on a Docker engine:
+// the engine (started when none runs, stopped with the test), every image
+// the compose file names (the engine's own, or a stand-in) and a project of
+// the test's own, its published ports on free ones, downed when the test
+// ends if the test did not.
+func composeOnEngine(t *testing.T) (*composeProject, *types.Project) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the compose stack on a Docker engine takes minutes")
 	}
@@ -48,90 +103,76 @@ func TestComposeOnEngine(t *testing.T) {
 		}
 		t.Logf("%-40s %s", image, b.ensure(t, image))
 	}
-	p := loadCompose(t)
-	var services []string
+
+	c := &composeProject{e: e, name: fmt.Sprintf("lockstep-test-%d", os.Getpid()), published: map[string]string{}}
+	c.network = c.name + "_default"
+	c.env = []string{fmt.Sprintf("LOCKSTEP_UID=%d", os.Getuid()), fmt.Sprintf("LOCKSTEP_GID=%d", os.Getgid())}
+	for _, v := range []string{"LOCKSTEP_HTTP_PORT", "LOCKSTEP_CLUSTER_HTTP_PORT", "LOCKSTEP_PROMETHEUS_PORT", "LOCKSTEP_GRAFANA_PORT"} {
+		c.published[v] = freeAddr(t)
+		c.env = append(c.env, v+"="+port(c.published[v]))
+	}
+	t.Cleanup(func() {
+		if !c.downed {
+			_ = c.command(append(c.profileArgs(), "down", "--volumes", "--remove-orphans")...).Run()
+		}
+	})
+	return c, loadCompose(t)
+}
+
+// up starts, with up -d --wait, the services a plain up starts and those
+// of profile, but the ones whose image has no stand-in (Grafana); later
+// logs and down commands enable profile too.
+func (c *composeProject) up(t *testing.T, p *types.Project, profile string) {
+	t.Helper()
+	c.profile = profile
+	args := append(c.profileArgs(), "up", "-d", "--wait")
 	for _, name := range p.ServiceNames() {
 		s := p.Services[name]
-		if len(s.Profiles) > 0 {
+		if !inProfile(s, mainStack) && !inProfile(s, profile) {
 			continue
 		}
 		if why, ok := unavailableImages[s.Image]; ok {
 			t.Logf("left out: %s (%s): %s; this run does not prove its rendering of the dashboard", name, s.Image, why)
 			continue
 		}
-		services = append(services, name)
+		args = append(args, name)
 	}
-
-	c := &composeProject{e: e, name: fmt.Sprintf("lockstep-test-%d", os.Getpid())}
-	c.network = c.name + "_default"
-	httpAddr := freeAddr(t)
-	c.env = []string{
-		"LOCKSTEP_HTTP_PORT=" + port(httpAddr), "LOCKSTEP_PROMETHEUS_PORT=" + port(freeAddr(t)),
-		"LOCKSTEP_GRAFANA_PORT=" + port(freeAddr(t)),
-		fmt.Sprintf("LOCKSTEP_UID=%d", os.Getuid()), fmt.Sprintf("LOCKSTEP_GID=%d", os.Getgid()),
-	}
-	downed := false
-	t.Cleanup(func() {
-		if !downed {
-			_ = c.command("down", "--volumes", "--remove-orphans").Run()
-		}
-	})
-
-	c.run(t, "build")
-	if _, err := c.runErr(t, append([]string{"up", "-d", "--wait"}, services...)...); err != nil {
-		logs, _ := c.command("logs", "--no-color", "--tail", "20").CombinedOutput()
+	if _, err := c.runErr(t, args...); err != nil {
+		logs, _ := c.command(append(c.profileArgs(), "logs", "--no-color", "--tail", "20")...).CombinedOutput()
 		t.Fatalf("%v\nthe services' last logs:\n%s", err, logs)
 	}
-	start := time.Now()
+}
 
-	t.Run("nginx", func(t *testing.T) { checkComposeNginx(t, "http://"+httpAddr, shopServices(t, p)) })
-
-	if err := os.MkdirAll(repoPath("out", "compose"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// Exit status 3 is the loadgen's "expectations not met": the report
-	// says which, and checkLoadgenReport judges them.
-	out, err := c.runErr(t, "--profile", "loadgen", "run", "--rm", "loadgen")
+// runLoadgen runs a loadgen service to its end, as the README does
+// (docker compose --profile profile run --rm service), and returns its
+// output. Exit status 3 is the loadgen's "expectations not met": the
+// report says which, and the caller judges them.
+func (c *composeProject) runLoadgen(t *testing.T, profile, service string) string {
+	t.Helper()
+	out, err := c.runErr(t, "--profile", profile, "run", "--rm", service)
 	var exit *exec.ExitError
 	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == loadgen.ExitExpectationsNotMet) {
 		t.Fatal(err)
 	}
-	t.Logf("loadgen:\n%s", tail(out, 40))
-	checkLoadgenReport(t, repoPath("out", "compose", "report.json"), start)
+	return out
+}
 
-	// k6's spike on atomic, shorter and lower than its defaults, as in
-	// TestLiveStack: this machine is shared. It pushes every second, not
-	// every 5 s: the run is about as short.
-	out = c.run(t, "--profile", "k6", "run", "--rm", "-e", "START_RATE=50", "-e", "PEAK_RATE=400",
-		"-e", "RAMP=1s", "-e", "HOLD=3s", "-e", "STOCK=1000", "-e", "K6_PROMETHEUS_RW_PUSH_INTERVAL=1s",
-		// Latency and dropped buyers are BENCHMARKS' business; on a loaded
-		// 2-core machine they crossed the spike's limits (exit 99). Failed
-		// requests and checks still fail the run.
-		// 59 dropped of ~1 600 at load failed it once more (vus_max lagged
-		// at 53): a quarter of the spike's buyers may be dropped here.
-		"-e", "P99_MS=5000", "-e", "MAX_VUS=1000", "-e", "MAX_DROPPED=400", "k6")
-	t.Logf("k6:\n%s", tail(out, 45))
-	k6Done := time.Now()
+// prometheus is the project's Prometheus, reached from inside the compose
+// network (http://prometheus:9090, where Grafana's datasource points).
+func (c *composeProject) prometheus(t *testing.T) *stack {
+	return &stack{promURL: "http://prometheus:9090", promClient: c.networkClient(), scrape: prometheusScrapeInterval(t)}
+}
 
-	s := &stack{promURL: "http://prometheus:9090", promClient: c.networkClient(), scrape: prometheusScrapeInterval(t)}
-	for _, shop := range shopServices(t, p) {
-		s.shops = append(s.shops, replica{name: shop.Name})
-	}
-	waitComposeTargets(t, s)
-	waitK6Pushed(t, s)
-	waitAlertsSettled(t, s)
-	// A rate over k6's few seconds needs a step of the range queries after
-	// them: the steps are a scrape interval apart.
-	time.Sleep(time.Until(k6Done.Add(2 * s.scrape)))
-	end := time.Now()
-	t.Run("dashboard queries", func(t *testing.T) { checkDashboardQueries(t, s, start, end, false) })
-	t.Run("alert rules", func(t *testing.T) { checkAlerts(t, s) })
-
+// down runs docker compose down, as the README does (with the profile up
+// enabled), and checks that it left no container, network or volume of
+// the project.
+func (c *composeProject) down(t *testing.T, s *stack) {
+	t.Helper()
 	// The nc containers leave the network before down removes it.
 	s.promClient.CloseIdleConnections()
 	volumes := projectVolumes(t, c)
-	c.run(t, "down")
-	downed = true
+	c.run(t, append(c.profileArgs(), "down")...)
+	c.downed = true
 	checkNothingLeft(t, c, volumes)
 }
 
@@ -164,6 +205,18 @@ func checkComposeNginx(t *testing.T, nginxURL string, shops []types.ServiceConfi
 // has its three masters), none broken off, its expectations met.
 func checkLoadgenReport(t *testing.T, path string, since time.Time) {
 	t.Helper()
+	ran := checkReportRows(t, readReport(t, path, since))
+	for _, stage := range append(slices.Clone(stagesRun), "redlock") {
+		if ran[stage] == nil {
+			t.Errorf("loadgen: %s did not run (ran: %v)", stage, slices.Sorted(maps.Keys(ran)))
+		}
+	}
+}
+
+// readReport reads a loadgen service's report.json, which this run (begun
+// at since) must have written.
+func readReport(t *testing.T, path string, since time.Time) *loadgen.Report {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("the loadgen service wrote no report: %v", err)
@@ -175,15 +228,24 @@ func checkLoadgenReport(t *testing.T, path string, since time.Time) {
 	if rep.StartedAt.Before(since) {
 		t.Fatalf("%s is from %s, before this run", path, rep.StartedAt)
 	}
-	ran := map[string]bool{}
-	for _, st := range rep.Stages {
+	return &rep
+}
+
+// checkReportRows fails the test for every row skipped, broken off or
+// below its scenario's expectations, speed comparisons aside, and returns
+// the rows that ran by stage.
+func checkReportRows(t *testing.T, rep *loadgen.Report) map[string]*loadgen.StageRun {
+	t.Helper()
+	ran := map[string]*loadgen.StageRun{}
+	for i := range rep.Stages {
+		st := &rep.Stages[i]
 		switch {
 		case st.Skipped != "":
 			t.Errorf("loadgen: %s skipped: %s", st.Stage, st.Skipped)
 		case st.Error != "":
 			t.Errorf("loadgen: %s broke off: %s", st.Stage, st.Error)
 		default:
-			ran[st.Stage] = true
+			ran[st.Stage] = st
 		}
 		for _, c := range st.Checks {
 			switch {
@@ -198,11 +260,7 @@ func checkLoadgenReport(t *testing.T, path string, since time.Time) {
 			}
 		}
 	}
-	for _, stage := range append(slices.Clone(stagesRun), "redlock") {
-		if !ran[stage] {
-			t.Errorf("loadgen: %s did not run (ran: %v)", stage, ran)
-		}
-	}
+	return ran
 }
 
 // prometheusScrapeInterval is prometheus/prometheus.yml's.
@@ -228,13 +286,19 @@ func prometheusScrapeInterval(t *testing.T) time.Duration {
 }
 
 // waitComposeTargets waits until Prometheus has scraped every target of
-// prometheus.yml successfully.
-func waitComposeTargets(t *testing.T, s *stack) {
+// prometheus.yml successfully: the static ones, and with the cluster
+// profile up, every name its cluster job resolves.
+func waitComposeTargets(t *testing.T, s *stack, profile string) {
 	t.Helper()
 	want := 0
 	for _, job := range readPrometheusConfig(t).ScrapeConfigs {
 		for _, sc := range job.StaticConfigs {
 			want += len(sc.Targets)
+		}
+		for _, sd := range job.DNSSDConfigs {
+			if profile == clusterProfile {
+				want += len(sd.Names)
+			}
 		}
 	}
 	for deadline := time.Now().Add(6 * s.scrape); ; {

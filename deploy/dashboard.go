@@ -184,6 +184,13 @@ var grafanaDS = Datasource{Type: "grafana", UID: "-- Grafana --"}
 // variable.
 const stageFilter = `stage=~"$stage"`
 
+// ClusterJob is prometheus.yml's job that scrapes the cluster profile's
+// Redis nodes; the Redis Cluster row selects it.
+const ClusterJob = "redis-cluster"
+
+// clusterFilter restricts a selector to the cluster profile's nodes.
+const clusterFilter = `job="` + ClusterJob + `"`
+
 // panel kinds the layout places.
 type panelSpec struct {
 	kind        string // "timeseries" or "stat"
@@ -314,6 +321,17 @@ func rows() []rowSpec {
 					query(`sum(redis_blocked_clients)`, "blocked"),
 				}},
 		}},
+		{"Redis Cluster (docker compose --profile cluster): where one hot SKU's load lands", []panelSpec{
+			{kind: "timeseries", title: "Cluster commands/s per node", width: 12, height: 8, unit: "ops",
+				description: "Commands each node processed (scripts' own included), its role beside its name. " +
+					"A stage whose keys share one slot (watchdog, atomic) piles on one master; the segmented stages spread over all three. " +
+					"A replica processes what its master replicates to it.",
+				targets: []Target{query(withRole(`sum by (instance) (`+rate(`redis_commands_processed_total{`+clusterFilter+`}`)+`)`), "{{instance}} {{role}}")}},
+			{kind: "timeseries", title: "Cluster CPU per node", width: 12, height: 8, unit: "short",
+				description: "Cores each node's redis-server used (system + user; 1 = one core): one master near a core bounds one hot key whatever the cluster's size.",
+				targets: []Target{query(withRole(`sum by (instance) (`+rate(`redis_cpu_sys_seconds_total{`+clusterFilter+`}`)+
+					` + `+rate(`redis_cpu_user_seconds_total{`+clusterFilter+`}`)+`)`), "{{instance}} {{role}}")}},
+		}},
 		{"nginx", []panelSpec{
 			{kind: "timeseries", title: "nginx requests/s", width: 12, height: 7, unit: "reqps",
 				targets: []Target{query(`sum(`+rate(`nginx_http_requests_total`)+`)`, "requests")}},
@@ -351,6 +369,13 @@ func rows() []rowSpec {
 				}},
 		}},
 	}
+}
+
+// withRole labels a per-node expression with each node's role (master, or
+// slave as Redis calls a replica), from redis_exporter's
+// redis_instance_info.
+func withRole(expr string) string {
+	return expr + ` * on (instance) group_left (role) max by (instance, role) (redis_instance_info{` + clusterFilter + `})`
 }
 
 // NewDashboard builds the lockstep dashboard.

@@ -172,10 +172,23 @@ func composeImages(t *testing.T) []string {
 // composeProject is one run of docker-compose.yml under its own project
 // name, its published ports on free ones.
 type composeProject struct {
-	e       *engine
-	name    string
-	env     []string
-	network string
+	e         *engine
+	name      string
+	env       []string
+	network   string
+	published map[string]string // port variable → the address it publishes on
+	// profile is the one up enabled besides the main stack: down must name
+	// it too, or it leaves that profile's containers.
+	profile string
+	downed  bool
+}
+
+// profileArgs enable, on a compose command, the profile up enabled.
+func (c *composeProject) profileArgs() []string {
+	if c.profile == mainStack {
+		return nil
+	}
+	return []string{"--profile", c.profile}
 }
 
 func (c *composeProject) command(args ...string) *exec.Cmd {

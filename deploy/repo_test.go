@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,18 +72,35 @@ func loadCompose(t *testing.T) *types.Project {
 	return p
 }
 
-// shopServices are the compose services that run the shop, sorted by name.
-func shopServices(t *testing.T, p *types.Project) []types.ServiceConfig {
+// The compose profiles whose services the checks tell apart: the main
+// stack (no profile) and the shop on a Redis Cluster.
+const (
+	mainStack      = ""
+	clusterProfile = "cluster"
+)
+
+// inProfile tells whether a service belongs to profile (mainStack: it has
+// none, so every up starts it).
+func inProfile(s types.ServiceConfig, profile string) bool {
+	if profile == mainStack {
+		return len(s.Profiles) == 0
+	}
+	return slices.Contains(s.Profiles, profile)
+}
+
+// shopServices are the compose services of profile that run the shop,
+// sorted by name.
+func shopServices(t *testing.T, p *types.Project, profile string) []types.ServiceConfig {
 	t.Helper()
 	var shops []types.ServiceConfig
 	for _, name := range p.ServiceNames() {
 		s := p.Services[name]
-		if len(s.Command) > 0 && s.Command[0] == "shop" {
+		if len(s.Command) > 0 && s.Command[0] == "shop" && inProfile(s, profile) {
 			shops = append(shops, s)
 		}
 	}
 	if len(shops) < 2 {
-		t.Fatalf("compose runs %d shop replicas, want several", len(shops))
+		t.Fatalf("compose runs %d shop replicas in profile %q, want several", len(shops), profile)
 	}
 	return shops
 }

@@ -164,7 +164,7 @@ func startStack(t *testing.T, compose *types.Project) *stack {
 		t.Fatalf("go build ./cmd/shop: %v\n%s", err, out)
 	}
 	var upstreams []string
-	for _, svc := range shopServices(t, compose) {
+	for _, svc := range shopServices(t, compose, mainStack) {
 		addr := freeAddr(t)
 		// The compose service's own environment, pointed at this stack.
 		var env []string
@@ -278,7 +278,8 @@ func waitRedis(t *testing.T, p *process, addr, password string) {
 
 // localPrometheusConfig is prometheus/prometheus.yml with each job's
 // targets replaced by this stack's (the labels, rules and everything else
-// kept) and scrapeInterval as the scrape and evaluation interval.
+// kept), without the cluster job, and scrapeInterval as the scrape and
+// evaluation interval.
 func localPrometheusConfig(t *testing.T, s *stack, promAddr string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(repoPath("prometheus", "prometheus.yml"))
@@ -306,7 +307,16 @@ func localPrometheusConfig(t *testing.T, s *stack, promAddr string) []byte {
 	for _, r := range s.shops {
 		shopAddr[r.name] = strings.TrimPrefix(r.url, "http://")
 	}
+	// The cluster job finds its nodes by Docker's DNS; this stack runs no
+	// cluster (the engine test's cluster run checks that job).
+	var jobs []any
 	for _, job := range cfg["scrape_configs"].([]any) {
+		if _, byDNS := job.(map[string]any)["dns_sd_configs"]; !byDNS {
+			jobs = append(jobs, job)
+		}
+	}
+	cfg["scrape_configs"] = jobs
+	for _, job := range jobs {
 		job := job.(map[string]any)
 		for _, sc := range job["static_configs"].([]any) {
 			sc := sc.(map[string]any)

@@ -509,26 +509,16 @@ func TestWorkshopOnARedisCluster(t *testing.T) {
 	if r := rows["naive"]; r == nil || r.Oversold == 0 {
 		t.Errorf("naive on a cluster: %+v, want an oversell", r)
 	}
-	share := func(r *loadgen.StageRun) (busiest float64, masters int) {
-		var total int64
-		for _, s := range r.Shards {
-			total += s.Commands
-		}
-		if total == 0 {
-			return 0, 0
-		}
-		return float64(r.Shards[0].Commands) / float64(total), len(r.Shards)
-	}
 	for _, stage := range []string{"segmented", "atomic"} {
 		r := rows[stage]
 		if r == nil || r.Oversold != 0 || !r.Consistent || r.Sales == 0 {
 			t.Fatalf("%s on a cluster: %+v", stage, r)
 		}
 	}
-	if busiest, masters := share(rows["atomic"]); masters != 3 || busiest < 0.9 {
+	if busiest, masters := rows["atomic"].BusiestShare(); masters != 3 || busiest < 0.9 {
 		t.Errorf("atomic: busiest master %.0f%% of the commands over %d masters; want one key's master to carry them", 100*busiest, masters)
 	}
-	if busiest, masters := share(rows["segmented"]); masters != 3 || busiest > 0.5 {
+	if busiest, masters := rows["segmented"].BusiestShare(); masters != 3 || busiest > 0.5 {
 		t.Errorf("segmented: busiest master %.0f%% of the commands over %d masters; want the segments spread", 100*busiest, masters)
 	}
 	var placed []int

@@ -27,6 +27,20 @@ type ShardLoad struct {
 	Segments []int `json:"segments,omitempty"`
 }
 
+// BusiestShare is the busiest master's part of the commands a stage run's
+// load phase sent to the masters, and how many masters there were: near 1
+// when the stage's keys share one slot, near 1/masters when they spread.
+func (r *StageRun) BusiestShare() (share float64, masters int) {
+	var total int64
+	for _, s := range r.Shards {
+		total += s.Commands
+	}
+	if total == 0 {
+		return 0, len(r.Shards)
+	}
+	return float64(r.Shards[0].Commands) / float64(total), len(r.Shards)
+}
+
 // shardSampler reads every master's counters at the start of a load phase
 // and again at its end; nil when the shops do not run on a cluster.
 type shardSampler struct {
@@ -118,7 +132,7 @@ func (rep *Report) writeShardTable(w io.Writer) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	fmt.Fprintln(w, "\nper shard (masters, busiest first): commands and cores in the load phase, commands per sale:")
+	fmt.Fprintln(w, "\nper shard (masters, busiest first): commands and cores in the load phase, commands per sale, the busiest master's share:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, r := range rows {
 		var cells []string
@@ -135,7 +149,8 @@ func (rep *Report) writeShardTable(w io.Writer) error {
 		if r.Sales > 0 {
 			perSale = fmt.Sprintf("%.1f", float64(total)/float64(r.Sales))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", r.label(), strings.Join(cells, "\t"), perSale)
+		share, _ := r.BusiestShare()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f%%\t\n", r.label(), strings.Join(cells, "\t"), perSale, 100*share)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write shard table: %w", err)
