@@ -282,14 +282,15 @@ type liveNow struct {
 	StockLeft   string
 	Renewals    int
 	Chart       template.HTML
+	ShardsTable template.HTML
 	Trace       template.HTML
 }
 
 type liveRow struct {
 	*loadgen.StageRun
-	Label, NotRun, After string
-	Checked, Passed      bool
-	Chart, Trace         template.HTML
+	Label, NotRun, After      string
+	Checked, Passed           bool
+	Chart, ShardsTable, Trace template.HTML
 }
 
 func (l *live) render() (template.HTML, error) {
@@ -338,8 +339,11 @@ func (l *live) now(c *liveStage) (*liveNow, error) {
 	}
 	row := loadgen.StageRun{Stage: c.start.Stage, Label: c.start.Label, Timeline: snap.Timeline}
 	now.Chart = loadgen.TimelineChart(&row)
-	trace, err := loadgen.TraceHTML(snap.Trace)
-	now.Trace = trace
+	var err error
+	if now.ShardsTable, err = loadgen.ShardsHTML(snap.Shards); err != nil {
+		return nil, err
+	}
+	now.Trace, err = loadgen.TraceHTML(snap.Trace)
 	return now, err
 }
 
@@ -349,8 +353,11 @@ func liveRowOf(r *loadgen.StageRun) (liveRow, error) {
 	if row.NotRun == "" {
 		row.Chart = loadgen.TimelineChart(r)
 	}
-	trace, err := loadgen.TraceHTML(r.Trace)
-	row.Trace = trace
+	var err error
+	if row.ShardsTable, err = loadgen.ShardsHTML(r.Shards); err != nil {
+		return row, err
+	}
+	row.Trace, err = loadgen.TraceHTML(r.Trace)
 	return row, err
 }
 

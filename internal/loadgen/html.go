@@ -30,6 +30,7 @@ type htmlRow struct {
 	FaultsText  string
 	SalesPerSec string
 	TraceHTML   template.HTML
+	ShardsHTML  template.HTML
 }
 
 type htmlPage struct {
@@ -71,6 +72,9 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		}
 		if row.NotRun == "" {
 			row.Timeline = timelineChart(r)
+		}
+		if row.ShardsHTML, err = ShardsHTML(r.Shards); err != nil {
+			return err
 		}
 		if row.TraceHTML, err = TraceHTML(r.Trace); err != nil {
 			return err

@@ -240,7 +240,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 		r.live.follow(tl)
 		r.live.setPhase(run.Fault.Kind + " step")
 		r.progress.phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.label(), run.Fault.Kind), run.Fault.window())
-		stopPolling := r.pollOversold(ctx, base, run.Stage, sku, tl)
+		stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, nil)
 		err := r.faultStep(ctx, run, &row, tl)
 		stopPolling()
 		row.Timeline = tl.build()
@@ -261,9 +261,9 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	r.live.follow(tl)
 	r.live.setPhase("load")
 	r.progress.phase(fmt.Sprintf("[%d/%d] %s via %s", index+1, len(r.cfg.Scenario.Runs), run.Stage, run.Via), run.Duration.D())
-	stopPolling := r.pollOversold(ctx, base, run.Stage, sku, tl)
 	cpu := startCPUSampler(r.cfg.Processes)
 	shards := startShardSampler(ctx, r.rdb, run.Stage, sku, segmentCount(run.Stage, run.Segments))
+	stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, shards)
 	t := attack(ctx, attackSpec{
 		name:          run.Stage,
 		url:           deductURL(base, run.Stage, sku),
@@ -492,10 +492,11 @@ func (r *runner) lockKeys(ctx context.Context, stage string) ([]LockKey, error) 
 	return out, nil
 }
 
-// pollOversold keeps the progress line's "oversold so far" and the live
-// page's fresh from the audit, and samples it on the timeline, until the
+// pollLoad keeps the progress line's "oversold so far" and the live
+// page's fresh from the audit, samples it on the timeline, and gives the
+// live page each master's load every second (on a cluster), until the
 // returned stop function is called.
-func (r *runner) pollOversold(ctx context.Context, base, stage, sku string, tl *timelineBuilder) (stop func()) {
+func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *timelineBuilder, shards *shardSampler) (stop func()) {
 	if r.cfg.Progress == nil && r.cfg.Watch == nil {
 		return func() {}
 	}
@@ -505,7 +506,7 @@ func (r *runner) pollOversold(ctx context.Context, base, stage, sku string, tl *
 	wg.Go(func() {
 		tick := time.NewTicker(250 * time.Millisecond)
 		defer tick.Stop()
-		for {
+		for n := 1; ; n++ {
 			select {
 			case <-ctx.Done():
 				return
@@ -514,6 +515,9 @@ func (r *runner) pollOversold(ctx context.Context, base, stage, sku string, tl *
 					r.progress.oversold.Store(int64(a.Oversold))
 					live.audited(a)
 					tl.sampleOversold(time.Now(), a.Oversold)
+				}
+				if live != nil && n%4 == 1 { // once a second
+					live.sharded(shards.soFar(ctx))
 				}
 			}
 		}

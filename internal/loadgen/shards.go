@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"html/template"
 	"io"
 	"slices"
 	"strconv"
@@ -74,7 +75,11 @@ func startShardSampler(ctx context.Context, rdb redis.UniversalClient, stage, sk
 }
 
 // stop returns each master's load since start, busiest first.
-func (s *shardSampler) stop(ctx context.Context) []ShardLoad {
+func (s *shardSampler) stop(ctx context.Context) []ShardLoad { return s.soFar(ctx) }
+
+// soFar returns each master's load since start, busiest first; nil when
+// the masters cannot be read.
+func (s *shardSampler) soFar(ctx context.Context) []ShardLoad {
 	if s == nil || s.before == nil {
 		return nil
 	}
@@ -156,4 +161,38 @@ func (rep *Report) writeShardTable(w io.Writer) error {
 		return fmt.Errorf("write shard table: %w", err)
 	}
 	return nil
+}
+
+// shardsTemplate draws each master's part of a stage's commands as a bar.
+var shardsTemplate = template.Must(template.New("shards").Parse(`<table class="shards" data-shards>
+<thead><tr><th>master</th><th>commands</th><th class="left">share</th><th>cores</th><th>segments</th></tr></thead>
+<tbody>{{range .}}<tr data-shard="{{.Addr}}"><td>{{.Addr}}</td><td>{{.Commands}}</td><td class="left"><svg width="100" height="10" role="img" aria-label="{{printf "%.0f" .Percent}}%"><rect class="bar-sales" width="{{printf "%.1f" .Percent}}" height="10"/></svg> {{printf "%.0f" .Percent}}%</td><td>{{printf "%.2f" .Cores}}</td><td>{{len .Segments}}</td></tr>
+{{end}}</tbody></table>`))
+
+// ShardsHTML is the table of what each master of a Redis Cluster did in a
+// stage run, with each one's share of the commands; "" off a cluster.
+func ShardsHTML(shards []ShardLoad) (template.HTML, error) {
+	if len(shards) == 0 {
+		return "", nil
+	}
+	var total int64
+	for _, s := range shards {
+		total += s.Commands
+	}
+	type row struct {
+		ShardLoad
+		Percent float64
+	}
+	rows := make([]row, len(shards))
+	for i, s := range shards {
+		rows[i].ShardLoad = s
+		if total > 0 {
+			rows[i].Percent = 100 * float64(s.Commands) / float64(total)
+		}
+	}
+	var b strings.Builder
+	if err := shardsTemplate.Execute(&b, rows); err != nil {
+		return "", fmt.Errorf("render the shard table: %w", err)
+	}
+	return template.HTML(b.String()), nil //nolint:gosec // rendered by html/template
 }

@@ -1,6 +1,12 @@
 package loadgen
 
-import "testing"
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/lockstep/lockstep/internal/redistest"
+)
 
 func TestBusiestShare(t *testing.T) {
 	for _, c := range []struct {
@@ -18,5 +24,38 @@ func TestBusiestShare(t *testing.T) {
 		if share, masters := r.BusiestShare(); share != c.share || masters != c.masters {
 			t.Errorf("%s: BusiestShare() = %v, %d; want %v, %d", c.name, share, masters, c.share, c.masters)
 		}
+	}
+}
+
+// TestLiveShardsDuringTheLoad: on a cluster the running stage's figures
+// include each master's load so far, and the row and its HTML table each
+// master's load phase.
+func TestLiveShardsDuringTheLoad(t *testing.T) {
+	cluster := redistest.StartCluster(t)
+	fake := startFakeShop(t, 1)
+	sc, err := ParseScenario([]byte("runs:\n  - stage: atomic\n    stock: 100000\n    duration: 800ms\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &recordingWatcher{}
+	rep, err := Run(context.Background(), Config{Target: fake.proxy, Scenario: sc, Watch: w, RedisCluster: cluster.Addrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.sampling.Wait()
+	seen := 0
+	for _, s := range w.live {
+		seen = max(seen, len(s.Shards))
+	}
+	if seen != 3 {
+		t.Errorf("the live figures showed %d masters at most; want the cluster's 3", seen)
+	}
+	shards := rep.Stages[0].Shards
+	html, err := ShardsHTML(shards)
+	if err != nil || len(shards) != 3 || strings.Count(string(html), "data-shard=") != 3 {
+		t.Errorf("the row's masters %+v, drawn %q (%v); want 3 rows", shards, html, err)
+	}
+	if html, _ := ShardsHTML(nil); html != "" {
+		t.Errorf("ShardsHTML off a cluster = %q, want nothing", html)
 	}
 }

@@ -41,6 +41,7 @@ type LiveStage struct {
 	oversold int
 	stock    *int
 	trace    *SaleTrace
+	shards   []ShardLoad
 }
 
 // LiveSnapshot is a copy of a LiveStage's figures at one moment.
@@ -59,12 +60,15 @@ type LiveSnapshot struct {
 	Stock *int
 	// Trace is the best sale traced so far (Config.TraceSales).
 	Trace *SaleTrace
+	// Shards is what each master of a Redis Cluster did in the load phase
+	// so far, busiest first; nil off a cluster.
+	Shards []ShardLoad
 }
 
 // Snapshot copies the figures so far.
 func (l *LiveStage) Snapshot() LiveSnapshot {
 	l.mu.Lock()
-	s := LiveSnapshot{Phase: l.phase, Oversold: l.oversold, MaxHolders: l.maxHeld, Trace: l.trace, Stock: l.stock}
+	s := LiveSnapshot{Phase: l.phase, Oversold: l.oversold, MaxHolders: l.maxHeld, Trace: l.trace, Stock: l.stock, Shards: l.shards}
 	tl := l.tl
 	l.mu.Unlock()
 	if tl == nil {
@@ -105,6 +109,15 @@ func (l *LiveStage) audited(a Audit) {
 	defer l.mu.Unlock()
 	stock := a.Stock
 	l.oversold, l.maxHeld, l.stock = a.Oversold, a.MaxHolders, &stock
+}
+
+func (l *LiveStage) sharded(shards []ShardLoad) {
+	if l == nil || shards == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.shards = shards
 }
 
 func (l *LiveStage) traced(t *SaleTrace) {
