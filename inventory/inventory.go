@@ -427,6 +427,7 @@ func (inv *Inventory) SetFaults(ctx context.Context, stageID string, f Faults) e
 func unsupportedFaults(id string, s stage, f Faults) error {
 	_, guarded := s.(*guardedStage)
 	_, fenced := s.(*fencedStage)
+	_, segmented := s.(*segmentedStage)
 	var watchdogMutex bool // the stage's lock is a watchdog lock on the stock's Redis
 	var tokens bool        // the stage's lock can fence
 	switch st := s.(type) {
@@ -439,7 +440,7 @@ func unsupportedFaults(id string, s stage, f Faults) error {
 	switch {
 	case f.CrashHoldingLock && !catalog[catalogIndex[id]].redisLock:
 		return fmt.Errorf("%w: crash_holding_lock: stage %s holds no Redis lock", ErrInvalid, id)
-	case (f.PauseBeforeWrite || f.TrackHolders) && !guarded && !fenced:
+	case (f.PauseBeforeWrite || f.TrackHolders) && !guarded && !fenced && !segmented:
 		return fmt.Errorf("%w: pause_before_write and track_holders need a read-modify-write under one lock, which %s does not have", ErrInvalid, id)
 	case f.WaitReplicas > 0 && !watchdogMutex:
 		return fmt.Errorf("%w: wait_replicas applies to the watchdog locks of watchdog, segmented and fenced, not to %s", ErrInvalid, id)

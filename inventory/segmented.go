@@ -302,6 +302,11 @@ func (s *segmentedStage) sellFrom(ctx context.Context, g watchdogGuard, tags []s
 		return Sale{}, err
 	}
 	defer s.release(ctx, tag, release)
+	leave, err := s.enterHeld(ctx, tag, f)
+	if err != nil {
+		return Sale{}, err
+	}
+	defer leave() // before the release
 	stock, err := s.store.stock(ctx, tag)
 	if errors.Is(err, errNoStock) {
 		stock, err = 0, nil // dropped by a reset to fewer segments
@@ -369,6 +374,11 @@ func (s *segmentedStage) reset(ctx context.Context, sku string, stock int64, n i
 			return err
 		}
 	}
+	for _, tag := range order {
+		if err := s.holders.reset(ctx, tag); err != nil {
+			return err
+		}
+	}
 	_, err = s.rdb().Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, tag := range oldTags {
 			if !slices.Contains(newTags, tag) {
@@ -413,7 +423,19 @@ func (s *segmentedStage) audit(ctx context.Context, sku string) (Audit, error) {
 		}
 		per[i], total = c, total.add(c)
 	}
-	return auditOf(total, per), nil
+	a := auditOf(total, per)
+	// Sales in different segments hold different locks: the most holders
+	// of one segment's lock at once is what a lost lock shows.
+	for _, tag := range tags {
+		most, err := s.holders.max(ctx, tag)
+		if err != nil {
+			return Audit{}, err
+		}
+		if most != nil && (a.MaxHolders == nil || *most > *a.MaxHolders) {
+			a.MaxHolders = most
+		}
+	}
+	return a, nil
 }
 
 // defaultAudit is the audit of a SKU nobody sold or reset yet.

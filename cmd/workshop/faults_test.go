@@ -54,9 +54,9 @@ func TestFailureScenarios(t *testing.T) {
 		require(t, "redis-cli", "redis-cli")
 		out := filepath.Join(t.ArtifactDir(), "cluster-failover")
 		rep, stdout, _ := runWorkshop(t, 4*time.Minute, "--shop-bin", bins.shop, "--redis", "cluster", "--lock-servers", "off",
-			"--scenario", "failover", "--only", "watchdog,fenced", "--out", out)
+			"--scenario", "failover", "--only", "watchdog,fenced,segmented", "--out", out)
 		t.Logf("report in %s:\n%s", out, stdout)
-		checkFailover(t, faultRows(t, rep), "watchdog", "watchdog+WAIT", "fenced")
+		checkFailover(t, faultRows(t, rep), "watchdog", "watchdog+WAIT", "fenced", "segmented", "segmented+WAIT")
 	})
 }
 
@@ -219,29 +219,33 @@ func checkFailover(t *testing.T, rows map[string]*loadgen.StageRun, only ...stri
 		holders    int64
 		consistent bool
 		sold       int
+		oversold   int
 	}{
 		// The first holder's stale write lands next to the second's.
-		{"watchdog", 200, 2, false, 2},
+		{"watchdog", 200, 2, false, 2, 0},
 		// The master cannot get the grant confirmed: the first sale never holds.
-		{"watchdog+WAIT", 503, 1, true, 1},
+		{"watchdog+WAIT", 503, 1, true, 1, 0},
 		// Two holders, the same token, one write.
-		{"fenced", 423, 2, true, 1},
+		{"fenced", 423, 2, true, 1, 0},
+		// A segment's lock the same way: the one unit sold twice.
+		{"segmented", 200, 2, false, 2, 1},
+		{"segmented+WAIT", 503, 1, true, 1, 0},
 		// Two masters of three still hold the lock: the second sale waits.
-		{"redlock", 200, 1, true, 2},
+		{"redlock", 200, 1, true, 2, 0},
 		// Consensus: the new leader has the lock, the second sale waits
 		// (and may lose its own session to the killed leader: sold 1 or 2,
 		// every sale accounted).
-		{"etcd", 200, 1, true, 0},
-		{"zookeeper", 200, 1, true, 0},
+		{"etcd", 200, 1, true, 0, 0},
+		{"zookeeper", 200, 1, true, 0, 0},
 	} {
 		if len(only) > 0 && !slices.Contains(only, tc.label) {
 			continue
 		}
 		r := row(t, rows, "failover/"+tc.label)
 		soldRight := r.Audit.Sold == tc.sold || tc.sold == 0 && accounted(r)
-		if r.Fault.VictimStatus != tc.victim || holders(r) != tc.holders || r.Consistent != tc.consistent || !soldRight || r.Oversold != 0 {
-			t.Errorf("failover/%s: holder answered %q, %d holders, audit %+v; want %d, %d holders, consistent %t, %d sold",
-				tc.label, r.Fault.VictimAnswer, holders(r), r.Audit, tc.victim, tc.holders, tc.consistent, tc.sold)
+		if r.Fault.VictimStatus != tc.victim || holders(r) != tc.holders || r.Consistent != tc.consistent || !soldRight || r.Oversold != tc.oversold {
+			t.Errorf("failover/%s: holder answered %q, %d holders, audit %+v; want %d, %d holders, consistent %t, %d sold, %d oversold",
+				tc.label, r.Fault.VictimAnswer, holders(r), r.Audit, tc.victim, tc.holders, tc.consistent, tc.sold, tc.oversold)
 		}
 		if r.Fault.HealedAtMS <= r.Fault.AtMS {
 			t.Errorf("failover/%s: healed at %.0f ms, the fault at %.0f ms", tc.label, r.Fault.HealedAtMS, r.Fault.AtMS)

@@ -25,7 +25,7 @@ func (st *faultState) crash(ctx context.Context) error {
 	st.note("%s was killed with SIGKILL while holding the lock", victim)
 	// A killed process holds nothing: its count must not make the next
 	// holder look like a second one.
-	if err := r.forgetHolder(ctx, st.run.Stage, r.cfg.Scenario.SKU, victim); err != nil {
+	if err := st.forgetHolder(ctx, victim); err != nil {
 		return err
 	}
 	if err := st.setFaults(ctx, st.run.Faults, namesBut(r.names, victim)); err != nil {

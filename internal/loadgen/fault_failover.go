@@ -29,7 +29,7 @@ func (st *faultState) failover(ctx context.Context) error {
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
 		return err
 	}
-	lockKey := "lockstep:" + st.run.Stage + ":{" + r.cfg.Scenario.SKU + "}:lock"
+	lockKey := st.lockKey()
 	loadSKU, err := st.loadSKU(ctx, lockKey)
 	if err != nil {
 		return err

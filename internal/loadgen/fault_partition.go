@@ -59,7 +59,7 @@ func (st *faultState) partition(ctx context.Context) error {
 // no sale inside the critical section any more; the returned function
 // waits for that moment (zero when it did not come within holdTimeout).
 func (st *faultState) watchLeave(ctx context.Context, name string) func() time.Time {
-	key := holdersKey(st.run.Stage, st.r.cfg.Scenario.SKU)
+	key := st.holdersKey()
 	var at time.Time
 	done := make(chan struct{})
 	go func() {

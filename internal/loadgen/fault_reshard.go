@@ -45,7 +45,7 @@ func (st *faultState) reshard(ctx context.Context) error {
 // split it, else of the SKU.
 func movedKey(stage, sku string, n int) string {
 	if n = segmentCount(stage, n); n > 0 {
-		return segmentStockKey(stage, sku, 0, n)
+		return segmentKey(stage, sku, 0, n, "stock")
 	}
 	return "lockstep:" + stage + ":{" + sku + "}:stock"
 }
@@ -63,7 +63,8 @@ func segmentCount(stage string, n int) int {
 	return n
 }
 
-// segmentStockKey is the stock key of segment i of n of sku.
-func segmentStockKey(stage, sku string, i, n int) string {
-	return "lockstep:" + stage + ":{" + segments.Tag(sku, i, n) + "}:stock"
+// segmentKey is the key of segment i of n of sku that ends in suffix
+// ("stock", "lock").
+func segmentKey(stage, sku string, i, n int, suffix string) string {
+	return "lockstep:" + stage + ":{" + segments.Tag(sku, i, n) + "}:" + suffix
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstep/lockstep/segments"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/lockstep/lockstep/internal/sleep"
@@ -85,13 +87,13 @@ func (r *runner) faultStep(ctx context.Context, run RunSpec, row *StageRun, tl *
 // lockState says who is inside the critical section and how long the
 // stage's lock has left, for the notes.
 func (st *faultState) lockState(ctx context.Context) string {
-	inside, err := st.r.holders.HGetAll(ctx, holdersKey(st.run.Stage, st.r.cfg.Scenario.SKU)).Result()
+	inside, err := st.r.holders.HGetAll(ctx, st.holdersKey()).Result()
 	if err != nil {
 		return "holders unknown: " + err.Error()
 	}
 	state := fmt.Sprintf("inside: %v", inside)
 	if st.r.rdb != nil {
-		if ttl, err := st.r.rdb.PTTL(ctx, "lockstep:"+st.run.Stage+":{"+st.r.cfg.Scenario.SKU+"}:lock").Result(); err == nil && ttl > 0 {
+		if ttl, err := st.r.rdb.PTTL(ctx, st.lockKey()).Result(); err == nil && ttl > 0 {
 			state += fmt.Sprintf(", lock expires in %d ms", ttl.Milliseconds())
 		}
 	}
@@ -349,12 +351,33 @@ func (r *runner) livingReplicas(oneStopped bool, stopped string) []string {
 	return r.names
 }
 
-func holdersKey(stage, sku string) string { return "lockstep:" + stage + ":{" + sku + "}:holders" }
+// victimTag is the hash tag of the lock a fault step's victim sale takes:
+// the SKU's, or on segmented its first segment's — the one segment a stock
+// of a single unit fills, as the scenarios give it, so that the victim and
+// the sales after it meet on one lock (each segment counts its own
+// holders).
+func (st *faultState) victimTag() string {
+	sku := st.r.cfg.Scenario.SKU
+	if st.run.Stage == "segmented" {
+		return segments.Tag(sku, 0, segmentCount(st.run.Stage, st.run.Segments))
+	}
+	return sku
+}
 
-// forgetHolder drops a killed replica's count among the SKU's holders (see
-// the shop's track_holders).
-func (r *runner) forgetHolder(ctx context.Context, stage, sku, replica string) error {
-	if err := r.holders.HDel(ctx, holdersKey(stage, sku), replica).Err(); err != nil && !errors.Is(err, redis.Nil) {
+// lockKey is the key of the victim's lock.
+func (st *faultState) lockKey() string {
+	return "lockstep:" + st.run.Stage + ":{" + st.victimTag() + "}:lock"
+}
+
+// holdersKey is where the shops count the holders of the victim's lock.
+func (st *faultState) holdersKey() string {
+	return "lockstep:" + st.run.Stage + ":{" + st.victimTag() + "}:holders"
+}
+
+// forgetHolder drops a killed replica's count among the victim lock's
+// holders (see the shop's track_holders).
+func (st *faultState) forgetHolder(ctx context.Context, replica string) error {
+	if err := st.r.holders.HDel(ctx, st.holdersKey(), replica).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("forget %s's holders: %w", replica, err)
 	}
 	return nil

@@ -20,7 +20,7 @@ func (st *faultState) waitHolding(ctx context.Context, name string, answered <-c
 func (st *faultState) waitHoldingWithin(ctx context.Context, name string, answered <-chan saleAnswer, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	key := holdersKey(st.run.Stage, st.r.cfg.Scenario.SKU)
+	key := st.holdersKey()
 	return st.poll(ctx, answered, func() bool {
 		n, _ := st.r.holders.HGet(ctx, key, name).Int()
 		return n > 0
@@ -46,7 +46,7 @@ func (st *faultState) waitStopped(ctx context.Context, answered <-chan saleAnswe
 // waitOtherHolder waits a little for a holder other than except to be
 // inside its critical section.
 func (st *faultState) waitOtherHolder(ctx context.Context, except string) bool {
-	key := holdersKey(st.run.Stage, st.r.cfg.Scenario.SKU)
+	key := st.holdersKey()
 	ctx, cancel := context.WithTimeout(ctx, secondHolderWait)
 	defer cancel()
 	return st.poll(ctx, nil, func() bool {

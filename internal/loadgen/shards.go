@@ -66,7 +66,7 @@ func startShardSampler(ctx context.Context, rdb redis.UniversalClient, stage, sk
 	s := &shardSampler{rdb: cluster, start: time.Now(), segments: map[string][]int{}}
 	s.before, _ = s.read(ctx) // a failed read leaves the run without shard figures
 	for i := range n {
-		if master, err := cluster.MasterForKey(ctx, segmentStockKey(stage, sku, i, n)); err == nil {
+		if master, err := cluster.MasterForKey(ctx, segmentKey(stage, sku, i, n, "stock")); err == nil {
 			addr := master.Options().Addr
 			s.segments[addr] = append(s.segments[addr], i)
 		}
