@@ -1,9 +1,10 @@
-// Package slotretry retries what a Redis Cluster refuses while a slot moves
-// between masters: TRYAGAIN (a multi-key command or script whose keys are
-// split between the two nodes for a moment) and MOVED or ASK that go-redis
-// stopped following (it follows three, and its TRYAGAIN retries count
-// among them). Redis answers each of them without running the command, so
-// running it again cannot apply it twice.
+// Package slotretry retries what a Redis Cluster refuses while a slot
+// moves between masters, or has no master for a moment: TRYAGAIN (a
+// multi-key command or script whose keys are split between the two nodes
+// for a moment), MOVED or ASK that go-redis stopped following (it follows
+// three, and its TRYAGAIN retries count among them), and CLUSTERDOWN (a
+// failover under way). Redis answers each of them without running the
+// command, so running it again cannot apply it twice.
 package slotretry
 
 import (
@@ -19,9 +20,12 @@ const (
 	most  = 200 * time.Millisecond
 )
 
-// Refused reports an error a moving slot answers before running anything.
+// Refused reports an error a moving slot answers before running anything,
+// or CLUSTERDOWN, which a node answers while its slot has no master (a
+// failover under way), again without running the command.
 func Refused(err error) bool {
-	return redis.HasErrorPrefix(err, "TRYAGAIN") || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
+	return redis.HasErrorPrefix(err, "TRYAGAIN") || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") ||
+		redis.HasErrorPrefix(err, "CLUSTERDOWN")
 }
 
 // Do runs op until its error is not Refused or ctx is done, and returns

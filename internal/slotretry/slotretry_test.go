@@ -21,6 +21,7 @@ func TestRetriesOnlyWhatAMovingSlotRefuses(t *testing.T) {
 		{proto("TRYAGAIN Multiple keys request during rehashing of slot"), 3},
 		{proto("MOVED 4114 127.0.0.1:7001"), 3},
 		{proto("ASK 4114 127.0.0.1:7001"), 3},
+		{proto("CLUSTERDOWN The cluster is down"), 3},
 		{proto("ERR wrong number of arguments"), 1},
 		{errors.New("dial tcp: connection refused"), 1},
 		{nil, 1},
