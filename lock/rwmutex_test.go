@@ -10,17 +10,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// overlappingReaders keeps the read lock of name held by at least one of two
-// Clients' readers, taking turns, until stop is closed.
-func overlappingReaders(t *testing.T, ctx context.Context, clients [2]*Client, name string, stop <-chan struct{}) *sync.WaitGroup {
+// overlappingReaders keeps the read lock of name held by readers of
+// clients, each holding it for readHold and taking it again at once, their
+// starts spread over the hold so that every instant is covered by several:
+// one reader's gap between its unlock and its next lock, however long a
+// loaded machine makes it, is covered by the others.
+func overlappingReaders(t *testing.T, ctx context.Context, clients []*Client, name string, stop <-chan struct{}) *sync.WaitGroup {
 	t.Helper()
+	const readHold = 80 * time.Millisecond
 	var wg sync.WaitGroup
 	for i, c := range clients {
 		wg.Go(func() {
 			r := c.RWMutex(name).ReadLocker()
-			if i == 1 {
-				time.Sleep(15 * time.Millisecond) // overlap the other reader's hold
-			}
+			time.Sleep(time.Duration(i) * readHold / time.Duration(len(clients)))
 			for {
 				select {
 				case <-stop:
@@ -30,7 +32,7 @@ func overlappingReaders(t *testing.T, ctx context.Context, clients [2]*Client, n
 				if ok, err := r.TryLock(ctx, 50*time.Millisecond, 0); err != nil || !ok {
 					continue // held back by the writer: try again
 				}
-				time.Sleep(30 * time.Millisecond)
+				time.Sleep(readHold)
 				_ = r.Unlock(ctx)
 			}
 		})
@@ -52,7 +54,10 @@ func TestRWMutexWriterIsNotStarvedByOverlappingReaders(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxTimeout(t, 10*time.Second)
 			name := "rw-starve-" + tc.name
-			readers := [2]*Client{newClient(t, srv, tc.opts...), newClient(t, srv, tc.opts...)}
+			var readers []*Client
+			for range 4 {
+				readers = append(readers, newClient(t, srv, tc.opts...))
+			}
 			stop := make(chan struct{})
 			wg := overlappingReaders(t, ctx, readers, name, stop)
 			defer wg.Wait()
