@@ -108,10 +108,16 @@ type Hold struct {
 // when the hold is released or the session it was taken in is lost.
 func (s *Session) Acquire(ctx context.Context, path string) (*Hold, error) {
 	alive := s.alive() // the session this acquisition runs in
-	if err := s.ensure(path); err != nil {
-		return nil, fmt.Errorf("zklock: create the lock node: %w", err)
-	}
 	node, err := s.conn.CreateProtectedEphemeralSequential(path+"/lock-", nil, zk.WorldACL(zk.PermAll))
+	if errors.Is(err, zk.ErrNoNode) {
+		// Curator's way: the lock's node and its parents are created when
+		// the waiter's create finds them missing, not with a round trip
+		// each on every acquisition.
+		if err := s.ensure(path); err != nil {
+			return nil, fmt.Errorf("zklock: create the lock node: %w", err)
+		}
+		node, err = s.conn.CreateProtectedEphemeralSequential(path+"/lock-", nil, zk.WorldACL(zk.PermAll))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("zklock: create the waiter node: %w", err)
 	}
@@ -208,6 +214,18 @@ func (s *Session) Drop(path string) error {
 		}
 	}
 	return nil
+}
+
+// Nodes is how many waiters' and holders' nodes the lock at path has.
+func (s *Session) Nodes(path string) (int, error) {
+	children, _, err := s.conn.Children(path)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("zklock: list lock nodes: %w", err)
+	}
+	return len(children), nil
 }
 
 // ensure creates path and its parents as persistent nodes when missing.
