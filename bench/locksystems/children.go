@@ -51,9 +51,17 @@ type childSpec struct {
 
 // An event is a line a child prints: what happened, and when.
 type event struct {
-	Name string    `json:"event"`
-	At   time.Time `json:"at"` // the wall clock: the parent compares it with its own
-	Err  string    `json:"err,omitempty"`
+	Name  string    `json:"event"`
+	At    time.Time `json:"at"` // the wall clock: the parent compares it with its own
+	Err   string    `json:"err,omitempty"`
+	Probe *probed   `json:"probe,omitempty"` // the probe's failed attempts
+}
+
+// probed is what a probe's failed attempts were.
+type probed struct {
+	Failed        int           `json:"failed"`
+	Slowest       time.Duration `json:"slowest"`        // the longest failed attempt
+	SlowestReason string        `json:"slowest_reason"` // its error
 }
 
 // The events a child prints.
@@ -316,8 +324,12 @@ func acquire(ctx context.Context, spec childSpec, conn connection, check *shared
 		return err
 	}
 	if spec.ProbeKey != "" {
-		at, err := probe(ctx, l, spec.ProbeKey, spec.ProbeBound)
-		if err := c.emitAt(evProbed, at, err); err != nil {
+		at, attempts, err := probe(ctx, l, spec.ProbeKey, spec.ProbeBound)
+		ev := event{Name: evProbed, At: at, Probe: &attempts}
+		if err != nil {
+			ev.Err = err.Error()
+		}
+		if err := c.events.Encode(ev); err != nil {
 			return err
 		}
 	}
@@ -339,20 +351,26 @@ func acquire(ctx context.Context, spec childSpec, conn connection, check *shared
 }
 
 // probe locks and unlocks key until a lock succeeds, or bound passes, and
-// says when the lock succeeded: an attempt that fails (no leader yet) is
-// retried after 20 ms.
-func probe(ctx context.Context, l locker, key string, bound time.Duration) (time.Time, error) {
+// says when the lock succeeded and what the attempts that failed (no leader
+// yet) were; each is retried after 20 ms.
+func probe(ctx context.Context, l locker, key string, bound time.Duration) (time.Time, probed, error) {
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
+	var p probed
 	for {
+		start := time.Now()
 		unlock, err := l.lock(ctx, key)
 		if err == nil {
 			at := time.Now()
-			return at, unlock(ctx)
+			return at, p, unlock(ctx)
+		}
+		p.Failed++
+		if took := time.Since(start); took > p.Slowest {
+			p.Slowest, p.SlowestReason = took, err.Error()
 		}
 		select {
 		case <-ctx.Done():
-			return time.Now(), fmt.Errorf("no lock within %v: %w", bound, err)
+			return time.Now(), p, fmt.Errorf("no lock within %v: %w", bound, err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -104,6 +104,7 @@ type failedOver struct {
 	none     string        // why there was no failover to measure
 	holders  int64         // the most critical sections under way at once
 	stalled  time.Duration // from the kill until a free lock could be taken (elects only)
+	attempts probed        // the attempts at the free lock that failed before
 	elected  time.Duration // from the kill until the survivors agreed on a leader (elects only)
 	elects   bool
 	otherOut bool // the other process did not get the held lock within the bound
@@ -169,7 +170,7 @@ func measureFailover(ctx context.Context, r *run, s system) (failedOver, error) 
 			electErr = fo.awaitLeader(ctx)
 			f.elected = time.Since(killed)
 		}()
-		f.stalled, err = probeAfter(other, killed)
+		f.stalled, f.attempts, err = probeAfter(other, killed)
 		<-elected
 		if err = errors.Join(err, electErr); err != nil {
 			return failedOver{}, err
@@ -198,17 +199,19 @@ func measureFailover(ctx context.Context, r *run, s system) (failedOver, error) 
 }
 
 // probeAfter starts the other process and returns how long after the kill
-// it took its free lock.
-func probeAfter(other *childProcess, killed time.Time) (time.Duration, error) {
+// it took its free lock, and what its failed attempts were.
+func probeAfter(other *childProcess, killed time.Time) (time.Duration, probed, error) {
 	if err := other.send(wordGo); err != nil {
-		return 0, err
+		return 0, probed{}, err
 	}
 	ev, err := other.expect(evProbed)
-	if err != nil {
-		return 0, err
+	switch {
+	case err != nil:
+		return 0, probed{}, err
+	case ev.Err != "":
+		return 0, probed{}, fmt.Errorf("after the failover: %s", ev.Err)
+	case ev.Probe == nil:
+		return 0, probed{}, fmt.Errorf("after the failover: the probe's attempts not told")
 	}
-	if ev.Err != "" {
-		return 0, fmt.Errorf("after the failover: %s", ev.Err)
-	}
-	return ev.At.Sub(killed), nil
+	return ev.At.Sub(killed), *ev.Probe, nil
 }

@@ -63,5 +63,9 @@ func (f failedOver) stallCell() string {
 	case !f.elects:
 		return "- (replica promoted by the bench at once)"
 	}
-	return fmt.Sprintf("%s (a leader after %s)", seconds(f.stalled), seconds(f.elected))
+	cell := fmt.Sprintf("%s (a leader after %s", seconds(f.stalled), seconds(f.elected))
+	if a := f.attempts; a.Failed > 0 {
+		cell += fmt.Sprintf("; %d attempts failed, the longest in %s: %s", a.Failed, seconds(a.Slowest), a.SlowestReason)
+	}
+	return cell + ")"
 }
