@@ -65,7 +65,7 @@ func (f failedOver) stallCell() string {
 	}
 	cell := fmt.Sprintf("%s (a leader after %s", seconds(f.stalled), seconds(f.elected))
 	if a := f.attempts; a.Failed > 0 {
-		cell += fmt.Sprintf("; %d attempts failed, the longest in %s: %s", a.Failed, seconds(a.Slowest), a.SlowestReason)
+		cell += fmt.Sprintf("; failed attempts: %d, the longest %s: %s", a.Failed, seconds(a.Slowest), a.SlowestReason)
 	}
 	return cell + ")"
 }
