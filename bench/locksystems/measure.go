@@ -1,15 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -25,8 +19,8 @@ type uncontended struct {
 
 // measureUncontended times n lock+unlock pairs one after another, and
 // counts the server requests they cost.
-func measureUncontended(ctx context.Context, s system, srv *server, n int) (uncontended, error) {
-	l, err := s.newLocker()
+func measureUncontended(ctx context.Context, conn connection, srv *server, n int) (uncontended, error) {
+	l, err := conn.newLocker()
 	if err != nil {
 		return uncontended{}, err
 	}
@@ -42,7 +36,7 @@ func measureUncontended(ctx context.Context, s system, srv *server, n int) (unco
 		if err != nil {
 			return uncontended{}, err
 		}
-		if err := unlock(); err != nil {
+		if err := unlock(ctx); err != nil {
 			return uncontended{}, err
 		}
 		lat = append(lat, time.Since(start))
@@ -60,18 +54,7 @@ type contended struct {
 	overlaps, errors       int64
 }
 
-// childSpec is what a contending child process is told.
-type childSpec struct {
-	System     string        `json:"system"`
-	Endpoints  endpoints     `json:"endpoints"`
-	Index      int           `json:"index"` // of the process: its goroutines' keys follow
-	Goroutines int           `json:"goroutines"`
-	Keys       int           `json:"keys"`
-	Duration   time.Duration `json:"duration"`
-	Shared     string        `json:"shared"` // the sharedcheck file
-}
-
-// childResult is what a child process did.
+// childResult is what a contending child process did.
 type childResult struct {
 	Acquired int64 `json:"acquired"`
 	Errors   int64 `json:"errors"`
@@ -81,73 +64,46 @@ type childResult struct {
 // goroutines on keys keys (goroutine g of process p on key (p·G+g) mod
 // keys), started together once every child is connected, and sums what
 // they did; the server's CPU is read around it.
-func measureProcesses(ctx context.Context, cfg config, ep endpoints, name string, srv *server, keys int, dir string) (contended, error) {
-	shared := filepath.Join(dir, "shared")
-	check, err := sharedcheck.Create(shared)
+func measureProcesses(ctx context.Context, r *run, s system, keys int) (contended, error) {
+	check, shared, err := r.sharedCheck()
 	if err != nil {
 		return contended{}, err
 	}
 	defer check.Close()
-	self, err := os.Executable()
-	if err != nil {
-		return contended{}, err
-	}
-	type proc struct {
-		cmd   *exec.Cmd
-		start io.WriteCloser
-		lines *bufio.Scanner
-	}
-	procs := make([]proc, cfg.procs)
+	procs := make([]*childProcess, 0, r.cfg.procs)
 	defer func() {
 		for _, p := range procs {
-			if p.cmd != nil && p.cmd.ProcessState == nil {
-				_ = p.cmd.Process.Kill()
-				_ = p.cmd.Wait()
-			}
+			p.stop()
 		}
 	}()
-	for i := range procs {
-		spec, err := json.Marshal(childSpec{System: name, Endpoints: ep, Index: i, Goroutines: cfg.goroutines, Keys: keys, Duration: cfg.duration, Shared: shared})
+	for i := range r.cfg.procs {
+		p, err := startChild(ctx, childSpec{Role: roleContend, System: s.name, Endpoints: r.servers.endpoints, Lease: steadyLease,
+			Shared: shared, Index: i, Goroutines: r.cfg.goroutines, Keys: keys, Duration: r.cfg.duration})
 		if err != nil {
 			return contended{}, err
 		}
-		cmd := exec.CommandContext(ctx, self, "-child", string(spec))
-		cmd.Stderr = os.Stderr
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			return contended{}, err
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			return contended{}, err
-		}
-		if err := cmd.Start(); err != nil {
-			return contended{}, err
-		}
-		procs[i] = proc{cmd: cmd, start: stdin, lines: bufio.NewScanner(stdout)}
+		procs = append(procs, p)
 	}
 	for i, p := range procs {
-		if !p.lines.Scan() || p.lines.Text() != "ready" {
-			return contended{}, fmt.Errorf("child %d did not get ready: %v", i, p.lines.Err())
+		if _, err := p.expect(evReady); err != nil {
+			return contended{}, fmt.Errorf("child %d did not get ready: %w", i, err)
 		}
 	}
+	srv := r.servers.of(s.name)
 	cpuBefore := srv.cpu()
 	start := time.Now()
 	for _, p := range procs {
-		if _, err := io.WriteString(p.start, "go\n"); err != nil {
+		if err := p.send(wordGo); err != nil {
 			return contended{}, err
 		}
 	}
 	var total childResult
 	for i, p := range procs {
-		if !p.lines.Scan() {
-			return contended{}, fmt.Errorf("child %d: no result: %v", i, p.lines.Err())
-		}
 		var res childResult
-		if err := json.Unmarshal(p.lines.Bytes(), &res); err != nil {
+		if err := p.decode(&res); err != nil {
 			return contended{}, fmt.Errorf("child %d: %w", i, err)
 		}
-		if err := p.cmd.Wait(); err != nil {
+		if err := p.wait(); err != nil {
 			return contended{}, fmt.Errorf("child %d: %w", i, err)
 		}
 		total.Acquired += res.Acquired
@@ -161,45 +117,30 @@ func measureProcesses(ctx context.Context, cfg config, ep endpoints, name string
 	return c, nil
 }
 
-// child is one contending process: it connects, says "ready", waits for
-// "go", runs its goroutines for the spec's duration and prints its result.
-func child(ctx context.Context, cfg config) error {
-	var spec childSpec
-	if err := json.Unmarshal([]byte(cfg.child), &spec); err != nil {
-		return fmt.Errorf("child spec: %w", err)
-	}
-	check, err := sharedcheck.Open(spec.Shared)
-	if err != nil {
-		return err
-	}
-	defer check.Close()
-	systems, closeSystems, err := newSystems(ctx, spec.Endpoints)
-	defer closeSystems()
-	if err != nil {
-		return err
-	}
-	i := slices.IndexFunc(systems, func(s system) bool { return s.name == spec.System })
-	if i < 0 {
-		return fmt.Errorf("no system %q", spec.System)
-	}
+// contend is a contending child: its lockers, "ready", then on "go" its
+// goroutines for the spec's duration, and its result.
+func contend(ctx context.Context, spec childSpec, conn connection, check *sharedcheck.Check, c *childIO) error {
 	lockers := make([]locker, spec.Goroutines)
 	for g := range lockers {
-		if lockers[g], err = systems[i].newLocker(); err != nil {
+		l, err := conn.newLocker()
+		if err != nil {
 			return err
 		}
-		defer lockers[g].close()
+		defer l.close()
+		lockers[g] = l
 	}
-	fmt.Println("ready")
-	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
-		return fmt.Errorf("wait for go: %w", err)
+	if err := c.emit(evReady, nil); err != nil {
+		return err
 	}
-	res := contend(ctx, spec, lockers, check)
-	return json.NewEncoder(os.Stdout).Encode(res)
+	if err := c.await(wordGo); err != nil {
+		return err
+	}
+	return c.events.Encode(contendFor(ctx, spec, lockers, check))
 }
 
-// contend runs the goroutines: lock, mark the key's critical section in
-// the shared page, unlock, as fast as they can.
-func contend(ctx context.Context, spec childSpec, lockers []locker, check *sharedcheck.Check) childResult {
+// contendFor runs the goroutines: lock, mark the key's critical section in
+// the shared check, unlock, as fast as they can.
+func contendFor(ctx context.Context, spec childSpec, lockers []locker, check *sharedcheck.Check) childResult {
 	var acquired, failures atomic.Int64
 	runCtx, cancel := context.WithTimeout(ctx, spec.Duration)
 	defer cancel()
@@ -223,7 +164,7 @@ func contend(ctx context.Context, spec childSpec, lockers []locker, check *share
 				check.Enter(slot % sharedcheck.Slots)
 				acquired.Add(1)
 				check.Leave(slot % sharedcheck.Slots)
-				if err := unlock(); err != nil {
+				if err := unlock(context.WithoutCancel(runCtx)); err != nil {
 					failures.Add(1)
 				}
 			}

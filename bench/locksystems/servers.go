@@ -9,9 +9,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,11 +29,13 @@ type servers struct {
 	stops     []func()
 }
 
-// server is what the parent reads of one system's server processes: their
-// CPU and memory, and how many requests they have served.
+// server is what the parent reads of one system's server processes — their
+// CPU and memory, and how many requests they have served — and how their
+// leader or master fails over.
 type server struct {
 	pids     []int
 	requests func(ctx context.Context) (int64, error)
+	failover failoverPlan
 }
 
 func (s *servers) stop() {
@@ -43,38 +47,73 @@ func (s *servers) stop() {
 func (s *servers) of(system string) *server { return s.byName[system] }
 
 // startServers starts a redis-server, a 3-member etcd cluster, MariaDB and
-// a 3-member ZooKeeper ensemble under dir; stop ends what was started, also
-// after an error.
+// a 3-member ZooKeeper ensemble under dir, side by side (MariaDB's data
+// directory and the JVMs take seconds each); stop ends what was started,
+// also after an error.
 func startServers(ctx context.Context, dir string) (*servers, error) {
 	s := &servers{byName: make(map[string]*server)}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	sub := func(name string) string {
-		d := dir + "/" + name
-		_ = os.MkdirAll(d, 0o755)
-		return d
+	var (
+		rs    *lockserver.Redis
+		etcd  *lockserver.Etcd
+		maria *lockserver.MariaDB
+		zk    *lockserver.ZooKeeper
+		mu    sync.Mutex
+		errs  []error
+		wg    sync.WaitGroup
+	)
+	// start runs one server's start in its own directory and keeps its
+	// stop, if it started something, also with an error.
+	start := func(name string, f func(dir string) (stop func(), err error)) {
+		wg.Go(func() {
+			d := filepath.Join(dir, name)
+			stop, err := func() (func(), error) {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return nil, err
+				}
+				return f(d)
+			}()
+			mu.Lock()
+			defer mu.Unlock()
+			if stop != nil {
+				s.stops = append(s.stops, stop)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+		})
 	}
-	rs, err := lockserver.StartRedis(ctx, sub("redis"))
-	if err != nil {
-		return s, err
-	}
-	s.stops = append(s.stops, rs.Stop)
-	etcd, err := lockserver.StartEtcd(ctx, sub("etcd"), 3)
-	if err != nil {
-		return s, err
-	}
-	s.stops = append(s.stops, etcd.Stop)
-	maria, err := lockserver.StartMariaDB(ctx, sub("mariadb"))
-	if err != nil {
-		return s, err
-	}
-	s.stops = append(s.stops, maria.Stop)
-	zk, err := lockserver.StartZooKeeper(ctx, sub("zookeeper"), 3)
-	if err != nil {
-		return s, err
-	}
-	s.stops = append(s.stops, zk.Stop)
-	if err := createMySQLTable(ctx, maria); err != nil {
+	start("redis", func(d string) (func(), error) {
+		var err error
+		if rs, err = lockserver.StartRedis(ctx, d); err != nil {
+			return nil, err
+		}
+		return rs.Stop, nil
+	})
+	start("etcd", func(d string) (func(), error) {
+		var err error
+		if etcd, err = lockserver.StartEtcd(ctx, d, 3); err != nil {
+			return nil, err
+		}
+		return etcd.Stop, nil
+	})
+	start("mariadb", func(d string) (func(), error) {
+		var err error
+		if maria, err = lockserver.StartMariaDB(ctx, d); err != nil {
+			return nil, err
+		}
+		return maria.Stop, createMySQLTable(ctx, maria)
+	})
+	start("zookeeper", func(d string) (func(), error) {
+		var err error
+		if zk, err = lockserver.StartZooKeeper(ctx, d, 3); err != nil {
+			return nil, err
+		}
+		return zk.Stop, nil
+	})
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return s, err
 	}
 	s.endpoints = endpoints{Redis: rs.Addr, Etcd: etcd.Endpoints, MySQL: maria.DSN("bench"), ZooKeeper: zk.Servers}
@@ -86,20 +125,17 @@ func startServers(ctx context.Context, dir string) (*servers, error) {
 		return s, err
 	}
 	s.stops = append(s.stops, func() { _ = db.Close() })
-	redisServer := &server{pids: []int{rs.Pid()}, requests: func(ctx context.Context) (int64, error) {
+	redisServer := &server{pids: []int{rs.Pid()}, failover: promotionPlan(s.endpoints), requests: func(ctx context.Context) (int64, error) {
 		return redisCommands(ctx, rdb)
 	}}
 	s.byName[redisToken] = redisServer
 	s.byName[redisWatchdog] = redisServer
-	s.byName[etcdMutex] = &server{pids: pidsOf(len(etcd.Endpoints), etcd.Pid), requests: func(ctx context.Context) (int64, error) {
-		return etcdMessages(ctx, etcd.Endpoints)
-	}}
-	s.byName[mysqlRow] = &server{pids: []int{maria.Pid()}, requests: func(ctx context.Context) (int64, error) {
-		return mysqlQuestions(ctx, db)
-	}}
-	s.byName[zkLock] = &server{pids: pidsOf(len(zk.Servers), zk.Pid), requests: func(ctx context.Context) (int64, error) {
-		return zkReceived(ctx, zk.Servers)
-	}}
+	s.byName[etcdMutex] = &server{pids: pidsOf(len(etcd.Endpoints), etcd.Pid), failover: electionPlan(s.endpoints, etcd),
+		requests: func(ctx context.Context) (int64, error) { return etcdMessages(ctx, etcd.Endpoints) }}
+	s.byName[mysqlRow] = &server{pids: []int{maria.Pid()}, failover: failoverPlan{none: "one server: no replica to fail over to"},
+		requests: func(ctx context.Context) (int64, error) { return mysqlQuestions(ctx, db) }}
+	s.byName[zkRecipe] = &server{pids: pidsOf(len(zk.Servers), zk.Pid), failover: electionPlan(s.endpoints, zk),
+		requests: func(ctx context.Context) (int64, error) { return zkReceived(ctx, zk.Servers) }}
 	return s, nil
 }
 

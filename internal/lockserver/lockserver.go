@@ -1,7 +1,8 @@
 // Package lockserver runs the lock servers the articles set beside Redis —
-// an etcd cluster and a MariaDB server (ZooKeeper to follow) — as child
-// processes on free loopback ports with private data directories, for the
-// workshop and for tests. Each Stop kills what its Start began.
+// an etcd cluster, a ZooKeeper ensemble and a MariaDB server — and Redis
+// itself (with a replica to fail over to) as child processes on free
+// loopback ports with private data directories, for the workshop, the
+// benchmarks and tests. Each Stop kills what its Start began.
 package lockserver
 
 import (

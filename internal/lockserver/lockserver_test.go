@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockstep/lockstep/internal/lockserver/lockservertest"
 )
 
@@ -63,5 +65,45 @@ func TestLeaderFailover(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// A replica has what its master wrote before it was cut off and not what
+// came after; promoted, it takes writes.
+func TestRedisReplicaCutOffAndPromoted(t *testing.T) {
+	master := lockservertest.Redis(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	replica, err := master.StartReplica(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(replica.Stop)
+	onMaster := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer onMaster.Close()
+	onReplica := redis.NewClient(&redis.Options{Addr: replica.Addr})
+	defer onReplica.Close()
+	if err := onMaster.Set(ctx, "before", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := onMaster.Wait(ctx, 1, 5*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.CutOff(ctx, master); err != nil {
+		t.Fatal(err)
+	}
+	if err := onMaster.Set(ctx, "after", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // long enough for a link that was still up to ship it
+	master.Stop()
+	if err := replica.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := onReplica.Exists(ctx, "before", "after").Val(); n != 1 || onReplica.Exists(ctx, "before").Val() != 1 {
+		t.Fatalf("replica has %d of the keys, want only the one written before the cut", n)
+	}
+	if err := onReplica.Set(ctx, "promoted", "1", 0).Err(); err != nil {
+		t.Fatalf("promoted replica refuses a write: %v", err)
 	}
 }

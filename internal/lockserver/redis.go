@@ -20,6 +20,12 @@ type Redis struct {
 
 // StartRedis starts a redis-server with its data under dir.
 func StartRedis(ctx context.Context, dir string) (*Redis, error) {
+	return startRedis(ctx, dir)
+}
+
+// startRedis starts a redis-server with its data under dir and extra
+// arguments, and waits until it answers PING.
+func startRedis(ctx context.Context, dir string, extra ...string) (*Redis, error) {
 	bin, err := lookPath("redis-server")
 	if err != nil {
 		return nil, err
@@ -29,20 +35,19 @@ func StartRedis(ctx context.Context, dir string) (*Redis, error) {
 		return nil, err
 	}
 	r := &Redis{Addr: loopback(ports[0])}
-	r.proc, err = startProcess(bin, []string{"--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--appendonly", "no", "--protected-mode", "no", "--loglevel", "warning"}, filepath.Join(dir, "redis.log"))
+	args := append([]string{"--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1", "--dir", dir,
+		"--save", "", "--appendonly", "no", "--protected-mode", "no", "--loglevel", "warning"}, extra...)
+	r.proc, err = startProcess(bin, args, filepath.Join(dir, "redis.log"))
 	if err != nil {
 		return nil, err
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1})
-	defer rdb.Close()
 	err = r.proc.waitUntil(ctx, "redis-server", func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		if rdb.Ping(ctx).Val() != "PONG" {
-			return errors.New("no PONG")
-		}
-		return nil
+		return r.with(ctx, func(ctx context.Context, rdb *redis.Client) error {
+			if rdb.Ping(ctx).Val() != "PONG" {
+				return errors.New("no PONG")
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		r.Stop()
@@ -51,8 +56,17 @@ func StartRedis(ctx context.Context, dir string) (*Redis, error) {
 	return r, nil
 }
 
+// with calls f with a client of the server, each call at most a second.
+func (r *Redis) with(ctx context.Context, f func(context.Context, *redis.Client) error) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1})
+	defer rdb.Close()
+	return f(ctx, rdb)
+}
+
 // Pid is the server's process id.
 func (r *Redis) Pid() int { return r.proc.Pid() }
 
-// Stop kills the server.
+// Stop kills the server with SIGKILL, as a crash would.
 func (r *Redis) Stop() { r.proc.kill() }

@@ -59,3 +59,14 @@ func ZooKeeper(t testing.TB, n int) *lockserver.ZooKeeper {
 	t.Cleanup(z.Stop)
 	return z
 }
+
+// Redis starts a redis-server for t.
+func Redis(t testing.TB) *lockserver.Redis {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	r, err := lockserver.StartRedis(ctx, t.TempDir())
+	check(t, "redis", err)
+	t.Cleanup(r.Stop)
+	return r
+}

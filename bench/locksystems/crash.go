@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// crashed is what followed a holder's kill -9.
+type crashed struct {
+	recovered time.Duration // from the kill to another process's acquisition
+	stuck     bool          // no acquisition within the bound
+	kept      bool          // stuck, and the server still kept the dead holder's record
+}
+
+// measureCrash has a child take the lock on the system's fault lease,
+// kills it with SIGKILL at once, and times until another process, ready
+// and connected beforehand, acquires the lock — within cfg.faultWait, or
+// stuck, and then whether the dead holder's key, row or node is still there.
+func measureCrash(ctx context.Context, r *run, s system, conn connection) (crashed, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.faultBudget())
+	defer cancel()
+	check, shared, err := r.sharedCheck()
+	if err != nil {
+		return crashed{}, err
+	}
+	defer check.Close()
+	const key = "crash"
+	spec := childSpec{System: s.name, Endpoints: r.servers.endpoints, Lease: s.faultLease, Shared: shared, Key: key, Bound: r.cfg.faultWait}
+	// Only the holder's lease is under test: the other process's must
+	// not expire while it waits on a loaded machine.
+	otherSpec := spec
+	otherSpec.Lease = steadyLease
+	holder, other, err := startBoth(ctx, spec, otherSpec)
+	if err != nil {
+		return crashed{}, err
+	}
+	defer holder.stop()
+	defer other.stop()
+	if err := take(holder); err != nil {
+		return crashed{}, err
+	}
+	killed := time.Now()
+	holder.kill()
+	if err := other.send(wordGo); err != nil {
+		return crashed{}, err
+	}
+	ev, err := other.next()
+	if err != nil {
+		return crashed{}, err
+	}
+	switch ev.Name {
+	case evAcquired:
+		if err := leave(other); err != nil {
+			return crashed{}, err
+		}
+		return crashed{recovered: ev.At.Sub(killed)}, nil
+	case evNotAcquired:
+		kept, err := conn.recorded(ctx, key)
+		if err != nil {
+			return crashed{}, fmt.Errorf("after a crash: read the lock's record: %w", err)
+		}
+		return crashed{stuck: true, kept: kept}, nil
+	}
+	return crashed{}, fmt.Errorf("after a crash: %q (%s)", ev.Name, ev.Err)
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"time"
+)
+
+func printHeader(cfg config) {
+	fmt.Printf("| lock | uncontended p50 | p99 | server requests / pair | one key acq/s | server CPU ms / 1000 acq | %d keys acq/s | server RSS MB | overlaps | errors "+
+		"| fault lease | after the holder's kill -9 | holders, holder frozen past its lease | holders, leader or master killed | no lock served after the kill |\n", cfg.keys)
+	fmt.Println("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|---|---|")
+}
+
+func printRow(w row) {
+	fmt.Printf("| %s | %s | %s | %.1f | %.0f | %.1f | %.0f | %.0f | %d | %d | %s | %s | %s | %s | %s |\n",
+		w.name, round(w.unc.p50), round(w.unc.p99), w.unc.requestsPerPair, w.one.perSec, w.one.cpuPerThousand, w.many.perSec,
+		float64(w.rss)/(1<<20), w.one.overlaps+w.many.overlaps, w.one.errors+w.many.errors,
+		leaseCell(w.faultLease), w.crash.cell(), w.pause.cell(), w.failover.holdersCell(), w.failover.stallCell())
+}
+
+func round(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+func leaseCell(d time.Duration) string {
+	if d == 0 {
+		return "none"
+	}
+	return d.String()
+}
+
+func (c crashed) cell() string {
+	switch {
+	case !c.stuck:
+		return "acquired after " + seconds(c.recovered)
+	case c.kept:
+		return "**stuck**: none acquired, its record still there"
+	}
+	return "none acquired, no record left"
+}
+
+func (p paused) cell() string {
+	if p.otherOut {
+		return fmt.Sprintf("%d (the other not in)", p.holders)
+	}
+	return fmt.Sprintf("%d (the other in after %s)", p.holders, seconds(p.otherIn))
+}
+
+func (f failedOver) holdersCell() string {
+	switch {
+	case f.none != "":
+		return "- (" + f.none + ")"
+	case f.otherOut:
+		return fmt.Sprintf("%d (the other not in)", f.holders)
+	}
+	return fmt.Sprintf("%d (the other in)", f.holders)
+}
+
+func (f failedOver) stallCell() string {
+	switch {
+	case f.none != "":
+		return "-"
+	case !f.elects:
+		return "- (replica promoted by the bench at once)"
+	}
+	cell := fmt.Sprintf("%s (a leader after %s", seconds(f.stalled), seconds(f.elected))
+	if a := f.attempts; a.Failed > 0 {
+		cell += fmt.Sprintf("; failed attempts: %d, the longest %s: %s", a.Failed, seconds(a.Slowest), a.SlowestReason)
+	}
+	return cell + ")"
+}
