@@ -52,21 +52,45 @@ func (h *holders) leave(ctx context.Context, tag string) {
 	}
 }
 
-// max is the most sales seen inside at once since the last reset; nil when
-// none was counted.
-func (h *holders) max(ctx context.Context, tag string) (*int64, error) {
-	n, err := h.rdb.Get(ctx, h.keys(tag)[1]).Int64()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return nil, nil
-	case err != nil:
+// max is the most sales seen inside at once since the last reset, over
+// the locks of tags (one for most stages, a segment's each for segmented);
+// nil when none was counted. One pipeline, a round trip per node.
+func (h *holders) max(ctx context.Context, tags ...string) (*int64, error) {
+	cmds := make([]*redis.StringCmd, len(tags))
+	_, err := h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, tag := range tags {
+			cmds[i] = p.Get(ctx, h.keys(tag)[1])
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailable("read max holders", err)
 	}
-	return &n, nil
+	var most *int64
+	for _, cmd := range cmds {
+		n, err := cmd.Int64()
+		switch {
+		case errors.Is(err, redis.Nil):
+			continue
+		case err != nil:
+			return nil, unavailable("read max holders", err)
+		}
+		if most == nil || n > *most {
+			most = &n
+		}
+	}
+	return most, nil
 }
 
-func (h *holders) reset(ctx context.Context, tag string) error {
-	if err := h.rdb.Del(ctx, h.keys(tag)...).Err(); err != nil {
+// reset forgets the counts of tags' locks, in one pipeline.
+func (h *holders) reset(ctx context.Context, tags ...string) error {
+	_, err := h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, tag := range tags {
+			p.Del(ctx, h.keys(tag)...) // one tag's keys share its slot
+		}
+		return nil
+	})
+	if err != nil {
 		return unavailable("reset holders", err)
 	}
 	return nil

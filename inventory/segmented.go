@@ -374,10 +374,8 @@ func (s *segmentedStage) reset(ctx context.Context, sku string, stock int64, n i
 			return err
 		}
 	}
-	for _, tag := range order {
-		if err := s.holders.reset(ctx, tag); err != nil {
-			return err
-		}
+	if err := s.holders.reset(ctx, order...); err != nil {
+		return err
 	}
 	_, err = s.rdb().Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, tag := range oldTags {
@@ -426,14 +424,8 @@ func (s *segmentedStage) audit(ctx context.Context, sku string) (Audit, error) {
 	a := auditOf(total, per)
 	// Sales in different segments hold different locks: the most holders
 	// of one segment's lock at once is what a lost lock shows.
-	for _, tag := range tags {
-		most, err := s.holders.max(ctx, tag)
-		if err != nil {
-			return Audit{}, err
-		}
-		if most != nil && (a.MaxHolders == nil || *most > *a.MaxHolders) {
-			a.MaxHolders = most
-		}
+	if a.MaxHolders, err = s.holders.max(ctx, tags...); err != nil {
+		return Audit{}, err
 	}
 	return a, nil
 }
