@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/lockserver"
 )
 
 // The failover step on --redis cluster: the master that holds the stage's
@@ -95,29 +96,14 @@ func (s *redisSet) holdClusterReplication(ctx context.Context) error {
 		return err
 	}
 	for _, r := range replicas {
-		if err := configSet(ctx, r.addr, "masterauth", "lockstep-workshop-cut-off"); err != nil {
+		if err := configSet(ctx, r.addr, "masterauth", lockserver.CutOffPassword); err != nil {
 			return err
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for _, m := range masters {
-		rdb := redis.NewClient(&redis.Options{Addr: m.addr, MaxRetries: -1})
-		err := rdb.ClientKillByFilter(ctx, "TYPE", "replica").Err()
-		if err == nil {
-			err = retry(ctx, "the masters to lose their replicas", func() error {
-				info, err := rdb.InfoMap(ctx, "replication").Result()
-				if err != nil {
-					return err
-				}
-				if n := info["Replication"]["connected_slaves"]; n != "0" {
-					return fmt.Errorf("%s: %s replicas still connected", m.addr, n)
-				}
-				return nil
-			})
-		}
-		_ = rdb.Close()
-		if err != nil {
+		if err := lockserver.DropReplicas(ctx, m.addr); err != nil {
 			return err
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/lockserver"
 )
 
 // sentinelMaster is the name the Sentinels monitor the group under.
@@ -284,27 +285,13 @@ func (g *sentinelGroup) holdReplication(ctx context.Context) error {
 		if srv == master {
 			continue
 		}
-		if err := configSet(ctx, srv.addr, "masterauth", "lockstep-workshop-cut-off"); err != nil {
+		if err := configSet(ctx, srv.addr, "masterauth", lockserver.CutOffPassword); err != nil {
 			return err
 		}
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: master.addr, MaxRetries: -1})
-	defer rdb.Close()
-	if err := rdb.ClientKillByFilter(ctx, "TYPE", "replica").Err(); err != nil {
-		return fmt.Errorf("drop the replicas' links: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return retry(ctx, "the master to lose its replicas", func() error {
-		info, err := rdb.InfoMap(ctx, "replication").Result()
-		if err != nil {
-			return err
-		}
-		if n := info["Replication"]["connected_slaves"]; n != "0" {
-			return fmt.Errorf("%s replicas still connected", n)
-		}
-		return nil
-	})
+	return lockserver.DropReplicas(ctx, master.addr)
 }
 
 // killMaster kills the master with SIGKILL and lets its replicas, which

@@ -11,9 +11,9 @@ import (
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
-// cutOffPassword is a master password the master does not have: a
-// replica that sends it is refused, and stays without a link.
-const cutOffPassword = "lockstep-cut-off"
+// CutOffPassword is a master password no master here has: a replica told
+// it is refused at its next AUTH, and stays without a link.
+const CutOffPassword = "lockstep-cut-off"
 
 // StartReplica starts a redis-server under dir as a replica of r and
 // waits until its link to r is up.
@@ -59,28 +59,32 @@ func (r *Redis) StartReplica(ctx context.Context, dir string) (*Redis, error) {
 // write, before it shipped it, leaves its replica with.
 func (r *Redis) CutOff(ctx context.Context, master *Redis) error {
 	err := r.with(ctx, func(ctx context.Context, rdb *redis.Client) error {
-		return rdb.ConfigSet(ctx, "masterauth", cutOffPassword).Err()
+		return rdb.ConfigSet(ctx, "masterauth", CutOffPassword).Err()
 	})
 	if err != nil {
 		return fmt.Errorf("replica %s: %w", r.Addr, err)
 	}
-	err = master.with(ctx, func(ctx context.Context, rdb *redis.Client) error {
-		return rdb.ClientKillByFilter(ctx, "TYPE", "replica").Err()
-	})
-	if err != nil {
-		return fmt.Errorf("master %s: %w", master.Addr, err)
+	return DropReplicas(ctx, master.Addr)
+}
+
+// DropReplicas makes the master at addr drop its replicas' links and waits
+// until it counts none. A replica told CutOffPassword cannot link again:
+// what the master writes from then on reaches no replica.
+func DropReplicas(ctx context.Context, addr string) error {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer rdb.Close()
+	if err := rdb.ClientKillByFilter(ctx, "TYPE", "replica").Err(); err != nil {
+		return fmt.Errorf("master %s: drop the replicas' links: %w", addr, err)
 	}
-	return poll(ctx, "the master to lose its replica", func(ctx context.Context) error {
-		return master.with(ctx, func(ctx context.Context, rdb *redis.Client) error {
-			info, err := rdb.InfoMap(ctx, "replication").Result()
-			if err != nil {
-				return err
-			}
-			if n := info["Replication"]["connected_slaves"]; n != "0" {
-				return fmt.Errorf("%s replicas still connected", n)
-			}
-			return nil
-		})
+	return poll(ctx, "the master to lose its replicas", func(ctx context.Context) error {
+		info, err := rdb.InfoMap(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		if n := info["Replication"]["connected_slaves"]; n != "0" {
+			return fmt.Errorf("%s: %s replicas still connected", addr, n)
+		}
+		return nil
 	})
 }
 
