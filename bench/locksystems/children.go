@@ -141,6 +141,14 @@ func (c *childIO) await(want string) error {
 	return errors.Join(io.EOF, c.words.Err())
 }
 
+// readyForGo says the child is connected and waits for the parent's start.
+func (c *childIO) readyForGo() error {
+	if err := c.emit(evReady, nil); err != nil {
+		return err
+	}
+	return c.await(wordGo)
+}
+
 // childProcess is the parent's handle on a child: its pipes and process.
 type childProcess struct {
 	cmd    *exec.Cmd
@@ -279,10 +287,7 @@ func hold(ctx context.Context, spec childSpec, conn connection, check *sharedche
 		return err
 	}
 	defer l.close()
-	if err := c.emit(evReady, nil); err != nil {
-		return err
-	}
-	if err := c.await(wordGo); err != nil {
+	if err := c.readyForGo(); err != nil {
 		return err
 	}
 	lockCtx, cancel := context.WithTimeout(ctx, spec.Bound)
@@ -317,10 +322,7 @@ func acquire(ctx context.Context, spec childSpec, conn connection, check *shared
 		return err
 	}
 	defer l.close()
-	if err := c.emit(evReady, nil); err != nil {
-		return err
-	}
-	if err := c.await(wordGo); err != nil {
+	if err := c.readyForGo(); err != nil {
 		return err
 	}
 	if spec.ProbeKey != "" {

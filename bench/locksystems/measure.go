@@ -129,10 +129,7 @@ func contend(ctx context.Context, spec childSpec, conn connection, check *shared
 		defer l.close()
 		lockers[g] = l
 	}
-	if err := c.emit(evReady, nil); err != nil {
-		return err
-	}
-	if err := c.await(wordGo); err != nil {
+	if err := c.readyForGo(); err != nil {
 		return err
 	}
 	return c.events.Encode(contendFor(ctx, spec, lockers, check))
