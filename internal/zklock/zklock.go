@@ -268,9 +268,32 @@ func sequenceOf(name string) string { return name[max(0, len(name)-10):] }
 // waits for it to come back, and a node left in a session that lives on
 // (a reconnection keeps the session) would hold the lock, or block every
 // later waiter, until the session ends.
+//
+// go-zookeeper fails a request that was in flight when the connection
+// dropped (ErrConnectionClosed) or that found no server (ErrNoServer)
+// instead of holding it for the next connection, so the delete is sent
+// again until it is done, the node is gone, or the session ends (with it
+// its nodes). One that failed once left a waiter's node blocking its lock
+// for a whole session timeout after a leader's kill (10 s in a workshop
+// run).
 func (s *Session) forget(node string) {
-	s.forgetting.Go(func() { _ = s.conn.Delete(node, -1) })
+	s.forgetting.Go(func() {
+		for {
+			err := s.conn.Delete(node, -1)
+			if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrSessionExpired) {
+				return
+			}
+			select {
+			case <-time.After(forgetRetry):
+			case <-s.watched: // closed: the session's nodes go with it
+				return
+			}
+		}
+	})
 }
+
+// forgetRetry spaces the attempts of a delete the connection lost.
+const forgetRetry = 50 * time.Millisecond
 
 // logger sends go-zookeeper's log lines to slog at debug level.
 type logger struct{ log *slog.Logger }
