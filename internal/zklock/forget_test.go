@@ -35,6 +35,7 @@ func TestAGivenUpWaitersNodeGoesAfterAReconnect(t *testing.T) {
 		gaveUp <- err
 	}()
 	waitNodes(t, holder, path, 2)
+	time.Sleep(500 * time.Millisecond) // its listing and watch of the holder's node done
 
 	// The waiter's delete goes into a link that forwards nothing, which is
 	// then cut: the delete was in flight when the connection dropped.
