@@ -51,6 +51,44 @@ func TestAGivenUpWaitersNodeGoesAfterAReconnect(t *testing.T) {
 	waitNodes(t, holder, path, 1)
 }
 
+// A waiter whose create reached the server but whose reply the connection
+// lost must not leave its node behind: go-zookeeper's protected create
+// looks for the node once and, when that listing fails too (no server yet),
+// returns an error that leaves the node, unknown to anyone, in a session
+// that reconnects and lives on — a lock blocked for good (the zookeeper
+// failover row sold nothing for the rest of its run after a leader's kill).
+func TestACreateWhoseReplyWasLostLeavesNoNode(t *testing.T) {
+	z := lockservertest.ZooKeeper(t, 1)
+	link := startLink(t, z.Servers[0])
+	holder := connect(t, z.Servers, 10*time.Second)
+	waiter := connect(t, []string{link.addr}, 10*time.Second)
+	const path = "/zklock-test/lost-create"
+	if _, err := holder.Acquire(t.Context(), path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := waiter.Nodes(path); err != nil { // the waiter's session is up
+		t.Fatal(err)
+	}
+	link.dropReplies()
+	done := make(chan error, 1)
+	go func() {
+		h, err := waiter.Acquire(t.Context(), path)
+		if err == nil {
+			h.Abandon()
+			err = errors.New("acquired while the holder held")
+		}
+		done <- err
+	}()
+	waitNodes(t, holder, path, 2) // the create was done, its reply swallowed
+	link.cut()
+	time.Sleep(1500 * time.Millisecond) // the client finds no server and fails what it queued
+	link.restore()
+	if err := <-done; err == nil || errors.Is(err, zklock.ErrGaveUp) {
+		t.Fatalf("waiter: %v, want the lost connection's error", err)
+	}
+	waitNodes(t, holder, path, 1)
+}
+
 func waitNodes(t *testing.T, s *zklock.Session, path string, want int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -73,10 +111,11 @@ type link struct {
 	ln   net.Listener
 	to   string
 
-	mu      sync.Mutex
-	dropped bool // swallow bytes instead of forwarding them
-	down    bool // refuse new connections
-	conns   []net.Conn
+	mu             sync.Mutex
+	dropped        bool // swallow bytes instead of forwarding them
+	repliesDropped bool // forward requests, swallow what the server sends back
+	down           bool // refuse new connections
+	conns          []net.Conn
 }
 
 func startLink(t *testing.T, to string) *link {
@@ -105,19 +144,19 @@ func startLink(t *testing.T, to string) *link {
 			l.mu.Lock()
 			l.conns = append(l.conns, c, up)
 			l.mu.Unlock()
-			wg.Go(func() { l.pipe(up, c) })
-			wg.Go(func() { l.pipe(c, up) })
+			wg.Go(func() { l.pipe(up, c, false) })
+			wg.Go(func() { l.pipe(c, up, true) })
 		}
 	})
 	return l
 }
 
-func (l *link) pipe(dst, src net.Conn) {
+func (l *link) pipe(dst, src net.Conn, replies bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		l.mu.Lock()
-		dropped := l.dropped
+		dropped := l.dropped || replies && l.repliesDropped
 		l.mu.Unlock()
 		if n > 0 && !dropped {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -136,6 +175,14 @@ func (l *link) pipe(dst, src net.Conn) {
 
 func (l *link) blackhole() { l.set(true, false) }
 
+// dropReplies lets requests through to the server and swallows its
+// replies: the server acts on what the client then believes lost.
+func (l *link) dropReplies() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.repliesDropped = true
+}
+
 // cut closes every connection and refuses new ones.
 func (l *link) cut() {
 	l.set(true, true)
@@ -152,5 +199,5 @@ func (l *link) restore() { l.set(false, false) }
 func (l *link) set(dropped, down bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.dropped, l.down = dropped, down
+	l.dropped, l.down, l.repliesDropped = dropped, down, false
 }

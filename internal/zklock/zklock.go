@@ -12,6 +12,7 @@ package zklock
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,18 +109,9 @@ type Hold struct {
 // when the hold is released or the session it was taken in is lost.
 func (s *Session) Acquire(ctx context.Context, path string) (*Hold, error) {
 	alive := s.alive() // the session this acquisition runs in
-	node, err := s.conn.CreateProtectedEphemeralSequential(path+"/lock-", nil, zk.WorldACL(zk.PermAll))
-	if errors.Is(err, zk.ErrNoNode) {
-		// Curator's way: the lock's node and its parents are created when
-		// the waiter's create finds them missing, not with a round trip
-		// each on every acquisition.
-		if err := s.ensure(path); err != nil {
-			return nil, fmt.Errorf("zklock: create the lock node: %w", err)
-		}
-		node, err = s.conn.CreateProtectedEphemeralSequential(path+"/lock-", nil, zk.WorldACL(zk.PermAll))
-	}
+	node, err := s.createWaiter(path)
 	if err != nil {
-		return nil, fmt.Errorf("zklock: create the waiter node: %w", err)
+		return nil, err
 	}
 	for {
 		pred, err := s.predecessor(path, node)
@@ -228,6 +220,61 @@ func (s *Session) Nodes(path string) (int, error) {
 	return len(children), nil
 }
 
+// createWaiter creates a waiter's ephemeral sequential node under path,
+// the lock's node and its parents too when they are missing: Curator's
+// way, rather than a round trip each on every acquisition.
+//
+// The node's name starts with a random id, as in Curator's protected mode:
+// a create whose connection dropped before its reply came may have been
+// done, and only the id finds the node then. go-zookeeper's own protected
+// create looks once, and when that listing fails as well (no server yet)
+// returns an error that leaves the node, known to nobody, in a session
+// that reconnects and lives on: the lock blocked until the session ends
+// (a workshop's zookeeper failover row sold nothing after a leader's
+// kill). Here a node that cannot be looked for now is deleted in the
+// background once the connection is back.
+func (s *Session) createWaiter(path string) (string, error) {
+	id := "_c_" + rand.Text() + "-"
+	create := func() (string, error) {
+		return s.conn.Create(path+"/"+id+"lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	}
+	node, err := create()
+	if errors.Is(err, zk.ErrNoNode) {
+		if err := s.ensure(path); err != nil {
+			return "", fmt.Errorf("zklock: create the lock node: %w", err)
+		}
+		node, err = create()
+	}
+	if errors.Is(err, zk.ErrConnectionClosed) { // sent, its outcome unknown
+		found, findErr := s.find(path, id)
+		switch {
+		case findErr != nil:
+			s.forgetCreated(path, id)
+		case found != "":
+			return found, nil
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("zklock: create the waiter node: %w", err)
+	}
+	return node, nil
+}
+
+// find is the path of the node under path whose name starts with id, ""
+// when there is none.
+func (s *Session) find(path, id string) (string, error) {
+	children, _, err := s.conn.Children(path)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range children {
+		if strings.HasPrefix(c, id) {
+			return path + "/" + c, nil
+		}
+	}
+	return "", nil
+}
+
 // ensure creates path and its parents as persistent nodes when missing.
 func (s *Session) ensure(path string) error {
 	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
@@ -264,22 +311,37 @@ func sequenceOf(name string) string { return name[max(0, len(name)-10):] }
 
 // forget deletes a node this session no longer wants — a waiter's that
 // gave up or failed, a holder's whose delete failed — in the background,
-// Curator's guaranteed delete: while the connection is down the delete
-// waits for it to come back, and a node left in a session that lives on
-// (a reconnection keeps the session) would hold the lock, or block every
+// Curator's guaranteed delete: a node left in a session that lives on (a
+// reconnection keeps the session) would hold the lock, or block every
 // later waiter, until the session ends.
-//
-// go-zookeeper fails a request that was in flight when the connection
-// dropped (ErrConnectionClosed) or that found no server (ErrNoServer)
-// instead of holding it for the next connection, so the delete is sent
-// again until it is done, the node is gone, or the session ends (with it
-// its nodes). One that failed once left a waiter's node blocking its lock
-// for a whole session timeout after a leader's kill (10 s in a workshop
-// run).
 func (s *Session) forget(node string) {
+	s.untilDone(func() error { return s.conn.Delete(node, -1) })
+}
+
+// forgetCreated deletes in the background the node that a create whose
+// reply was lost may have made under path, found by the id its name
+// starts with.
+func (s *Session) forgetCreated(path, id string) {
+	s.untilDone(func() error {
+		node, err := s.find(path, id)
+		if err != nil || node == "" {
+			return err
+		}
+		return s.conn.Delete(node, -1)
+	})
+}
+
+// untilDone runs op in the background until it is done, its node is
+// gone, or the session ends (with it its nodes). go-zookeeper fails a
+// request that was in flight when the connection dropped
+// (ErrConnectionClosed), or that found no server (ErrNoServer), instead of
+// holding it for the next connection: a delete tried once left a waiter's
+// node blocking its lock for a whole session timeout after a leader's
+// kill (10 s in a workshop run).
+func (s *Session) untilDone(op func() error) {
 	s.forgetting.Go(func() {
 		for {
-			err := s.conn.Delete(node, -1)
+			err := op()
 			if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrSessionExpired) {
 				return
 			}
