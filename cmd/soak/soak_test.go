@@ -26,7 +26,7 @@ func TestShortSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir()
+	out := filepath.Join(t.ArtifactDir(), "soak") // kept with -artifacts: a failure's logs
 	const rate, seconds = 100, 20
 	var stdout, stderr bytes.Buffer
 	// The watchdog's default 30 s lease: a 200 ms one (the workshop's scaled
