@@ -257,6 +257,15 @@ func startBoth(ctx context.Context, holderSpec, otherSpec childSpec) (holder, ot
 	return holder, other, nil
 }
 
+// startLeaseTest starts a holder on spec, whose lease is the one under
+// test, and the other process on spec with the steady lease: that one must
+// not expire while it waits on a loaded machine.
+func startLeaseTest(ctx context.Context, spec childSpec) (holder, other *childProcess, err error) {
+	otherSpec := spec
+	otherSpec.Lease = steadyLease
+	return startBoth(ctx, spec, otherSpec)
+}
+
 // take has the holder take its lock.
 func take(holder *childProcess) error {
 	if err := holder.send(wordGo); err != nil {
@@ -302,15 +311,7 @@ func hold(ctx context.Context, spec childSpec, conn connection, check *sharedche
 	if err := c.await(wordEnter); err != nil {
 		return err
 	}
-	check.Enter(0)
-	if err := c.emit(evEntered, nil); err != nil {
-		return err
-	}
-	if err := c.await(wordLeave); err != nil {
-		return err
-	}
-	check.Leave(0)
-	return c.emit(evLeft, unlockWithin(ctx, unlock, spec.Bound))
+	return c.inside(ctx, check, evEntered, unlock, spec.Bound)
 }
 
 // acquire connects, says it is ready, and on "go" tries for spec.Key
@@ -341,15 +342,21 @@ func acquire(ctx context.Context, spec childSpec, conn connection, check *shared
 	if err != nil {
 		return c.emit(evNotAcquired, err)
 	}
+	return c.inside(ctx, check, evAcquired, unlock, spec.Bound)
+}
+
+// inside marks the child's critical section in the shared check, says
+// so with ev, and on "leave" ends it and unlocks within bound.
+func (c *childIO) inside(ctx context.Context, check *sharedcheck.Check, ev string, unlock func(context.Context) error, bound time.Duration) error {
 	check.Enter(0)
-	if err := c.emit(evAcquired, nil); err != nil {
+	if err := c.emit(ev, nil); err != nil {
 		return err
 	}
 	if err := c.await(wordLeave); err != nil {
 		return err
 	}
 	check.Leave(0)
-	return c.emit(evLeft, unlockWithin(ctx, unlock, spec.Bound))
+	return c.emit(evLeft, unlockWithin(ctx, unlock, bound))
 }
 
 // probe locks and unlocks key until a lock succeeds, or bound passes, and

@@ -27,11 +27,7 @@ func measureCrash(ctx context.Context, r *run, s system, conn connection) (crash
 	defer check.Close()
 	const key = "crash"
 	spec := childSpec{System: s.name, Endpoints: r.servers.endpoints, Lease: s.faultLease, Shared: shared, Key: key, Bound: r.cfg.faultWait}
-	// Only the holder's lease is under test: the other process's must
-	// not expire while it waits on a loaded machine.
-	otherSpec := spec
-	otherSpec.Lease = steadyLease
-	holder, other, err := startBoth(ctx, spec, otherSpec)
+	holder, other, err := startLeaseTest(ctx, spec)
 	if err != nil {
 		return crashed{}, err
 	}

@@ -29,11 +29,7 @@ func measurePause(ctx context.Context, r *run, s system) (paused, error) {
 	}
 	defer check.Close()
 	spec := childSpec{System: s.name, Endpoints: r.servers.endpoints, Lease: s.faultLease, Shared: shared, Key: "pause", Bound: r.cfg.faultWait}
-	// Only the holder's lease is under test: the other process's must
-	// not expire while it waits on a loaded machine.
-	otherSpec := spec
-	otherSpec.Lease = steadyLease
-	holder, other, err := startBoth(ctx, spec, otherSpec)
+	holder, other, err := startLeaseTest(ctx, spec)
 	if err != nil {
 		return paused{}, err
 	}
