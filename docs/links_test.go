@@ -177,9 +177,9 @@ func TestAnchorsAreGitHubs(t *testing.T) {
 		"Selling exactly once: `Idempotency-Key` and reset":                         "selling-exactly-once-idempotency-key-and-reset",
 		"Beyond Redis: the seed's other lock systems":                               "beyond-redis-the-seeds-other-lock-systems",
 		"Failure scenarios: where each lock loses stock, and the one that does not": "failure-scenarios-where-each-lock-loses-stock-and-the-one-that-does-not",
-		"docker compose":                 "docker-compose",
-		"Results on this machine":        "results-on-this-machine",
-		"See [the lock](lock.md) here":   "see-the-lock-here",
+		"docker compose":               "docker-compose",
+		"Results on this machine":      "results-on-this-machine",
+		"See [the lock](lock.md) here": "see-the-lock-here",
 		"x 2 × 3 = 6, snake_case, 锁分段": "x-2--3--6-snake_case-锁分段",
 	} {
 		if got := anchor(heading); got != want {
