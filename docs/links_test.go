@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,16 +21,26 @@ import (
 // repo is the repository root, relative to this package.
 const repo = ".."
 
-// checkedPages are the Markdown files whose relative links must resolve.
+// checkedPages are the repository's Markdown files (README.md, docs/,
+// BENCHMARKS.md, each package's README), whose relative links must resolve;
+// hidden directories and out/ (reports of local runs) are not documentation.
 func checkedPages(t *testing.T) []string {
 	t.Helper()
-	pages, err := filepath.Glob(filepath.Join(repo, "docs", "*.md"))
+	var pages []string
+	err := filepath.WalkDir(repo, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != repo && (strings.HasPrefix(d.Name(), ".") || path == filepath.Join(repo, "out")) {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".md") {
+			pages = append(pages, path)
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	pages = append(pages, filepath.Join(repo, "README.md"))
-	if _, err := os.Stat(filepath.Join(repo, "lock", "README.md")); err == nil {
-		pages = append(pages, filepath.Join(repo, "lock", "README.md"))
 	}
 	return pages
 }
@@ -131,7 +142,8 @@ func external(target string) bool {
 }
 
 // TestEveryRelativeLinkPointsAtAFileOrAnchorThatExists follows every link
-// of the README and the docs pages that stays in the repository: its file
+// of the README, the docs pages and the other Markdown files that stays in
+// the repository: its file
 // must exist, and an anchor must be a heading of that Markdown file (or a
 // line of another file).
 func TestEveryRelativeLinkPointsAtAFileOrAnchorThatExists(t *testing.T) {
