@@ -1,0 +1,317 @@
+package asyncorders_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/lockserver/lockservertest"
+	"github.com/lockstep/lockstep/internal/redistest"
+	"github.com/lockstep/lockstep/orders"
+)
+
+const sku = "sku-1"
+
+// env is one Redis and one MariaDB, shared by a test's subtests; each
+// subtest names its own stage, so neither its keys nor its rows meet.
+type env struct {
+	rdb   *redis.Client
+	store orders.Store
+}
+
+func newEnv(t *testing.T) env {
+	t.Helper()
+	rdb := redistest.Start(t).Client(t)
+	m := lockservertest.MariaDB(t)
+	db, err := sql.Open("mysql", m.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Exec("CREATE DATABASE IF NOT EXISTS lockstep"); err != nil {
+		t.Fatal(err)
+	}
+	db, err = sql.Open("mysql", m.DSN("lockstep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	store, err := orders.OpenMySQL(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{rdb: rdb, store: store}
+}
+
+// queue resets stage's SKU to stock units.
+func (e env) queue(t *testing.T, stage string, stock int64) *asyncorders.Queue {
+	t.Helper()
+	q := asyncorders.NewQueue(e.rdb, stage)
+	if err := q.Reset(context.Background(), sku, stock); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Reset(context.Background(), stage, sku, stock); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func message(user string) asyncorders.Message {
+	return asyncorders.Message{OrderID: orders.NewID(), SKU: sku, User: user, Qty: 1, Replica: "r1", Admitted: time.Now()}
+}
+
+// admit admits one unit for each of n buyers.
+func admit(t *testing.T, q *asyncorders.Queue, n int) {
+	t.Helper()
+	for i := range n {
+		if _, err := q.Admit(context.Background(), message(fmt.Sprintf("buyer-%d", i)), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func config(consumer string, mode asyncorders.Mode) asyncorders.Config {
+	c := asyncorders.DefaultConfig(consumer, []string{sku})
+	c.Mode, c.Block, c.ClaimIdle, c.ClaimEvery, c.MaxDeliveries = mode, 50*time.Millisecond, 300*time.Millisecond, 100*time.Millisecond, 3
+	return c
+}
+
+// start runs a worker until the test ends or the returned stop is called.
+func (e env) start(t *testing.T, q *asyncorders.Queue, c asyncorders.Config) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	w := asyncorders.NewWorker(q, e.store, c, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
+}
+
+func drain(t *testing.T, q *asyncorders.Queue) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := q.Drain(ctx, sku); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func check(t *testing.T, e env, q *asyncorders.Queue) asyncorders.Invariant {
+	t.Helper()
+	inv, err := q.Check(context.Background(), e.store, sku)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+// readAsDeadConsumer reads n entries as a consumer that then dies: they
+// stay pending under its name.
+func readAsDeadConsumer(t *testing.T, e env, q *asyncorders.Queue, n int64) {
+	t.Helper()
+	s, err := e.rdb.XReadGroup(context.Background(), &redis.XReadGroupArgs{Group: asyncorders.Group, Consumer: "dead",
+		Streams: []string{q.Stream(sku), ">"}, Count: n}).Result()
+	if err != nil || int64(len(s[0].Messages)) != n {
+		t.Fatalf("read as dead consumer: %v %v", s, err)
+	}
+}
+
+func TestAsyncOrders(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+
+	t.Run("admission takes the unit, adds the buyer and enqueues, or does nothing", func(t *testing.T) {
+		q := e.queue(t, "admit", 2)
+		first := message("ann")
+		a, err := q.Admit(ctx, first, true)
+		if err != nil || a.Remaining != 1 || a.OrderID != first.OrderID {
+			t.Fatalf("admit: %+v %v", a, err)
+		}
+		// A lost reply's retry (or a second sale of the same buyer) runs the
+		// script again: the buyer is in the set, nothing more is written.
+		if _, err := q.Admit(ctx, first, true); !errors.Is(err, asyncorders.ErrAlreadyBought) {
+			t.Fatalf("second admit of ann: %v", err)
+		}
+		if _, err := q.Admit(ctx, message("bob"), true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Admit(ctx, message("cid"), true); !errors.Is(err, asyncorders.ErrSoldOut) {
+			t.Fatalf("admit past the stock: %v", err)
+		}
+		s, err := q.Stats(ctx, sku)
+		if err != nil || s.Length != 2 || s.Remaining != 0 || s.Undelivered != 2 {
+			t.Fatalf("stats: %+v %v", s, err)
+		}
+	})
+
+	t.Run("two workers drain the stream into one order per sale and the invariant holds", func(t *testing.T) {
+		q := e.queue(t, "drain", 100)
+		e.start(t, q, config("w1", asyncorders.Correct))
+		e.start(t, q, config("w2", asyncorders.Correct))
+		admit(t, q, 60)
+		drain(t, q)
+		inv := check(t, e, q)
+		if !inv.Holds || inv.Units != 60 || inv.Remaining != 40 || inv.Lags != 60 || inv.LagP99 <= 0 {
+			t.Fatalf("invariant: %+v", inv)
+		}
+	})
+
+	t.Run("a dead consumer's pending entries are claimed by a live worker", func(t *testing.T) {
+		q := e.queue(t, "claim", 10)
+		admit(t, q, 5)
+		readAsDeadConsumer(t, e, q, 3)
+		e.start(t, q, config("w1", asyncorders.Correct))
+		drain(t, q)
+		if inv := check(t, e, q); !inv.Holds || inv.Units != 5 {
+			t.Fatalf("invariant: %+v", inv)
+		}
+	})
+
+	t.Run("async-no-claim: a dead consumer's entries wait until a consumer of its name starts", func(t *testing.T) {
+		q := e.queue(t, "no-claim", 10)
+		admit(t, q, 5)
+		readAsDeadConsumer(t, e, q, 3)
+		e.start(t, q, config("w1", asyncorders.NoClaim))
+		time.Sleep(time.Second) // three claim bounds
+		inv := check(t, e, q)
+		if inv.Holds || inv.Pending != 3 || inv.Undersold != 3 || inv.Units != 2 {
+			t.Fatalf("before the restart: %+v", inv)
+		}
+		e.start(t, q, config("dead", asyncorders.NoClaim))
+		drain(t, q)
+		if inv := check(t, e, q); !inv.Holds || inv.Units != 5 {
+			t.Fatalf("after the restart: %+v", inv)
+		}
+	})
+
+	t.Run("async-wrong-ack: orders are written and every entry stays pending", func(t *testing.T) {
+		q := e.queue(t, "wrong-ack", 10)
+		e.start(t, q, config("w1", asyncorders.WrongAck))
+		admit(t, q, 6)
+		deadline := time.Now().Add(10 * time.Second)
+		for check(t, e, q).Units < 6 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		inv := check(t, e, q)
+		if inv.Units != 6 || inv.Pending != 6 || inv.Holds {
+			t.Fatalf("wrong ack: %+v", inv)
+		}
+	})
+
+	t.Run("a worker that dies after the insert, before the ack: the entry is delivered again and makes one order", func(t *testing.T) {
+		q := e.queue(t, "duplicate", 10)
+		ctx, die := context.WithCancel(ctx)
+		c := config("dies", asyncorders.Correct)
+		c.AfterInsert = func(asyncorders.Message) error { die(); return errors.New("killed") }
+		w := asyncorders.NewWorker(q, e.store, c, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		admit(t, q, 1)
+		_ = w.Run(ctx) // returns once the hook killed it
+		if inv := check(t, e, q); inv.Units != 1 || inv.Pending != 1 {
+			t.Fatalf("after the death: %+v", inv)
+		}
+		e.start(t, q, config("w2", asyncorders.Correct))
+		drain(t, q)
+		inv := check(t, e, q)
+		if c, _ := e.store.Counts(context.Background(), "duplicate", sku); !inv.Holds || c.Orders != 1 {
+			t.Fatalf("after the redelivery: %+v, %+v", inv, c)
+		}
+	})
+
+	t.Run("an entry delivered too often goes to the dead letters, its unit back on sale and its buyer free, once", func(t *testing.T) {
+		q := e.queue(t, "poison", 1)
+		m := message("ann")
+		if _, err := q.Admit(ctx, m, true); err != nil {
+			t.Fatal(err)
+		}
+		readAsDeadConsumer(t, e, q, 1)
+		id := pendingID(t, e, q)
+		for range 3 { // three more deliveries: four in all, past MaxDeliveries
+			if err := e.rdb.XClaim(ctx, &redis.XClaimArgs{Stream: q.Stream(sku), Group: asyncorders.Group, Consumer: "dead", Messages: []string{id}}).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.start(t, q, config("w1", asyncorders.Correct))
+		drain(t, q)
+		inv := check(t, e, q)
+		if !inv.Holds || inv.Units != 0 || inv.Remaining != 1 || inv.DeadLetters != 1 {
+			t.Fatalf("after the dead letter: %+v", inv)
+		}
+		// A late insert of the dead-lettered order (a worker that had it and
+		// wakes up) lands nothing: the id was voided before the unit went back.
+		if err := e.store.Insert(ctx, orders.Order{ID: m.OrderID, Stage: "poison", SKU: sku, User: "ann", Qty: 1, Replica: "r1", OnePerUser: true}); !errors.Is(err, orders.ErrVoided) {
+			t.Fatalf("late insert: %v", err)
+		}
+		// The buyer is free and the unit on sale: ann buys it again, and the
+		// new order is written.
+		if _, err := q.Admit(ctx, message("ann"), true); err != nil {
+			t.Fatalf("ann again: %v", err)
+		}
+		drain(t, q)
+		if inv := check(t, e, q); !inv.Holds || inv.Units != 1 || inv.Remaining != 0 {
+			t.Fatalf("after the second sale: %+v", inv)
+		}
+	})
+
+	t.Run("a malformed entry goes to the dead letters with its reason and the worker goes on", func(t *testing.T) {
+		q := e.queue(t, "malformed", 5)
+		e.start(t, q, config("w1", asyncorders.Correct))
+		if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.Stream(sku), Values: []any{"id", "nope", "qty", "-1"}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		admit(t, q, 2)
+		drain(t, q)
+		inv := check(t, e, q)
+		if !inv.Holds || inv.Units != 2 || inv.DeadLetters != 1 {
+			t.Fatalf("invariant: %+v", inv)
+		}
+		dead, err := e.rdb.XRange(ctx, q.DeadLetters(sku), "-", "+").Result()
+		if err != nil || len(dead) != 1 {
+			t.Fatalf("dead letters: %v %v", dead, err)
+		}
+		reason, _ := dead[0].Values["reason"].(string)
+		for _, want := range []string{`id "nope" is not 32 hex digits`, `field "user" missing`, `qty "-1"`} {
+			if !strings.Contains(reason, want) {
+				t.Errorf("reason %q does not say %q", reason, want)
+			}
+		}
+	})
+
+	t.Run("async-two-steps: a replica killed between the deduction and the enqueue loses the unit", func(t *testing.T) {
+		q := e.queue(t, "two-steps", 5)
+		e.start(t, q, config("w1", asyncorders.Correct))
+		if _, err := q.Admit(ctx, message("ann"), false); err != nil { // killed before Enqueue
+			t.Fatal(err)
+		}
+		m := message("bob")
+		if _, err := q.Admit(ctx, m, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Enqueue(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		drain(t, q)
+		if inv := check(t, e, q); inv.Holds || inv.Undersold != 1 || inv.Units != 1 {
+			t.Fatalf("invariant: %+v", inv)
+		}
+	})
+}
+
+func pendingID(t *testing.T, e env, q *asyncorders.Queue) string {
+	t.Helper()
+	p, err := e.rdb.XPending(context.Background(), q.Stream(sku), asyncorders.Group).Result()
+	if err != nil || p.Count != 1 {
+		t.Fatalf("pending: %+v %v", p, err)
+	}
+	return p.Lower
+}

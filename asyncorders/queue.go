@@ -1,0 +1,338 @@
+package asyncorders
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstep/lockstep/internal/slotretry"
+	"github.com/lockstep/lockstep/orders"
+)
+
+//go:embed scripts/*.lua
+var scripts embed.FS
+
+func loadScript(name string) *redis.Script {
+	src, err := scripts.ReadFile("scripts/" + name)
+	if err != nil {
+		panic(fmt.Sprintf("asyncorders: embedded script %s: %v", name, err)) // a build defect, caught by every test
+	}
+	return redis.NewScript(string(src))
+}
+
+var (
+	resetScript      = loadScript("reset.lua")
+	admitScript      = loadScript("admit.lua")
+	deadLetterScript = loadScript("dead_letter.lua")
+)
+
+// Group is the one consumer group every order worker reads in.
+const Group = "order-workers"
+
+// lagSamples bounds the admission-to-row lags kept per SKU.
+const lagSamples = 100_000
+
+// Queue is the Redis side of one async stage: stock, buyers, the order
+// stream and its dead letters, per SKU, under the keys
+// "lockstep:<stage>:{<sku>}:…" (one hash tag per SKU).
+type Queue struct {
+	rdb   redis.UniversalClient
+	stage string
+}
+
+// NewQueue is stage's queue on rdb.
+func NewQueue(rdb redis.UniversalClient, stage string) *Queue {
+	return &Queue{rdb: rdb, stage: stage}
+}
+
+// Stage names the queue's stage.
+func (q *Queue) Stage() string { return q.stage }
+
+// keys is the prefix of one SKU's keys.
+type keys string
+
+func (q *Queue) keys(sku string) keys {
+	return keys("lockstep:" + q.stage + ":{" + sku + "}:")
+}
+
+func (k keys) initial() string     { return string(k) + "initial" }
+func (k keys) stock() string       { return string(k) + "stock" }
+func (k keys) sold() string        { return string(k) + "sold" }
+func (k keys) buyers() string      { return string(k) + "buyers" }
+func (k keys) compensated() string { return string(k) + "compensated" }
+func (k keys) stream() string      { return string(k) + "orders" }
+func (k keys) dead() string        { return string(k) + "dead" }
+func (k keys) lags() string        { return string(k) + "lags" }
+
+// Stream is the order stream's key of sku.
+func (q *Queue) Stream(sku string) string { return q.keys(sku).stream() }
+
+// DeadLetters is the dead-letter stream's key of sku.
+func (q *Queue) DeadLetters(sku string) string { return q.keys(sku).dead() }
+
+func (q *Queue) run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return slotretry.Do(ctx, func() *redis.Cmd { return s.Run(ctx, q.rdb, keys, args...) })
+}
+
+// Reset gives sku stock units and empties its buyers, stream and dead
+// letters. Messages a worker holds when it runs are the old round's; see
+// doc.go.
+func (q *Queue) Reset(ctx context.Context, sku string, stock int64) error {
+	return q.reset(ctx, sku, stock, true)
+}
+
+// Initialise gives a never-reset sku stock units; a SKU with keys keeps them.
+func (q *Queue) Initialise(ctx context.Context, sku string, stock int64) error {
+	return q.reset(ctx, sku, stock, false)
+}
+
+func (q *Queue) reset(ctx context.Context, sku string, stock int64, force bool) error {
+	k := q.keys(sku)
+	flag := "0"
+	if force {
+		flag = "1"
+	}
+	err := q.run(ctx, resetScript, []string{k.initial(), k.stock(), k.sold(), k.buyers(), k.compensated(), k.stream(), k.dead()}, stock, Group, flag).Err()
+	if err != nil {
+		return unavailable("reset "+sku, err)
+	}
+	if force {
+		if err := q.rdb.Del(ctx, k.lags()).Err(); err != nil {
+			return unavailable("reset lags of "+sku, err)
+		}
+	}
+	return nil
+}
+
+// Admission is an admitted sale: its order id, made before the script ran
+// so that the message and the answer name the same order.
+type Admission struct {
+	OrderID   string
+	Remaining int64
+}
+
+// Message is one order message of the stream.
+type Message struct {
+	OrderID  string
+	SKU      string
+	User     string
+	Qty      int64
+	Replica  string
+	Admitted time.Time
+}
+
+func (m Message) values() []any {
+	return []any{"id", m.OrderID, "user", m.User, "qty", m.Qty, "replica", m.Replica, "at", m.Admitted.UnixMicro()}
+}
+
+// Admit runs the admission script for one sale of sku. With enqueue false
+// (the async-two-steps rung) the message is not appended: the caller does
+// it with Enqueue. ErrSoldOut, ErrAlreadyBought, or ErrUnavailable (with
+// ErrOutcomeUnknown when Redis did not answer: the sale may be admitted).
+func (q *Queue) Admit(ctx context.Context, m Message, enqueue bool) (Admission, error) {
+	k := q.keys(m.SKU)
+	flag := "0"
+	if enqueue {
+		flag = "1"
+	}
+	for {
+		n, err := q.run(ctx, admitScript, []string{k.stock(), k.sold(), k.buyers(), k.stream()},
+			m.Qty, m.User, m.OrderID, m.Replica, m.Admitted.UnixMicro(), flag).Int64()
+		switch {
+		case err != nil:
+			return Admission{}, writeFailed("admit", err)
+		case n == -1:
+			return Admission{}, ErrSoldOut
+		case n == -3:
+			return Admission{}, fmt.Errorf("%w: %s", ErrAlreadyBought, m.User)
+		case n == -2:
+			if err := q.Initialise(ctx, m.SKU, DefaultStock); err != nil {
+				return Admission{}, err
+			}
+			continue
+		}
+		return Admission{OrderID: m.OrderID, Remaining: n}, nil
+	}
+}
+
+// Enqueue appends m to its SKU's stream: the second call of the
+// async-two-steps rung.
+func (q *Queue) Enqueue(ctx context.Context, m Message) error {
+	err := slotretry.DoErr(ctx, func() error {
+		return q.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.keys(m.SKU).stream(), Values: m.values()}).Err()
+	})
+	if err != nil {
+		return writeFailed("enqueue", err)
+	}
+	return nil
+}
+
+// DefaultStock is the stock a SKU gets at its first sale when nobody reset it.
+const DefaultStock = 100
+
+// Stats is what a run's report and live page show of one SKU's stream.
+type Stats struct {
+	Initial   int64 `json:"initial"`
+	Remaining int64 `json:"remaining"`
+	// Length is the stream's length; entries stay after their ack.
+	Length int64 `json:"stream_length"`
+	// Undelivered are entries no worker has read yet.
+	Undelivered int64 `json:"undelivered"`
+	// Pending are entries read and not acknowledged.
+	Pending int64 `json:"pending"`
+	// OldestPending is the age of the oldest pending entry (0 when none).
+	OldestPending time.Duration `json:"oldest_pending_ns"`
+	DeadLetters   int64         `json:"dead_letters"`
+	// LagP50 and LagP99 are from the admission to the order row, over the
+	// orders the workers wrote.
+	LagP50 time.Duration `json:"lag_p50_ns"`
+	LagP99 time.Duration `json:"lag_p99_ns"`
+	Lags   int64         `json:"lags"`
+}
+
+// Drained reports that every admitted message was handled.
+func (s Stats) Drained() bool { return s.Undelivered == 0 && s.Pending == 0 }
+
+// Stats reads sku's figures.
+func (q *Queue) Stats(ctx context.Context, sku string) (Stats, error) {
+	k := q.keys(sku)
+	var s Stats
+	var err error
+	if s.Initial, err = q.rdb.Get(ctx, k.initial()).Int64(); err != nil {
+		return Stats{}, unavailable("read initial stock", err)
+	}
+	if s.Remaining, err = q.rdb.Get(ctx, k.stock()).Int64(); err != nil {
+		return Stats{}, unavailable("read stock", err)
+	}
+	if s.Length, err = q.rdb.XLen(ctx, k.stream()).Result(); err != nil {
+		return Stats{}, unavailable("read stream length", err)
+	}
+	if s.DeadLetters, err = q.rdb.XLen(ctx, k.dead()).Result(); err != nil {
+		return Stats{}, unavailable("read dead letters", err)
+	}
+	groups, err := q.rdb.XInfoGroups(ctx, k.stream()).Result()
+	if err != nil {
+		return Stats{}, unavailable("read the group", err)
+	}
+	for _, g := range groups {
+		if g.Name == Group {
+			s.Undelivered, s.Pending = g.Lag, g.Pending
+		}
+	}
+	if s.Pending > 0 {
+		p, err := q.rdb.XPending(ctx, k.stream(), Group).Result()
+		if err != nil {
+			return Stats{}, unavailable("read pending", err)
+		}
+		if at, ok := entryTime(p.Lower); ok {
+			s.OldestPending = time.Since(at)
+		}
+	}
+	lags, err := q.rdb.LRange(ctx, k.lags(), 0, -1).Result()
+	if err != nil {
+		return Stats{}, unavailable("read lags", err)
+	}
+	s.Lags = int64(len(lags))
+	s.LagP50, s.LagP99 = percentiles(lags)
+	return s, nil
+}
+
+// entryTime is the time a stream entry id was made (its milliseconds).
+func entryTime(id string) (time.Time, bool) {
+	for i := range id {
+		if id[i] == '-' {
+			ms, err := strconv.ParseInt(id[:i], 10, 64)
+			return time.UnixMilli(ms), err == nil
+		}
+	}
+	return time.Time{}, false
+}
+
+func percentiles(samples []string) (p50, p99 time.Duration) {
+	if len(samples) == 0 {
+		return 0, 0
+	}
+	us := make([]int64, 0, len(samples))
+	for _, s := range samples {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			us = append(us, n)
+		}
+	}
+	if len(us) == 0 {
+		return 0, 0
+	}
+	slices.Sort(us)
+	at := func(p int) time.Duration { return time.Duration(us[(len(us)-1)*p/100]) * time.Microsecond }
+	return at(50), at(99)
+}
+
+// Invariant is the accounting of one SKU after the workers drained it.
+type Invariant struct {
+	Stats
+	Units int64 `json:"units_in_orders"`
+	// Holds: initial = remaining + units in live orders, and nothing pending.
+	Holds bool `json:"holds"`
+	// Undersold are units neither on sale nor in an order.
+	Undersold int64 `json:"undersold"`
+	// Oversold are units in orders beyond the initial stock.
+	Oversold int64 `json:"oversold"`
+}
+
+// Check reads sku's stream figures and its orders in store.
+func (q *Queue) Check(ctx context.Context, store orders.Store, sku string) (Invariant, error) {
+	s, err := q.Stats(ctx, sku)
+	if err != nil {
+		return Invariant{}, err
+	}
+	c, err := store.Counts(ctx, q.stage, sku)
+	if err != nil {
+		return Invariant{}, fmt.Errorf("asyncorders: count orders: %w", err)
+	}
+	missing := s.Initial - s.Remaining - c.Units
+	return Invariant{
+		Stats:     s,
+		Units:     c.Units,
+		Holds:     missing == 0 && s.Drained(),
+		Undersold: max(0, missing),
+		Oversold:  max(0, -missing),
+	}, nil
+}
+
+// Drain waits until every message of sku was handled, or ctx ends.
+func (q *Queue) Drain(ctx context.Context, sku string) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s, err := q.Stats(ctx, sku)
+		if err == nil && s.Drained() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = fmt.Errorf("%d undelivered, %d pending", s.Undelivered, s.Pending)
+			}
+			return fmt.Errorf("asyncorders: drain %s: %w: %w", sku, ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+func unavailable(op string, err error) error {
+	return fmt.Errorf("asyncorders: %s: %w: %w", op, ErrUnavailable, err)
+}
+
+// writeFailed is unavailable, with ErrOutcomeUnknown unless Redis answered.
+func writeFailed(op string, err error) error {
+	var replied redis.Error
+	if errors.As(err, &replied) {
+		return unavailable(op, err)
+	}
+	return fmt.Errorf("asyncorders: %s: %w: %w: %w", op, ErrUnavailable, ErrOutcomeUnknown, err)
+}

@@ -1,0 +1,28 @@
+-- Admits one sale of an async stage: checks the stock and the buyer, takes
+-- the units, adds the buyer and, when ARGV[6] is "1", appends the order
+-- message to the stream. Every check comes before the first write, so the
+-- script writes all of it or nothing.
+-- KEYS[1] stock, KEYS[2] sold, KEYS[3] buyers, KEYS[4] stream;
+-- ARGV[1] qty, ARGV[2] user, ARGV[3] order id, ARGV[4] replica,
+-- ARGV[5] admitted at (unix microseconds), ARGV[6] "1" to enqueue here,
+-- "0" for the async-two-steps rung, whose caller enqueues in a second call.
+-- Returns the remaining stock; -1 sold out, -2 no stock yet (the caller
+-- initialises the SKU and retries), -3 the buyer has bought already.
+local stock = redis.call('GET', KEYS[1])
+if not stock then
+  return -2
+end
+local qty = tonumber(ARGV[1])
+if tonumber(stock) < qty then
+  return -1
+end
+if redis.call('SISMEMBER', KEYS[3], ARGV[2]) == 1 then
+  return -3
+end
+local remaining = redis.call('DECRBY', KEYS[1], qty)
+redis.call('INCRBY', KEYS[2], qty)
+redis.call('SADD', KEYS[3], ARGV[2])
+if ARGV[6] == '1' then
+  redis.call('XADD', KEYS[4], '*', 'id', ARGV[3], 'user', ARGV[2], 'qty', ARGV[1], 'replica', ARGV[4], 'at', ARGV[5])
+end
+return remaining

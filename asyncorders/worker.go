@@ -1,0 +1,317 @@
+package asyncorders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstep/lockstep/internal/slotretry"
+	"github.com/lockstep/lockstep/orders"
+)
+
+// Mode is how a worker handles its stream: the design, or one of the
+// courses' defects (docs/async-orders.md).
+type Mode int
+
+const (
+	// Correct reads in the group, claims idle entries, and acknowledges on
+	// the stream it read.
+	Correct Mode = iota
+	// NoClaim never claims: a dead consumer's pending entries wait until a
+	// consumer of the same name starts (the async-no-claim rung).
+	NoClaim
+	// WrongAck acknowledges on another key, as the copied 黑马点评 consumer
+	// does: orders are written, the pending list grows (async-wrong-ack).
+	// Like the course's consumer it claims nothing either.
+	WrongAck
+)
+
+// wrongAckKey is the key WrongAck acknowledges on: the course's
+// "stream.orders", beside the stream it read.
+const wrongAckKey = "stream.orders"
+
+// Config is an order worker's.
+type Config struct {
+	// Consumer names the worker in the group; a restarted worker that keeps
+	// its name finds its own pending entries first.
+	Consumer string
+	SKUs     []string
+	Mode     Mode
+	// Batch is the most entries one read or claim returns.
+	Batch int64
+	// Block is how long one read waits for an entry.
+	Block time.Duration
+	// ClaimIdle is how long an entry stays pending before another worker
+	// takes it (XAUTOCLAIM): longer than any insert takes, so that a live
+	// worker's entry is not taken from it.
+	ClaimIdle time.Duration
+	// ClaimEvery is how often a worker looks for idle entries.
+	ClaimEvery time.Duration
+	// MaxDeliveries: an entry delivered more often goes to the dead letters,
+	// and its units back on sale.
+	MaxDeliveries int64
+	// AfterInsert, when set, runs after an order's insert and before its
+	// ack: the fault point of a worker that dies there (a forced duplicate
+	// delivery). An error leaves the entry unacknowledged, as a death does.
+	AfterInsert func(Message) error
+}
+
+// DefaultConfig is the workshop's.
+func DefaultConfig(consumer string, skus []string) Config {
+	return Config{Consumer: consumer, SKUs: skus, Batch: 64, Block: time.Second,
+		ClaimIdle: 5 * time.Second, ClaimEvery: time.Second, MaxDeliveries: 5}
+}
+
+// Worker turns one stage's order messages into order rows.
+type Worker struct {
+	q     *Queue
+	store orders.Store
+	cfg   Config
+	log   *slog.Logger
+}
+
+// NewWorker is a worker of q's stage writing into store.
+func NewWorker(q *Queue, store orders.Store, cfg Config, log *slog.Logger) *Worker {
+	return &Worker{q: q, store: store, cfg: cfg, log: log.With("stage", q.stage, "consumer", cfg.Consumer)}
+}
+
+// Run reads every SKU's stream until ctx ends; the entry in hand is
+// finished first (or left pending, to be claimed).
+func (w *Worker) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, sku := range w.cfg.SKUs {
+		wg.Go(func() { w.serve(ctx, sku) })
+	}
+	wg.Wait()
+	return nil
+}
+
+func (w *Worker) serve(ctx context.Context, sku string) {
+	w.own(ctx, sku)
+	var claimed time.Time
+	failures := 0
+	for ctx.Err() == nil {
+		if w.cfg.Mode == Correct && time.Since(claimed) >= w.cfg.ClaimEvery {
+			w.claim(ctx, sku)
+			claimed = time.Now()
+		}
+		streams, err := w.q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: w.cfg.Consumer,
+			Streams: []string{w.q.Stream(sku), ">"}, Count: w.cfg.Batch, Block: w.cfg.Block}).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			failures = 0
+			continue
+		case err != nil:
+			if ctx.Err() == nil {
+				failures++
+				w.log.Warn("read the order stream", "sku", sku, "err", err)
+				pause(ctx, failures)
+			}
+			continue
+		}
+		failures = 0
+		for _, s := range streams {
+			for _, m := range s.Messages {
+				w.handle(ctx, sku, m, 1)
+			}
+		}
+	}
+}
+
+// own handles the entries this consumer read and did not acknowledge
+// before it restarted (XREADGROUP from 0: its own pending list).
+func (w *Worker) own(ctx context.Context, sku string) {
+	start := "0"
+	for ctx.Err() == nil {
+		streams, err := w.q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: w.cfg.Consumer,
+			Streams: []string{w.q.Stream(sku), start}, Count: w.cfg.Batch}).Result()
+		if err != nil || len(streams) == 0 || len(streams[0].Messages) == 0 {
+			if err != nil && !errors.Is(err, redis.Nil) {
+				w.log.Warn("read own pending entries", "sku", sku, "err", err)
+			}
+			return
+		}
+		msgs := streams[0].Messages
+		w.handleAll(ctx, sku, msgs)
+		start = msgs[len(msgs)-1].ID
+	}
+}
+
+// claim takes the entries pending longer than ClaimIdle, whichever
+// consumer read them: a dead worker's.
+func (w *Worker) claim(ctx context.Context, sku string) {
+	start := "0-0"
+	for ctx.Err() == nil {
+		msgs, next, err := w.q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: w.q.Stream(sku), Group: Group,
+			Consumer: w.cfg.Consumer, MinIdle: w.cfg.ClaimIdle, Start: start, Count: w.cfg.Batch}).Result()
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("claim idle entries", "sku", sku, "err", err)
+			}
+			return
+		}
+		if len(msgs) > 0 {
+			w.log.Info("claimed idle entries", "sku", sku, "entries", len(msgs))
+			w.handleAll(ctx, sku, msgs)
+		}
+		if next == "0-0" {
+			return
+		}
+		start = next
+	}
+}
+
+// handleAll handles entries delivered before, each with its delivery count.
+func (w *Worker) handleAll(ctx context.Context, sku string, msgs []redis.XMessage) {
+	pending, err := w.q.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: w.q.Stream(sku), Group: Group,
+		Start: msgs[0].ID, End: msgs[len(msgs)-1].ID, Count: int64(len(msgs)), Consumer: w.cfg.Consumer}).Result()
+	if err != nil {
+		w.log.Warn("read delivery counts", "sku", sku, "err", err)
+		return // still pending: claimed again later
+	}
+	deliveries := make(map[string]int64, len(pending))
+	for _, p := range pending {
+		deliveries[p.ID] = p.RetryCount
+	}
+	for _, m := range msgs {
+		if n, ok := deliveries[m.ID]; ok {
+			w.handle(ctx, sku, m, n)
+		}
+	}
+}
+
+// handle writes one entry's order and acknowledges it, or moves it to the
+// dead letters. Once begun it finishes on a context without ctx's cancel,
+// so a graceful stop does not leave it half done; while the database or
+// Redis is down it waits (backing off) until they answer or ctx ends.
+func (w *Worker) handle(ctx context.Context, sku string, m redis.XMessage, deliveries int64) {
+	msg, err := parse(sku, m.Values)
+	if err != nil {
+		w.deadLetter(ctx, sku, m, "entry:"+m.ID, "malformed: "+err.Error(), 0, "")
+		return
+	}
+	if deliveries > w.cfg.MaxDeliveries {
+		w.giveUp(ctx, sku, m, msg, fmt.Sprintf("delivered %d times", deliveries), msg.User)
+		return
+	}
+	o := msg.order(w.q.stage)
+	err = retry(ctx, w.log, "insert order", func(c context.Context) error { return w.store.Insert(c, o) })
+	switch {
+	case err == nil:
+		if w.cfg.AfterInsert != nil {
+			if err := w.cfg.AfterInsert(msg); err != nil {
+				w.log.Warn("left an inserted order unacknowledged", "sku", sku, "entry", m.ID, "err", err)
+				return
+			}
+		}
+		w.ack(ctx, sku, m.ID, time.Since(msg.Admitted))
+	case errors.Is(err, orders.ErrVoided):
+		w.ack(ctx, sku, m.ID, 0) // dead-lettered and compensated before: nothing to write
+	case errors.Is(err, orders.ErrDuplicateBuyer):
+		// The buyer's other order stands: return the units, keep the buyer.
+		w.giveUp(ctx, sku, m, msg, err.Error(), "")
+	default: // ctx ended: the entry stays pending for a worker to claim
+	}
+}
+
+// giveUp voids the order id, so no late insert can land it, and then
+// dead-letters the entry returning its units; an insert that landed first
+// keeps the order, and the entry is only acknowledged.
+func (w *Worker) giveUp(ctx context.Context, sku string, m redis.XMessage, msg Message, reason, freeBuyer string) {
+	err := retry(ctx, w.log, "void order", func(c context.Context) error { return w.store.Void(c, msg.order(w.q.stage)) })
+	switch {
+	case errors.Is(err, orders.ErrOrdered):
+		w.ack(ctx, sku, m.ID, 0)
+	case err == nil:
+		w.deadLetter(ctx, sku, m, msg.OrderID, reason, msg.Qty, freeBuyer)
+	}
+}
+
+func (w *Worker) deadLetter(ctx context.Context, sku string, m redis.XMessage, mark, reason string, qty int64, freeBuyer string) {
+	k := w.q.keys(sku)
+	fields := make([]string, 0, len(m.Values))
+	for name, v := range m.Values {
+		fields = append(fields, fmt.Sprintf("%s=%v", name, v))
+	}
+	err := retry(ctx, w.log, "dead-letter entry", func(c context.Context) error {
+		err := w.q.run(c, deadLetterScript, []string{k.stock(), k.sold(), k.buyers(), k.compensated(), k.stream(), k.dead()},
+			mark, m.ID, Group, reason, qty, freeBuyer, strings.Join(fields, " ")).Err()
+		return redisFailed(err)
+	})
+	if err == nil {
+		w.log.Warn("dead-lettered an order entry", "sku", sku, "entry", m.ID, "reason", reason, "returned", qty)
+	}
+}
+
+// ack acknowledges entry id and records the order's lag (0: no order
+// written now). WrongAck acknowledges on the wrong key.
+func (w *Worker) ack(ctx context.Context, sku, id string, lag time.Duration) {
+	k := w.q.keys(sku)
+	stream := k.stream()
+	if w.cfg.Mode == WrongAck {
+		stream = string(k) + wrongAckKey
+	}
+	_ = retry(ctx, w.log, "acknowledge entry", func(c context.Context) error {
+		return redisFailed(slotretry.DoErr(c, func() error {
+			_, err := w.q.rdb.TxPipelined(c, func(p redis.Pipeliner) error {
+				p.XAck(c, stream, Group, id)
+				if lag > 0 {
+					p.RPush(c, k.lags(), strconv.FormatInt(lag.Microseconds(), 10))
+					p.LTrim(c, k.lags(), -lagSamples, -1)
+				}
+				return nil
+			})
+			return err
+		}))
+	})
+}
+
+// redisFailed marks a Redis error as worth retrying: every call a worker
+// makes is safe to repeat (doc.go).
+func redisFailed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// retry runs op until it succeeds, fails with something other than an
+// unavailable server, or ctx ends (then ctx's error). Each attempt gets a
+// context without ctx's cancel, bounded by attemptTimeout, so a stop does
+// not cut an attempt in half.
+func retry(ctx context.Context, log *slog.Logger, what string, op func(context.Context) error) error {
+	for failures := 1; ; failures++ {
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
+		err := op(c)
+		cancel()
+		if err == nil || !(errors.Is(err, orders.ErrUnavailable) || errors.Is(err, ErrUnavailable)) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		log.Warn("retrying", "op", what, "attempt", failures, "err", err)
+		pause(ctx, failures)
+	}
+}
+
+// attemptTimeout bounds one call to Redis or the database.
+const attemptTimeout = 5 * time.Second
+
+// pause waits before the next attempt: 10 ms doubling up to one second.
+func pause(ctx context.Context, failures int) {
+	d := min(10*time.Millisecond<<min(failures-1, 7), time.Second)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
