@@ -49,7 +49,6 @@ func (s *onePerUserStage) sell(ctx context.Context, sku, user string, qty int64,
 	return s.placeAfterDeduction(ctx, s.newOrder(sku, user, qty, false), remaining, f)
 }
 
-
 // errNoBuyer is the answer of a per-user stage to a sale naming no buyer.
 func errNoBuyer(stage string) error {
 	return fmt.Errorf("%w: stage %s sells one per buyer: name the buyer (user)", ErrInvalid, stage)
