@@ -105,6 +105,8 @@ type Store interface {
 	List(ctx context.Context, stage, sku, after string, limit int) ([]Order, error)
 	// Reset deletes the orders of sku on stage and sets its stock row.
 	Reset(ctx context.Context, stage, sku string, stock int64) error
+	// Initialise writes the stock row of a SKU that has none.
+	Initialise(ctx context.Context, stage, sku string, stock int64) error
 	// Stock reads the stock row; ErrNoStock when there is none.
 	Stock(ctx context.Context, stage, sku string) (Stock, error)
 	// Buy inserts o and takes o.Qty from the stock row in one transaction,

@@ -261,6 +261,16 @@ func (s *SQLStore) Reset(ctx context.Context, stage, sku string, stock int64) er
 	return nil
 }
 
+// Initialise leaves a row that exists as it is (several replicas may
+// initialise one SKU at once).
+func (s *SQLStore) Initialise(ctx context.Context, stage, sku string, stock int64) error {
+	_, err := s.db.ExecContext(ctx, "INSERT INTO lockstep_stock (stage, sku, initial, stock) VALUES (?, ?, ?, ?)", stage, sku, stock, stock)
+	if err != nil && !s.d.duplicate(err) {
+		return s.unavailable("initialise stock row", err)
+	}
+	return nil
+}
+
 func (s *SQLStore) Stock(ctx context.Context, stage, sku string) (Stock, error) {
 	return s.stockRow(ctx, s.db, stage, sku)
 }
