@@ -133,7 +133,8 @@ func (m Message) values() []any {
 
 // Admit runs the admission script for one sale of sku. With enqueue false
 // (the async-two-steps rung) the message is not appended: the caller does
-// it with Enqueue. ErrSoldOut, ErrAlreadyBought, or ErrUnavailable (with
+// it with Enqueue. ErrSoldOut, ErrAlreadyBought, ErrNoStock (the caller
+// initialises the SKU and admits again), or ErrUnavailable (with
 // ErrOutcomeUnknown when Redis did not answer: the sale may be admitted).
 func (q *Queue) Admit(ctx context.Context, m Message, enqueue bool) (Admission, error) {
 	k := q.keys(m.SKU)
@@ -141,24 +142,19 @@ func (q *Queue) Admit(ctx context.Context, m Message, enqueue bool) (Admission, 
 	if enqueue {
 		flag = "1"
 	}
-	for {
-		n, err := q.run(ctx, admitScript, []string{k.stock(), k.sold(), k.buyers(), k.stream()},
-			m.Qty, m.User, m.OrderID, m.Replica, m.Admitted.UnixMicro(), flag).Int64()
-		switch {
-		case err != nil:
-			return Admission{}, writeFailed("admit", err)
-		case n == -1:
-			return Admission{}, ErrSoldOut
-		case n == -3:
-			return Admission{}, fmt.Errorf("%w: %s", ErrAlreadyBought, m.User)
-		case n == -2:
-			if err := q.Initialise(ctx, m.SKU, DefaultStock); err != nil {
-				return Admission{}, err
-			}
-			continue
-		}
-		return Admission{OrderID: m.OrderID, Remaining: n}, nil
+	n, err := q.run(ctx, admitScript, []string{k.stock(), k.sold(), k.buyers(), k.stream()},
+		m.Qty, m.User, m.OrderID, m.Replica, m.Admitted.UnixMicro(), flag).Int64()
+	switch {
+	case err != nil:
+		return Admission{}, writeFailed("admit", err)
+	case n == -1:
+		return Admission{}, ErrSoldOut
+	case n == -2:
+		return Admission{}, fmt.Errorf("%w: %s", ErrNoStock, m.SKU)
+	case n == -3:
+		return Admission{}, fmt.Errorf("%w: %s", ErrAlreadyBought, m.User)
 	}
+	return Admission{OrderID: m.OrderID, Remaining: n}, nil
 }
 
 // Enqueue appends m to its SKU's stream: the second call of the
@@ -172,9 +168,6 @@ func (q *Queue) Enqueue(ctx context.Context, m Message) error {
 	}
 	return nil
 }
-
-// DefaultStock is the stock a SKU gets at its first sale when nobody reset it.
-const DefaultStock = 100
 
 // Stats is what a run's report and live page show of one SKU's stream.
 type Stats struct {

@@ -315,3 +315,28 @@ func pause(ctx context.Context, failures int) {
 	case <-t.C:
 	}
 }
+
+// The async stages: the design, and the rungs that show the courses'
+// defects (docs/async-orders.md).
+const (
+	StageStream   = "async-stream"
+	StageTwoSteps = "async-two-steps"
+	StageNoClaim  = "async-no-claim"
+	StageWrongAck = "async-wrong-ack"
+)
+
+// Stages lists the async stages.
+func Stages() []string { return []string{StageStream, StageTwoSteps, StageNoClaim, StageWrongAck} }
+
+// ModeOf is the mode of stage's workers; false for a stage that is not async.
+func ModeOf(stage string) (Mode, bool) {
+	switch stage {
+	case StageStream, StageTwoSteps:
+		return Correct, true
+	case StageNoClaim:
+		return NoClaim, true
+	case StageWrongAck:
+		return WrongAck, true
+	}
+	return 0, false
+}

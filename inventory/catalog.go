@@ -141,6 +141,26 @@ var catalog = []catalogEntry{
 		Defect:    "None: no oversell, no undersell, the order and the units in one transaction; every sale is a database write on one hot row.",
 	}, redisLock: true},
 	{Info: Info{
+		ID: "async-stream", Title: "秒杀优化: admit in one script, order workers write later", ArticleCase: "黑马点评 秒杀优化 (Lua + Stream 消息队列)",
+		Mechanism: "One script checks the stock and the buyer set, deducts, adds the buyer and XADDs the order message (one hash tag); the sale answers with the order id at once. Order workers (cmd/orderworker) read in one consumer group, insert the order by its id, XACK; they claim entries idle past a bound (XAUTOCLAIM), and an entry delivered too often goes to a dead-letter stream with its unit returned and its buyer freed, once.",
+		Defect:    "None once drained: initial = remaining + units in orders, nothing pending. The order row comes later than the answer (the lag), and a Redis without persistence loses admitted messages on a restart.",
+	}, redisLock: true},
+	{Info: Info{
+		ID: "async-two-steps", Title: "秒杀优化 in two calls: deduct, then enqueue", ArticleCase: "黑马点评 秒杀优化 (阻塞队列 / a separate send)",
+		Mechanism: "The admission script deducts and adds the buyer without the XADD; the shop sends the message in a second call. The crash fault kills the replica between the two.",
+		Defect:    "A replica killed between the calls leaves a unit taken and a buyer marked with no message: no worker ever writes the order (undersold, 少卖).",
+	}, redisLock: true},
+	{Info: Info{
+		ID: "async-no-claim", Title: "秒杀优化, workers that never claim", ArticleCase: "黑马点评 秒杀优化 (pending-list only on restart)",
+		Mechanism: "As async-stream, but a worker only reads new entries and its own pending list at start, never XAUTOCLAIMs another's.",
+		Defect:    "A worker killed mid-batch leaves its entries pending forever: orders missing (undersold, pending > 0) until a worker of the same consumer name starts again.",
+	}, redisLock: true},
+	{Info: Info{
+		ID: "async-wrong-ack", Title: "秒杀优化, XACK on the wrong key", ArticleCase: "黑马点评 秒杀优化 (the copied consumer: XACK stream.orders)",
+		Mechanism: "As async-stream, but the worker acknowledges on \"stream.orders\" beside the stream it read.",
+		Defect:    "Orders are written, yet nothing is acknowledged: XPENDING grows with every sale, silently, until memory or a restart says so.",
+	}, redisLock: true},
+	{Info: Info{
 		ID: "mongodb", Title: "MongoDB findAndModify lock (described, not run)", ArticleCase: "003 (the comparison table)",
 		Mechanism: "findAndModify (findOneAndUpdate with upsert) on a lock document {_id: <sku>, owner, expiresAt}, matched only when absent or expired: one atomic document write per acquisition; release deletes it only while owner is ours; a TTL index sweeps expired documents.",
 		Defect:    "The TTL monitor runs once a minute, so expiry is only exact if every acquisition compares expiresAt itself; no waiting (clients poll), no reentrancy, no fencing unless the document carries a counter, and with w:1 a primary failover can lose the lock document as Redis's replication can. Not a stage: no MongoDB server can be installed on these machines (it is not in Debian, and the npm and PyPI wrappers download binaries at run time), and lockstep ships no lock it cannot test.",

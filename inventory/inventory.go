@@ -254,6 +254,7 @@ func (inv *Inventory) addOrderStages(seller func(id string) *orderSeller, watchd
 	inv.stages["optimistic-redis"] = &optimisticRedisStage{seller("optimistic-redis")}
 	inv.stages["optimistic-mysql-version"] = &optimisticSQLStage{orderSeller: seller("optimistic-mysql-version"), cond: orders.SameStock}
 	inv.stages["optimistic-mysql"] = &optimisticSQLStage{orderSeller: seller("optimistic-mysql"), cond: orders.EnoughStock}
+	inv.addAsyncStages(seller)
 }
 
 // addLockServerStages adds the stages whose lock lives on a server beside
@@ -346,7 +347,8 @@ func (inv *Inventory) unavailableReason(id string) string {
 	case "zookeeper":
 		return "needs a ZooKeeper ensemble (--zookeeper-servers)"
 	case "one-per-user-naive", "one-per-user-synchronized", "one-per-user-lua", "one-per-user-lock",
-		"optimistic-redis", "optimistic-mysql-version", "optimistic-mysql":
+		"optimistic-redis", "optimistic-mysql-version", "optimistic-mysql",
+		"async-stream", "async-two-steps", "async-no-claim", "async-wrong-ack":
 		return "needs an order database (--mysql-dsn, or --orders-sqlite for the embedded one)"
 	case "mongodb":
 		return "described, not run: no MongoDB server can be installed on these machines, and no untested lock ships"

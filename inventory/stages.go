@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/lock"
 )
 
@@ -45,6 +46,8 @@ type Audit struct {
 	MaxHolders *int64 `json:"max_holders,omitempty"`
 	// Orders are the orders of an order stage, with the undersold units.
 	Orders *OrderCounts `json:"orders,omitempty"`
+	// Stream is an async stage's order stream.
+	Stream *asyncorders.Stats `json:"stream,omitempty"`
 }
 
 func auditOf(c Counts, segments []Counts) Audit {

@@ -1,0 +1,98 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/lockstep/lockstep/asyncorders"
+)
+
+// asyncStage is 黑马点评's 秒杀优化: one script checks the stock and the
+// buyer, deducts, adds the buyer and enqueues the order message on a Redis
+// Stream (package asyncorders); the sale answers with the order id at once,
+// and the order workers (cmd/orderworker) write the order later. The
+// async-two-steps rung enqueues in a second call, with the crash fault's
+// window between the two; the other rungs differ in their workers only.
+type asyncStage struct {
+	*orderSeller
+	queue    *asyncorders.Queue
+	twoSteps bool
+}
+
+func (s *asyncStage) deduct(ctx context.Context, sku string, qty int64, f Faults) (Sale, error) {
+	return s.sell(ctx, sku, "", qty, f)
+}
+
+func (s *asyncStage) sell(ctx context.Context, sku, user string, qty int64, f Faults) (Sale, error) {
+	if user == "" {
+		return Sale{}, errNoBuyer(s.id)
+	}
+	m := asyncorders.Message{OrderID: s.newOrder(sku, user, qty, true).ID, SKU: sku, User: user, Qty: qty,
+		Replica: s.replica, Admitted: time.Now()}
+	a, err := s.queue.Admit(ctx, m, !s.twoSteps)
+	if errors.Is(err, asyncorders.ErrNoStock) {
+		if err := s.queue.Initialise(ctx, sku, s.defaultStock); err != nil {
+			return Sale{}, asyncFailed(err)
+		}
+		a, err = s.queue.Admit(ctx, m, !s.twoSteps)
+	}
+	if err != nil {
+		return Sale{}, asyncFailed(err)
+	}
+	if s.twoSteps {
+		if err := s.crashBeforeOrder(ctx, f); err != nil {
+			return Sale{}, err
+		}
+		if err := s.queue.Enqueue(ctx, m); err != nil {
+			return Sale{}, asyncFailed(err)
+		}
+	}
+	return Sale{Remaining: a.Remaining, Order: a.OrderID}, nil
+}
+
+// asyncFailed maps the queue's errors onto the inventory's.
+func asyncFailed(err error) error {
+	switch {
+	case errors.Is(err, asyncorders.ErrSoldOut):
+		return ErrSoldOut
+	case errors.Is(err, asyncorders.ErrAlreadyBought):
+		return errors.Join(ErrAlreadyBought, err)
+	case errors.Is(err, asyncorders.ErrOutcomeUnknown):
+		return errors.Join(ErrUnavailable, ErrOutcomeUnknown, err)
+	}
+	return errors.Join(ErrUnavailable, err)
+}
+
+func (s *asyncStage) reset(ctx context.Context, sku string, stock int64, _ int) error {
+	if err := s.queue.Reset(ctx, sku, stock); err != nil {
+		return asyncFailed(err)
+	}
+	if err := s.orders.Reset(ctx, s.id, sku, stock); err != nil {
+		return ordersUnavailable("reset orders", err)
+	}
+	return nil
+}
+
+// audit is the order stages' audit with the stream's figures beside it:
+// undersold counts the units admitted whose order no worker wrote yet, so
+// it holds at 0 only once the stream is drained (Stream.Drained).
+func (s *asyncStage) audit(ctx context.Context, sku string) (Audit, error) {
+	a, err := s.orderSeller.audit(ctx, sku)
+	if err != nil {
+		return Audit{}, err
+	}
+	st, err := s.queue.Stats(ctx, sku)
+	if err != nil {
+		return Audit{}, asyncFailed(err)
+	}
+	a.Stream = &st
+	return a, nil
+}
+
+// addAsyncStages adds the async stages: their workers are other processes.
+func (inv *Inventory) addAsyncStages(seller func(id string) *orderSeller) {
+	for _, id := range asyncorders.Stages() {
+		inv.stages[id] = &asyncStage{orderSeller: seller(id), queue: asyncorders.NewQueue(inv.cfg.Redis, id), twoSteps: id == asyncorders.StageTwoSteps}
+	}
+}
