@@ -301,17 +301,21 @@ func (q *Queue) Check(ctx context.Context, store orders.Store, sku string) (Inva
 func (q *Queue) Drain(ctx context.Context, sku string) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
+	last := errors.New("no figures read")
 	for {
-		s, err := q.Stats(ctx, sku)
-		if err == nil && s.Drained() {
+		switch s, err := q.Stats(ctx, sku); {
+		case err != nil:
+			if ctx.Err() == nil {
+				last = err
+			}
+		case s.Drained():
 			return nil
+		default:
+			last = fmt.Errorf("%d undelivered, %d pending", s.Undelivered, s.Pending)
 		}
 		select {
 		case <-ctx.Done():
-			if err == nil {
-				err = fmt.Errorf("%d undelivered, %d pending", s.Undelivered, s.Pending)
-			}
-			return fmt.Errorf("asyncorders: drain %s: %w: %w", sku, ctx.Err(), err)
+			return fmt.Errorf("asyncorders: drain %s: %w: %w", sku, ctx.Err(), last)
 		case <-tick.C:
 		}
 	}

@@ -1,0 +1,164 @@
+// Command orderworker is an order worker of the async stages: it reads the
+// stages' order streams in one consumer group and writes the orders into
+// the order table (package asyncorders). The workshop runs two; run more
+// under other -consumer names.
+//
+// Every flag has an environment fallback, LOCKSTEP_<FLAG> with dashes as
+// underscores (LOCKSTEP_REDIS_ADDR, LOCKSTEP_CONSUMER, ...); a flag given
+// on the command line wins.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/flagenv"
+	"github.com/lockstep/lockstep/orders"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "orderworker:", err)
+		os.Exit(1)
+	}
+}
+
+// killedExitCode is what a shell shows for kill -9: the -die-after-inserts
+// fault exits with it.
+const killedExitCode = 137
+
+type options struct {
+	redisAddr, redisPassword, mysqlDSN, ordersSQLite string
+	consumer, stages, skus, logLevel                 string
+	redisDB, dieAfterInserts                         int
+	batch, maxDeliveries                             int64
+	block, claimIdle, claimEvery, shutdownTimeout    time.Duration
+}
+
+func parseFlags(args []string, getenv func(string) string) (options, error) {
+	var o options
+	hostname, _ := os.Hostname()
+	d := asyncorders.DefaultConfig("", nil)
+	fs := flag.NewFlagSet("orderworker", flag.ContinueOnError)
+	fs.StringVar(&o.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis address of the stock and the order streams")
+	fs.StringVar(&o.redisPassword, "redis-password", "", "Redis password")
+	fs.IntVar(&o.redisDB, "redis-db", 0, "Redis database number")
+	fs.StringVar(&o.mysqlDSN, "mysql-dsn", "", "MySQL/MariaDB data source name of the order table (user:pass@tcp(host:3306)/db)")
+	fs.StringVar(&o.ordersSQLite, "orders-sqlite", "", "path of the embedded SQLite order table, when no -mysql-dsn")
+	fs.StringVar(&o.consumer, "consumer", hostname+"-"+fmt.Sprint(os.Getpid()), "consumer name in the group; a worker restarted under its name finishes its own pending entries first")
+	fs.StringVar(&o.stages, "stages", "async-stream,async-two-steps,async-no-claim,async-wrong-ack", "async stages to serve, comma-separated")
+	fs.StringVar(&o.skus, "skus", "sku-1", "SKUs to serve, comma-separated")
+	fs.Int64Var(&o.batch, "batch", d.Batch, "most entries per read or claim")
+	fs.DurationVar(&o.block, "block", d.Block, "how long one read waits for an entry")
+	fs.DurationVar(&o.claimIdle, "claim-idle", d.ClaimIdle, "an entry pending this long is claimed from its consumer (XAUTOCLAIM)")
+	fs.DurationVar(&o.claimEvery, "claim-every", d.ClaimEvery, "how often to look for idle entries")
+	fs.Int64Var(&o.maxDeliveries, "max-deliveries", d.MaxDeliveries, "an entry delivered more often goes to the dead letters, its units back on sale")
+	fs.IntVar(&o.dieAfterInserts, "die-after-inserts", 0, "fault: exit with status 137 after this many orders were inserted, before the last one's ack (0: never)")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a stop waits for the entries in hand")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := flagenv.Parse(fs, args, getenv); err != nil {
+		return o, err
+	}
+	for _, s := range flagenv.List(o.stages) {
+		if _, ok := asyncorders.ModeOf(s); !ok {
+			return o, fmt.Errorf("-stages: %q is not an async stage (%v)", s, asyncorders.Stages())
+		}
+	}
+	switch {
+	case len(flagenv.List(o.stages)) == 0 || len(flagenv.List(o.skus)) == 0:
+		return o, errors.New("-stages and -skus must name at least one each")
+	case (o.mysqlDSN == "") == (o.ordersSQLite == ""):
+		return o, errors.New("name the order table: exactly one of -mysql-dsn and -orders-sqlite")
+	case o.batch < 1 || o.maxDeliveries < 1 || o.dieAfterInserts < 0:
+		return o, errors.New("-batch and -max-deliveries must be at least 1, -die-after-inserts at least 0")
+	}
+	return o, nil
+}
+
+func run(args []string) error {
+	o, err := parseFlags(args, os.Getenv)
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("log level: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("consumer", o.consumer)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	store, closeStore, err := openStore(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	rdb := redis.NewClient(&redis.Options{Addr: o.redisAddr, Password: o.redisPassword, DB: o.redisDB})
+	defer rdb.Close()
+
+	var inserted atomic.Int64
+	var wg sync.WaitGroup
+	for _, stage := range flagenv.List(o.stages) {
+		mode, _ := asyncorders.ModeOf(stage)
+		cfg := asyncorders.Config{Consumer: o.consumer, SKUs: flagenv.List(o.skus), Mode: mode, Batch: o.batch, Block: o.block,
+			ClaimIdle: o.claimIdle, ClaimEvery: o.claimEvery, MaxDeliveries: o.maxDeliveries}
+		if o.dieAfterInserts > 0 {
+			cfg.AfterInsert = func(m asyncorders.Message) error {
+				if inserted.Add(1) == int64(o.dieAfterInserts) {
+					log.Error("die_after_inserts fault: exiting after the insert, before the ack", "stage", stage, "order", m.OrderID)
+					os.Exit(killedExitCode)
+				}
+				return nil
+			}
+		}
+		w := asyncorders.NewWorker(asyncorders.NewQueue(rdb, stage), store, cfg, log)
+		wg.Go(func() { _ = w.Run(ctx) })
+	}
+	log.Info("order worker started", "redis", o.redisAddr, "stages", o.stages, "skus", o.skus, "mysql", o.mysqlDSN != "",
+		"claim_idle", o.claimIdle, "max_deliveries", o.maxDeliveries)
+	<-ctx.Done()
+	log.Info("stopping: finishing the entries in hand", "timeout", o.shutdownTimeout)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		log.Info("stopped")
+		return nil
+	case <-time.After(o.shutdownTimeout):
+		return errors.New("stop: entries still in hand after the shutdown timeout; they stay pending for another worker")
+	}
+}
+
+func openStore(ctx context.Context, o options) (orders.Store, func(), error) {
+	if o.ordersSQLite != "" {
+		s, err := orders.OpenSQLite(ctx, o.ordersSQLite)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, func() { _ = s.Close() }, nil
+	}
+	db, err := sql.Open("mysql", o.mysqlDSN)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mysql: %w", err)
+	}
+	s, err := orders.OpenMySQL(ctx, db)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	return s, func() { _ = db.Close() }, nil
+}
