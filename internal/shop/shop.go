@@ -4,6 +4,7 @@
 package shop
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"github.com/lockstep/lockstep/internal/redistrace"
 	"github.com/lockstep/lockstep/inventory"
 	"github.com/lockstep/lockstep/lock"
+	"github.com/lockstep/lockstep/orders"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -59,6 +61,10 @@ type Config struct {
 	// cluster. Without them those stages are unavailable.
 	MySQLDSN      string
 	EtcdEndpoints []string
+	// OrdersSQLite, optional, is the file of the embedded order table, used
+	// by the order stages when no MySQLDSN is given (a workshop without
+	// MariaDB); with MySQLDSN the orders live in MySQL.
+	OrdersSQLite string
 	// ZooKeeperServers, optional, are the zookeeper stage's ensemble.
 	ZooKeeperServers []string
 
@@ -259,6 +265,9 @@ func (s *Shop) connectLockServers(cfg Config, inv *inventory.Config) error {
 		s.closers = append(s.closers, db)
 		inv.MySQL = db
 	}
+	if err := s.openOrders(cfg, inv); err != nil {
+		return err
+	}
 	if len(cfg.EtcdEndpoints) > 0 {
 		client, err := clientv3.New(clientv3.Config{
 			Endpoints: cfg.EtcdEndpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
@@ -268,6 +277,35 @@ func (s *Shop) connectLockServers(cfg Config, inv *inventory.Config) error {
 		}
 		s.closers = append(s.closers, client)
 		inv.Etcd = client
+	}
+	return nil
+}
+
+// ordersTimeout bounds creating the order tables at start.
+const ordersTimeout = 10 * time.Second
+
+// openOrders opens the order table of the order stages: in MySQL when the
+// shop has one, else in the embedded SQLite file when one is configured.
+// A MySQL that is down at start leaves the order stages unavailable (said
+// in the log), as the mysql stage's lock table does.
+func (s *Shop) openOrders(cfg Config, inv *inventory.Config) error {
+	ctx, cancel := context.WithTimeout(context.Background(), ordersTimeout)
+	defer cancel()
+	switch {
+	case inv.MySQL != nil:
+		store, err := orders.OpenMySQL(ctx, inv.MySQL)
+		if err != nil {
+			cfg.Logger.Warn("order stages unavailable: cannot create the order table", "err", err)
+			return nil
+		}
+		inv.Orders = store
+	case cfg.OrdersSQLite != "":
+		store, err := orders.OpenSQLite(ctx, cfg.OrdersSQLite)
+		if err != nil {
+			return err
+		}
+		s.closers = append(s.closers, store)
+		inv.Orders = store
 	}
 	return nil
 }
