@@ -26,7 +26,8 @@ const sku = "sku-1"
 // subtest names its own stage, so neither its keys nor its rows meet.
 type env struct {
 	rdb   *redis.Client
-	store orders.Store
+	db    *sql.DB
+	store *orders.SQLStore
 }
 
 func newEnv(t *testing.T) env {
@@ -50,7 +51,7 @@ func newEnv(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return env{rdb: rdb, store: store}
+	return env{rdb: rdb, db: db, store: store}
 }
 
 // queue resets stage's SKU to stock units.

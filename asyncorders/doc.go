@@ -35,7 +35,7 @@
 // MaxDeliveries times (it killed the workers that took it), or whose buyer
 // has another order in the table, is given up: the worker first voids its
 // order id (orders.Store.Void), so no late insert can ever land it, and only
-// then runs dead_letter.lua, which returns its units, frees its buyer (not
+// then runs compensate.lua, which returns its units, frees its buyer (not
 // when another order of the buyer stands) and moves the entry to the dead
 // letters, all once per order id.
 //
@@ -52,7 +52,7 @@
 //	                                                                  insert found the row, one order
 //	Void (give-up)     finds its own void row: nil                    after the insert: ErrOrdered, the
 //	                                                                  order stands, nothing returned
-//	dead_letter.lua    the compensated set has the order id: it only  two workers giving up the same
+//	compensate.lua     the compensated set has the order id: it only  two workers giving up the same
 //	                   acknowledges, the unit is returned once        entry: the second only acknowledges
 //
 // A worker killed at any point leaves its entry pending; the entry is

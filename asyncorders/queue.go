@@ -29,7 +29,7 @@ func loadScript(name string) *redis.Script {
 var (
 	resetScript      = loadScript("reset.lua")
 	admitScript      = loadScript("admit.lua")
-	deadLetterScript = loadScript("dead_letter.lua")
+	compensateScript = loadScript("compensate.lua")
 )
 
 // Group is the one consumer group every order worker reads in.
@@ -69,6 +69,18 @@ func (k keys) compensated() string { return string(k) + "compensated" }
 func (k keys) stream() string      { return string(k) + "orders" }
 func (k keys) dead() string        { return string(k) + "dead" }
 func (k keys) lags() string        { return string(k) + "lags" }
+
+// compensate runs compensate.lua (which see) for the order (or entry) of
+// mark; entry "" when no stream entry is to be dead-lettered.
+func (q *Queue) compensate(ctx context.Context, sku, mark, entry, reason string, qty int64, freeBuyer, fields string) error {
+	k := q.keys(sku)
+	err := q.run(ctx, compensateScript, []string{k.stock(), k.sold(), k.buyers(), k.compensated(), k.stream(), k.dead()},
+		mark, entry, Group, reason, qty, freeBuyer, fields).Err()
+	if err != nil {
+		return writeFailed("compensate", err)
+	}
+	return nil
+}
 
 // Stream is the order stream's key of sku.
 func (q *Queue) Stream(sku string) string { return q.keys(sku).stream() }

@@ -61,6 +61,10 @@ type Config struct {
 	// ack: the fault point of a worker that dies there (a forced duplicate
 	// delivery). An error leaves the entry unacknowledged, as a death does.
 	AfterInsert func(Message) error
+	// Payments, when set with PayWithin, gives each order a payment due
+	// PayWithin after its admission; the Sweeper cancels it unpaid.
+	Payments  *orders.Payments
+	PayWithin time.Duration
 }
 
 // DefaultConfig is the workshop's.
@@ -205,6 +209,12 @@ func (w *Worker) handle(ctx context.Context, sku string, m redis.XMessage, deliv
 	err = retry(ctx, w.log, "insert order", func(c context.Context) error { return w.store.Insert(c, o) })
 	switch {
 	case err == nil:
+		if w.cfg.Payments != nil && w.cfg.PayWithin > 0 {
+			deadline := msg.Admitted.Add(w.cfg.PayWithin)
+			if err := retry(ctx, w.log, "open payment", func(c context.Context) error { return w.cfg.Payments.Open(c, o, deadline) }); err != nil {
+				return // ctx ended: the entry stays pending, and a retry finds the order and opens the payment
+			}
+		}
 		if w.cfg.AfterInsert != nil {
 			if err := w.cfg.AfterInsert(msg); err != nil {
 				w.log.Warn("left an inserted order unacknowledged", "sku", sku, "entry", m.ID, "err", err)
@@ -235,15 +245,12 @@ func (w *Worker) giveUp(ctx context.Context, sku string, m redis.XMessage, msg M
 }
 
 func (w *Worker) deadLetter(ctx context.Context, sku string, m redis.XMessage, mark, reason string, qty int64, freeBuyer string) {
-	k := w.q.keys(sku)
 	fields := make([]string, 0, len(m.Values))
 	for name, v := range m.Values {
 		fields = append(fields, fmt.Sprintf("%s=%v", name, v))
 	}
 	err := retry(ctx, w.log, "dead-letter entry", func(c context.Context) error {
-		err := w.q.run(c, deadLetterScript, []string{k.stock(), k.sold(), k.buyers(), k.compensated(), k.stream(), k.dead()},
-			mark, m.ID, Group, reason, qty, freeBuyer, strings.Join(fields, " ")).Err()
-		return redisFailed(err)
+		return w.q.compensate(c, sku, mark, m.ID, reason, qty, freeBuyer, strings.Join(fields, " "))
 	})
 	if err == nil {
 		w.log.Warn("dead-lettered an order entry", "sku", sku, "entry", m.ID, "reason", reason, "returned", qty)

@@ -1,0 +1,243 @@
+package orders
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Payment states of an order of an async stage (asyncorders). The order
+// row stays live while its payment is unpaid or paid; a cancel voids it.
+const (
+	PaymentUnpaid    = "unpaid"
+	PaymentPaid      = "paid"
+	PaymentCancelled = "cancelled"
+)
+
+var (
+	// ErrNoOrder: no order of that id for that buyer (or none at all).
+	ErrNoOrder = errors.New("orders: no such order")
+	// ErrCancelled: the order was cancelled (its payment came too late).
+	ErrCancelled = errors.New("orders: order cancelled")
+)
+
+// paymentsSchema runs on MySQL/MariaDB and SQLite alike.
+var paymentsSchema = []string{
+	`CREATE TABLE IF NOT EXISTS lockstep_payments (
+	id CHAR(32) NOT NULL PRIMARY KEY,
+	stage VARCHAR(64) NOT NULL,
+	sku VARCHAR(64) NOT NULL,
+	user_id VARCHAR(64) NOT NULL,
+	qty INT NOT NULL,
+	status VARCHAR(16) NOT NULL,
+	deadline BIGINT NOT NULL,
+	returned INT NOT NULL DEFAULT 0
+)`,
+	`CREATE INDEX IF NOT EXISTS payments_due ON lockstep_payments (status, deadline)`,
+}
+
+// Payments are the payment states of the orders of the async stages, in
+// the order table's database, so that a cancel voids the order in the
+// same transaction that cancels its payment.
+//
+// Every call, when its reply is lost, when it runs twice, when it is late:
+//
+//   - Open, reply lost or run twice: the row exists; a second insert is
+//     ignored (INSERT IGNORE / OR IGNORE), its state untouched.
+//   - Pay: a compare-and-set unpaid → paid; run again it finds paid and
+//     answers nil (the same answer); arriving after the sweeper's cancel it
+//     answers ErrCancelled and changes nothing.
+//   - Cancel (the sweeper's): one transaction of the compare-and-set
+//     unpaid → cancelled, with the deadline passed, and the order row's
+//     void; run again, or after a payment, it matches no row and changes
+//     nothing. The units go back afterwards, in Redis, under a mark of the
+//     order id (asyncorders), and MarkReturned records it; a sweeper killed
+//     between the two finds the row unreturned and gives back again, which
+//     the mark turns into nothing.
+type Payments struct{ s *SQLStore }
+
+// Payments creates the payment table when it is missing.
+func (s *SQLStore) Payments(ctx context.Context) (*Payments, error) {
+	for _, ddl := range paymentsSchema {
+		if _, err := s.db.ExecContext(ctx, ddl); err != nil {
+			return nil, fmt.Errorf("orders: %s: create the payment table: %w", s.d.name, err)
+		}
+	}
+	return &Payments{s: s}, nil
+}
+
+// Open records o's payment as unpaid until deadline.
+func (p *Payments) Open(ctx context.Context, o Order, deadline time.Time) error {
+	ignore := "INSERT OR IGNORE"
+	if p.s.d.name == "mysql" {
+		ignore = "INSERT IGNORE"
+	}
+	_, err := p.s.db.ExecContext(ctx, ignore+` INTO lockstep_payments (id, stage, sku, user_id, qty, status, deadline)
+VALUES (?, ?, ?, ?, ?, ?, ?)`, o.ID, o.Stage, o.SKU, o.User, o.Qty, PaymentUnpaid, deadline.UnixMicro())
+	if err != nil {
+		return p.s.unavailable("open payment", err)
+	}
+	return nil
+}
+
+// Pay marks user's order id paid: nil when it is paid (now or before),
+// ErrCancelled, or ErrNoOrder (no order of that id for user).
+func (p *Payments) Pay(ctx context.Context, id, user string) error {
+	res, err := p.s.db.ExecContext(ctx, `UPDATE lockstep_payments SET status = ? WHERE id = ? AND user_id = ? AND status = ?`,
+		PaymentPaid, id, user, PaymentUnpaid)
+	if err != nil {
+		return p.s.unavailable("pay", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return p.s.unavailable("pay", err)
+	} else if n == 1 {
+		return nil
+	}
+	status, err := p.Status(ctx, id, user)
+	switch {
+	case err != nil:
+		return err
+	case status == PaymentCancelled:
+		return fmt.Errorf("%w: %s", ErrCancelled, id)
+	}
+	return nil // paid before: the same answer
+}
+
+// Status is the payment state of user's order id; ErrNoOrder when there is none.
+func (p *Payments) Status(ctx context.Context, id, user string) (string, error) {
+	var status string
+	err := p.s.db.QueryRowContext(ctx, `SELECT status FROM lockstep_payments WHERE id = ? AND user_id = ?`, id, user).Scan(&status)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", fmt.Errorf("%w: %s", ErrNoOrder, id)
+	case err != nil:
+		return "", p.s.unavailable("read payment", err)
+	}
+	return status, nil
+}
+
+// CancelExpired cancels up to limit orders of stage unpaid past their
+// deadline at now, each in one transaction with its order row's void
+// (which also frees the buyer's place in the unique index), and returns
+// the orders it cancelled.
+func (p *Payments) CancelExpired(ctx context.Context, stage string, now time.Time, limit int) ([]Order, error) {
+	due, err := p.list(ctx, `SELECT id, sku, user_id, qty FROM lockstep_payments
+WHERE stage = ? AND status = ? AND deadline < ? ORDER BY deadline LIMIT ?`, stage, PaymentUnpaid, now.UnixMicro(), limit)
+	if err != nil {
+		return nil, err
+	}
+	var cancelled []Order
+	for _, o := range due {
+		o.Stage = stage
+		ok, err := p.cancel(ctx, o, now)
+		if err != nil {
+			return cancelled, err
+		}
+		if ok {
+			cancelled = append(cancelled, o)
+		}
+	}
+	return cancelled, nil
+}
+
+// cancel is the compare-and-set of one order; false when a payment (or
+// another sweeper) got there first.
+func (p *Payments) cancel(ctx context.Context, o Order, now time.Time) (bool, error) {
+	tx, err := p.s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, p.s.unavailable("begin cancel", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	res, err := tx.ExecContext(ctx, `UPDATE lockstep_payments SET status = ? WHERE id = ? AND status = ? AND deadline < ?`,
+		PaymentCancelled, o.ID, PaymentUnpaid, now.UnixMicro())
+	if err != nil {
+		return false, p.s.unavailable("cancel payment", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err != nil {
+			return false, p.s.unavailable("cancel payment", err)
+		}
+		return false, nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE lockstep_orders SET status = ?, one_per_user = NULL WHERE id = ? AND status = ?`,
+		StatusVoid, o.ID, StatusLive); err != nil {
+		return false, p.s.unavailable("void cancelled order", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, p.s.unavailable("commit cancel", err)
+	}
+	return true, nil
+}
+
+// Unreturned lists up to limit cancelled orders of stage whose units were
+// not recorded as given back.
+func (p *Payments) Unreturned(ctx context.Context, stage string, limit int) ([]Order, error) {
+	list, err := p.list(ctx, `SELECT id, sku, user_id, qty FROM lockstep_payments
+WHERE stage = ? AND status = ? AND returned = 0 LIMIT ?`, stage, PaymentCancelled, limit)
+	for i := range list {
+		list[i].Stage = stage
+	}
+	return list, err
+}
+
+// MarkReturned records that a cancelled order's units went back.
+func (p *Payments) MarkReturned(ctx context.Context, id string) error {
+	if _, err := p.s.db.ExecContext(ctx, `UPDATE lockstep_payments SET returned = 1 WHERE id = ?`, id); err != nil {
+		return p.s.unavailable("mark returned", err)
+	}
+	return nil
+}
+
+// PaymentCounts are the payment states of stage's orders of sku.
+type PaymentCounts struct {
+	Unpaid    int64 `json:"unpaid"`
+	Paid      int64 `json:"paid"`
+	Cancelled int64 `json:"cancelled"`
+	// Unreturned are cancelled orders whose units are not yet back.
+	Unreturned int64 `json:"unreturned"`
+}
+
+// Counts counts stage's payments of sku.
+func (p *Payments) Counts(ctx context.Context, stage, sku string) (PaymentCounts, error) {
+	var c PaymentCounts
+	err := p.s.db.QueryRowContext(ctx, `SELECT
+COALESCE(SUM(CASE WHEN status = 'unpaid' THEN 1 ELSE 0 END), 0),
+COALESCE(SUM(CASE WHEN status = 'paid' THEN 1 ELSE 0 END), 0),
+COALESCE(SUM(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END), 0),
+COALESCE(SUM(CASE WHEN status = 'cancelled' AND returned = 0 THEN 1 ELSE 0 END), 0)
+FROM lockstep_payments WHERE stage = ? AND sku = ?`, stage, sku).Scan(&c.Unpaid, &c.Paid, &c.Cancelled, &c.Unreturned)
+	if err != nil {
+		return PaymentCounts{}, p.s.unavailable("count payments", err)
+	}
+	return c, nil
+}
+
+// Reset deletes stage's payments of sku.
+func (p *Payments) Reset(ctx context.Context, stage, sku string) error {
+	if _, err := p.s.db.ExecContext(ctx, `DELETE FROM lockstep_payments WHERE stage = ? AND sku = ?`, stage, sku); err != nil {
+		return p.s.unavailable("reset payments", err)
+	}
+	return nil
+}
+
+func (p *Payments) list(ctx context.Context, query string, args ...any) ([]Order, error) {
+	rows, err := p.s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, p.s.unavailable("list payments", err)
+	}
+	defer rows.Close()
+	var out []Order
+	for rows.Next() {
+		var o Order
+		if err := rows.Scan(&o.ID, &o.SKU, &o.User, &o.Qty); err != nil {
+			return nil, p.s.unavailable("read payments", err)
+		}
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, p.s.unavailable("read payments", err)
+	}
+	return out, nil
+}
