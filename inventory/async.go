@@ -2,10 +2,13 @@ package inventory
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/orders"
 )
 
 // asyncStage is 黑马点评's 秒杀优化: one script checks the stock and the
@@ -18,6 +21,9 @@ type asyncStage struct {
 	*orderSeller
 	queue    *asyncorders.Queue
 	twoSteps bool
+	// payments, when the order table has them, are the orders' payment
+	// states (the payment-timeout scenario); nil, orders need no payment.
+	payments *orders.Payments
 }
 
 func (s *asyncStage) deduct(ctx context.Context, sku string, qty int64, f Faults) (Sale, error) {
@@ -71,6 +77,11 @@ func (s *asyncStage) reset(ctx context.Context, sku string, stock int64, _ int) 
 	if err := s.orders.Reset(ctx, s.id, sku, stock); err != nil {
 		return ordersUnavailable("reset orders", err)
 	}
+	if s.payments != nil {
+		if err := s.payments.Reset(ctx, s.id, sku); err != nil {
+			return ordersUnavailable("reset payments", err)
+		}
+	}
 	return nil
 }
 
@@ -90,9 +101,53 @@ func (s *asyncStage) audit(ctx context.Context, sku string) (Audit, error) {
 	return a, nil
 }
 
+// paymentsTimeout bounds creating the payment table at start.
+const paymentsTimeout = 10 * time.Second
+
 // addAsyncStages adds the async stages: their workers are other processes.
+// Payments come with an order table in SQL (orders.SQLStore); without
+// them Pay is unavailable.
 func (inv *Inventory) addAsyncStages(seller func(id string) *orderSeller) {
-	for _, id := range asyncorders.Stages() {
-		inv.stages[id] = &asyncStage{orderSeller: seller(id), queue: asyncorders.NewQueue(inv.cfg.Redis, id), twoSteps: id == asyncorders.StageTwoSteps}
+	var payments *orders.Payments
+	if sqlStore, ok := inv.cfg.Orders.(*orders.SQLStore); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), paymentsTimeout)
+		defer cancel()
+		var err error
+		if payments, err = sqlStore.Payments(ctx); err != nil {
+			inv.cfg.Logger.Warn("payments unavailable", "err", err)
+		}
 	}
+	for _, id := range asyncorders.Stages() {
+		inv.stages[id] = &asyncStage{orderSeller: seller(id), queue: asyncorders.NewQueue(inv.cfg.Redis, id),
+			twoSteps: id == asyncorders.StageTwoSteps, payments: payments}
+	}
+}
+
+// Pay pays user's order id of an async stage: nil when it is paid (now or
+// before: a replay answers the same), orders.ErrCancelled when the sweeper
+// cancelled it first, orders.ErrNoOrder when user has no order of that id.
+func (inv *Inventory) Pay(ctx context.Context, id, user string) error {
+	if err := errors.Join(validateOrderID(id), validateUser(user)); err != nil {
+		return err
+	}
+	if user == "" {
+		return fmt.Errorf("%w: name the buyer (user)", ErrInvalid)
+	}
+	s, _ := inv.stages[asyncorders.StageStream].(*asyncStage)
+	if s == nil || s.payments == nil {
+		return fmt.Errorf("%w: payments need an order database in SQL (--mysql-dsn or --orders-sqlite)", ErrStageUnavailable)
+	}
+	err := s.payments.Pay(ctx, id, user)
+	if errors.Is(err, orders.ErrUnavailable) {
+		return ordersUnavailable("pay", err)
+	}
+	return err
+}
+
+// validateOrderID reports an id NewID cannot have made.
+func validateOrderID(id string) error {
+	if b, err := hex.DecodeString(id); err != nil || len(b) != 16 {
+		return fmt.Errorf("%w: order id must be 32 hex digits", ErrInvalid)
+	}
+	return nil
 }

@@ -89,7 +89,7 @@ var documentedCodes = map[int][]string{
 	http.StatusForbidden:             {"forbidden"},
 	http.StatusNotFound:              {"unknown_stage", "not_found"},
 	http.StatusMethodNotAllowed:      {"method_not_allowed"},
-	http.StatusConflict:              {"sold_out", "outcome_unknown", "already_bought"},
+	http.StatusConflict:              {"sold_out", "outcome_unknown", "already_bought", "order_cancelled"},
 	http.StatusRequestEntityTooLarge: {"payload_too_large"},
 	http.StatusLocked:                {"lock_busy"},
 	http.StatusServiceUnavailable:    {"redis_unavailable", "stage_unavailable", "not_ready"},

@@ -20,10 +20,16 @@ import (
 // embedded SQLite file.
 func startOrderShop(t *testing.T) *testShop {
 	t.Helper()
+	return startOrderShopOn(t, filepath.Join(t.TempDir(), "orders.db"))
+}
+
+// startOrderShopOn is startOrderShop with the SQLite file at path.
+func startOrderShopOn(t *testing.T, path string) *testShop {
+	t.Helper()
 	srv := redistest.Start(t, "--enable-debug-command", "local")
 	s, err := shop.New(shop.Config{
 		RedisAddrs: []string{srv.Addr}, Replica: "r0", AdminToken: testToken, LockWait: time.Second,
-		OrdersSQLite: filepath.Join(t.TempDir(), "orders.db"),
+		OrdersSQLite: path,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)), Exit: func(int) {},
 	})
 	if err != nil {

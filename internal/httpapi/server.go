@@ -151,6 +151,7 @@ func New(cfg Config) *Server {
 	api.PUT("/:stage/faults", s.admin, s.setFaults)
 	api.POST("/:stage/trace", s.admin, s.trace)
 	r.GET("/api/orders", s.admin, s.orders)
+	r.POST("/api/orders/:id/pay", s.pay)
 	s.handler = r
 	return s
 }
