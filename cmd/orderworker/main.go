@@ -47,6 +47,7 @@ type options struct {
 	redisDB, dieAfterInserts                         int
 	batch, maxDeliveries                             int64
 	block, claimIdle, claimEvery, shutdownTimeout    time.Duration
+	payWithin, sweepEvery                            time.Duration
 }
 
 func parseFlags(args []string, getenv func(string) string) (options, error) {
@@ -68,6 +69,8 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.DurationVar(&o.claimEvery, "claim-every", d.ClaimEvery, "how often to look for idle entries")
 	fs.Int64Var(&o.maxDeliveries, "max-deliveries", d.MaxDeliveries, "an entry delivered more often goes to the dead letters, its units back on sale")
 	fs.IntVar(&o.dieAfterInserts, "die-after-inserts", 0, "fault: exit with status 137 after this many orders were inserted, before the last one's ack (0: never)")
+	fs.DurationVar(&o.payWithin, "pay-within", 0, "each order is unpaid until paid (POST /api/orders/{id}/pay) or this long after its sale; 0: orders need no payment")
+	fs.DurationVar(&o.sweepEvery, "sweep-every", 0, "run the payment sweeper this often, cancelling expired unpaid orders and returning their units (0: no sweeper here)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a stop waits for the entries in hand")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	if err := flagenv.Parse(fs, args, getenv); err != nil {
@@ -83,8 +86,8 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 		return o, errors.New("-stages and -skus must name at least one each")
 	case (o.mysqlDSN == "") == (o.ordersSQLite == ""):
 		return o, errors.New("name the order table: exactly one of -mysql-dsn and -orders-sqlite")
-	case o.batch < 1 || o.maxDeliveries < 1 || o.dieAfterInserts < 0:
-		return o, errors.New("-batch and -max-deliveries must be at least 1, -die-after-inserts at least 0")
+	case o.batch < 1 || o.maxDeliveries < 1 || o.dieAfterInserts < 0 || o.payWithin < 0 || o.sweepEvery < 0:
+		return o, errors.New("-batch and -max-deliveries must be at least 1, -die-after-inserts, -pay-within and -sweep-every at least 0")
 	}
 	return o, nil
 }
@@ -110,12 +113,16 @@ func run(args []string) error {
 	rdb := redis.NewClient(&redis.Options{Addr: o.redisAddr, Password: o.redisPassword, DB: o.redisDB})
 	defer rdb.Close()
 
+	payments, err := store.Payments(ctx)
+	if err != nil {
+		return err
+	}
 	var inserted atomic.Int64
 	var wg sync.WaitGroup
 	for _, stage := range flagenv.List(o.stages) {
 		mode, _ := asyncorders.ModeOf(stage)
 		cfg := asyncorders.Config{Consumer: o.consumer, SKUs: flagenv.List(o.skus), Mode: mode, Batch: o.batch, Block: o.block,
-			ClaimIdle: o.claimIdle, ClaimEvery: o.claimEvery, MaxDeliveries: o.maxDeliveries}
+			ClaimIdle: o.claimIdle, ClaimEvery: o.claimEvery, MaxDeliveries: o.maxDeliveries, Payments: payments, PayWithin: o.payWithin}
 		if o.dieAfterInserts > 0 {
 			cfg.AfterInsert = func(m asyncorders.Message) error {
 				if inserted.Add(1) == int64(o.dieAfterInserts) {
@@ -125,11 +132,16 @@ func run(args []string) error {
 				return nil
 			}
 		}
-		w := asyncorders.NewWorker(asyncorders.NewQueue(rdb, stage), store, cfg, log)
+		q := asyncorders.NewQueue(rdb, stage)
+		w := asyncorders.NewWorker(q, store, cfg, log)
 		wg.Go(func() { _ = w.Run(ctx) })
+		if o.sweepEvery > 0 {
+			sw := asyncorders.NewSweeper(q, payments, o.sweepEvery, log)
+			wg.Go(func() { _ = sw.Run(ctx) })
+		}
 	}
 	log.Info("order worker started", "redis", o.redisAddr, "stages", o.stages, "skus", o.skus, "mysql", o.mysqlDSN != "",
-		"claim_idle", o.claimIdle, "max_deliveries", o.maxDeliveries)
+		"claim_idle", o.claimIdle, "max_deliveries", o.maxDeliveries, "pay_within", o.payWithin, "sweep_every", o.sweepEvery)
 	<-ctx.Done()
 	log.Info("stopping: finishing the entries in hand", "timeout", o.shutdownTimeout)
 	done := make(chan struct{})
@@ -143,7 +155,7 @@ func run(args []string) error {
 	}
 }
 
-func openStore(ctx context.Context, o options) (orders.Store, func(), error) {
+func openStore(ctx context.Context, o options) (*orders.SQLStore, func(), error) {
 	if o.ordersSQLite != "" {
 		s, err := orders.OpenSQLite(ctx, o.ordersSQLite)
 		if err != nil {
