@@ -17,15 +17,15 @@ import (
 // Report is everything a run measured; it is written as report.json and
 // rendered as the table and report.html.
 type Report struct {
-	Scenario        string     `json:"scenario"`
-	ScenarioFile    string     `json:"scenario_file,omitempty"`
-	StartedAt       time.Time  `json:"started_at"`
-	FinishedAt      time.Time  `json:"finished_at"`
-	WallSeconds     float64    `json:"wall_seconds"`
-	Params          Params     `json:"params"`
-	Machine         Machine    `json:"machine"`
-	Redis           Component  `json:"redis"`
-	Proxy           Component  `json:"proxy"`
+	Scenario     string    `json:"scenario"`
+	ScenarioFile string    `json:"scenario_file,omitempty"`
+	StartedAt    time.Time `json:"started_at"`
+	FinishedAt   time.Time `json:"finished_at"`
+	WallSeconds  float64   `json:"wall_seconds"`
+	Params       Params    `json:"params"`
+	Machine      Machine   `json:"machine"`
+	Redis        Component `json:"redis"`
+	Proxy        Component `json:"proxy"`
 	// Orders says where the order stages kept their orders.
 	Orders          string     `json:"orders,omitempty"`
 	Stages          []StageRun `json:"stages"`
