@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockstep/lockstep/internal/lockserver"
 	"github.com/lockstep/lockstep/internal/lockserver/lockservertest"
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/inventory"
@@ -28,6 +29,18 @@ import (
 func orderReplicas(t *testing.T, n int) []*inventory.Inventory {
 	t.Helper()
 	m := lockservertest.MariaDB(t)
+	rdb := redistest.Start(t)
+	invs := make([]*inventory.Inventory, n)
+	for i := range invs {
+		invs[i] = newOrderInventory(t, rdb.Client(t), mariaDBOrders(t, m), fmt.Sprintf("r%d", i))
+	}
+	return invs
+}
+
+// mariaDBOrders opens an order table in m's lockstep database, on a pool of
+// its own.
+func mariaDBOrders(t *testing.T, m *lockserver.MariaDB) orders.Store {
+	t.Helper()
 	root, err := sql.Open("mysql", m.DSN(""))
 	if err != nil {
 		t.Fatal(err)
@@ -36,21 +49,16 @@ func orderReplicas(t *testing.T, n int) []*inventory.Inventory {
 	if _, err := root.Exec("CREATE DATABASE IF NOT EXISTS lockstep"); err != nil {
 		t.Fatal(err)
 	}
-	rdb := redistest.Start(t)
-	invs := make([]*inventory.Inventory, n)
-	for i := range invs {
-		db, err := sql.Open("mysql", m.DSN("lockstep"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
-		store, err := orders.OpenMySQL(context.Background(), db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		invs[i] = newOrderInventory(t, rdb.Client(t), store, fmt.Sprintf("r%d", i))
+	db, err := sql.Open("mysql", m.DSN("lockstep"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return invs
+	t.Cleanup(func() { _ = db.Close() })
+	store, err := orders.OpenMySQL(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
 }
 
 func newOrderInventory(t *testing.T, rdb redis.UniversalClient, store orders.Store, replica string) *inventory.Inventory {
@@ -311,24 +319,7 @@ func TestACrashBetweenDeductionAndOrderLeavesUndersoldUnits(t *testing.T) {
 // unit taken is an order or counted undersold.
 func TestAHungDatabaseAnswersWithinTheSaleDeadline(t *testing.T) {
 	m := lockservertest.MariaDB(t)
-	root, err := sql.Open("mysql", m.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	if _, err := root.Exec("CREATE DATABASE IF NOT EXISTS lockstep"); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("mysql", m.DSN("lockstep"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	store, err := orders.OpenMySQL(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv := newOrderInventory(t, redistest.Start(t).Client(t), store, "r0")
+	inv := newOrderInventory(t, redistest.Start(t).Client(t), mariaDBOrders(t, m), "r0")
 	const stage = "one-per-user-lua"
 	if err := inv.Reset(context.Background(), stage, "sku-1", 10, 0); err != nil {
 		t.Fatal(err)
@@ -349,7 +340,7 @@ func TestAHungDatabaseAnswersWithinTheSaleDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	start := time.Now()
-	_, err = inv.DeductFor(ctx, stage, "sku-1", "alice", 1)
+	_, err := inv.DeductFor(ctx, stage, "sku-1", "alice", 1)
 	took := time.Since(start)
 	if !errors.Is(err, inventory.ErrUnavailable) || !strings.Contains(err.Error(), "undersold") {
 		t.Fatalf("sale on a hung database: %v, want unavailable saying the units count as undersold", err)
