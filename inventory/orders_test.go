@@ -39,7 +39,7 @@ func orderReplicas(t *testing.T, n int) []*inventory.Inventory {
 
 // mariaDBOrders opens an order table in m's lockstep database, on a pool of
 // its own.
-func mariaDBOrders(t *testing.T, m *lockserver.MariaDB) orders.Store {
+func mariaDBOrders(t testing.TB, m *lockserver.MariaDB) orders.Store {
 	t.Helper()
 	root, err := sql.Open("mysql", m.DSN(""))
 	if err != nil {
@@ -61,7 +61,7 @@ func mariaDBOrders(t *testing.T, m *lockserver.MariaDB) orders.Store {
 	return store
 }
 
-func newOrderInventory(t *testing.T, rdb redis.UniversalClient, store orders.Store, replica string) *inventory.Inventory {
+func newOrderInventory(t testing.TB, rdb redis.UniversalClient, store orders.Store, replica string) *inventory.Inventory {
 	t.Helper()
 	inv, err := inventory.New(inventory.Config{
 		Redis: rdb, Orders: store, Replica: replica, LockWait: 5 * time.Second, FaultRefresh: 100 * time.Millisecond,
