@@ -7,13 +7,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockstep/lockstep/internal/lockserver"
 	"github.com/lockstep/lockstep/internal/lockserver/lockservertest"
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/inventory"
@@ -25,6 +29,18 @@ import (
 func orderReplicas(t *testing.T, n int) []*inventory.Inventory {
 	t.Helper()
 	m := lockservertest.MariaDB(t)
+	rdb := redistest.Start(t)
+	invs := make([]*inventory.Inventory, n)
+	for i := range invs {
+		invs[i] = newOrderInventory(t, rdb.Client(t), mariaDBOrders(t, m), fmt.Sprintf("r%d", i))
+	}
+	return invs
+}
+
+// mariaDBOrders opens an order table in m's lockstep database, on a pool of
+// its own.
+func mariaDBOrders(t testing.TB, m *lockserver.MariaDB) orders.Store {
+	t.Helper()
 	root, err := sql.Open("mysql", m.DSN(""))
 	if err != nil {
 		t.Fatal(err)
@@ -33,24 +49,19 @@ func orderReplicas(t *testing.T, n int) []*inventory.Inventory {
 	if _, err := root.Exec("CREATE DATABASE IF NOT EXISTS lockstep"); err != nil {
 		t.Fatal(err)
 	}
-	rdb := redistest.Start(t)
-	invs := make([]*inventory.Inventory, n)
-	for i := range invs {
-		db, err := sql.Open("mysql", m.DSN("lockstep"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
-		store, err := orders.OpenMySQL(context.Background(), db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		invs[i] = newOrderInventory(t, rdb.Client(t), store, fmt.Sprintf("r%d", i))
+	db, err := sql.Open("mysql", m.DSN("lockstep"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return invs
+	t.Cleanup(func() { _ = db.Close() })
+	store, err := orders.OpenMySQL(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
 }
 
-func newOrderInventory(t *testing.T, rdb redis.UniversalClient, store orders.Store, replica string) *inventory.Inventory {
+func newOrderInventory(t testing.TB, rdb redis.UniversalClient, store orders.Store, replica string) *inventory.Inventory {
 	t.Helper()
 	inv, err := inventory.New(inventory.Config{
 		Redis: rdb, Orders: store, Replica: replica, LockWait: 5 * time.Second, FaultRefresh: 100 * time.Millisecond,
@@ -300,4 +311,72 @@ func TestACrashBetweenDeductionAndOrderLeavesUndersoldUnits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A database that stops answering (SIGSTOP to MariaDB): the sale answers
+// unavailable within its deadline, saying its units stay taken until the
+// order lands; once the database runs again nothing is oversold, and every
+// unit taken is an order or counted undersold.
+func TestAHungDatabaseAnswersWithinTheSaleDeadline(t *testing.T) {
+	m := lockservertest.MariaDB(t)
+	inv := newOrderInventory(t, redistest.Start(t).Client(t), mariaDBOrders(t, m), "r0")
+	const stage = "one-per-user-lua"
+	if err := inv.Reset(context.Background(), stage, "sku-1", 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(m.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitStopped(t, m.Pid())
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(m.Pid(), syscall.SIGCONT)
+		}
+	}
+	defer resume()
+	const deadline = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	start := time.Now()
+	_, err := inv.DeductFor(ctx, stage, "sku-1", "alice", 1)
+	took := time.Since(start)
+	if !errors.Is(err, inventory.ErrUnavailable) || !strings.Contains(err.Error(), "undersold") {
+		t.Fatalf("sale on a hung database: %v, want unavailable saying the units count as undersold", err)
+	}
+	if took > deadline+200*time.Millisecond {
+		t.Fatalf("the sale answered after %v, past its %v deadline", took, deadline)
+	}
+	resume()
+	time.Sleep(time.Second) // the insert the server had read may land now
+	a := orderAudit(t, inv, stage)
+	if a.Oversold != 0 || a.Initial-a.Stock != a.Orders.Units+a.Orders.Undersold || a.Initial-a.Stock != 1 {
+		t.Fatalf("after the database resumed: stock %d, orders %+v", a.Stock, *a.Orders)
+	}
+	t.Logf("answered in %v; after the resume: %d orders, %d undersold", took, a.Orders.Orders, a.Orders.Undersold)
+}
+
+// waitStopped returns once every thread of pid is stopped: kill returns
+// before a busy thread has taken the signal.
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		if err != nil || len(tasks) == 0 {
+			t.Fatalf("threads of %d: %v", pid, err)
+		}
+		stopped := 0
+		for _, task := range tasks {
+			stat, err := os.ReadFile(task)
+			// The state follows the command's closing parenthesis.
+			if i := strings.LastIndexByte(string(stat), ')'); err == nil && i+2 < len(stat) && stat[i+2] == 'T' {
+				stopped++
+			}
+		}
+		if stopped == len(tasks) {
+			return
+		}
+	}
+	t.Fatalf("process %d did not stop", pid)
 }

@@ -72,31 +72,49 @@ func (s *orderSeller) placeAfterDeduction(ctx context.Context, o orders.Order, r
 // When the insert fails the units go back, unless the order may exist: the
 // id is voided first, so a late insert cannot land after the units went
 // back. Only when the database cannot even be told to void do the units
-// stay taken without an order, which the audit counts as undersold.
+// stay taken without an order, which the audit counts as undersold. The
+// insert leaves part of the sale's deadline to the void and the give-back,
+// so a sale whose database hangs still answers within its deadline.
 func (s *orderSeller) place(ctx context.Context, o orders.Order) error {
-	err := s.orders.Insert(ctx, o)
+	insertCtx, voidCtx, cancel := splitDeadline(ctx)
+	defer cancel()
+	err := s.orders.Insert(insertCtx, o)
 	if err == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), voidTimeout)
-	defer cancel()
 	if errors.Is(err, orders.ErrDuplicateBuyer) {
-		if gerr := s.giveBack(ctx, o); gerr != nil {
+		if gerr := s.giveBack(voidCtx, o); gerr != nil {
 			return fmt.Errorf("%w: %w (units not given back: %w)", ErrAlreadyBought, err, gerr)
 		}
 		return fmt.Errorf("%w: the unique index refused the order: %w", ErrAlreadyBought, err)
 	}
-	switch verr := s.orders.Void(ctx, o); {
+	switch verr := s.orders.Void(voidCtx, o); {
 	case verr == nil:
-		if gerr := s.giveBack(ctx, o); gerr != nil {
+		if gerr := s.giveBack(voidCtx, o); gerr != nil {
 			return ordersUnavailable("insert order (voided; its units stay taken, undersold)", errors.Join(err, gerr))
 		}
 		return ordersUnavailable("insert order (voided, units given back)", err)
 	case errors.Is(verr, orders.ErrOrdered):
 		return nil // the insert landed; only its reply was lost
 	default:
-		return ordersUnavailable("insert order (not voided; its units stay taken, undersold)", errors.Join(err, verr))
+		return ordersUnavailable("insert order (not voided: the order may still land; until it does its units count as undersold)", errors.Join(err, verr))
 	}
+}
+
+// splitDeadline gives the insert the sale's deadline less a reserve (half
+// what is left, at most voidTimeout), and the void and give-back, on a
+// context a client hanging up does not cancel, the whole of it; without a
+// deadline the void gets voidTimeout.
+func splitDeadline(ctx context.Context) (insert, void context.Context, cancel func()) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		void, cancelVoid := context.WithTimeout(context.WithoutCancel(ctx), voidTimeout)
+		return ctx, void, cancelVoid
+	}
+	reserve := min(voidTimeout, time.Until(deadline)/2)
+	insert, cancelInsert := context.WithDeadline(ctx, deadline.Add(-reserve))
+	void, cancelVoid := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	return insert, void, func() { cancelInsert(); cancelVoid() }
 }
 
 // giveBack returns the units of an order that was never placed, once.

@@ -65,7 +65,9 @@ func Load(spec string) (*loadgen.Scenario, string, error) {
 }
 
 func loadOne(item string) (*loadgen.Scenario, string, error) {
-	if _, err := os.Stat(item); err == nil || path.Ext(item) != "" {
+	// A directory of that name (./orders, the package, beside the orders
+	// scenario) is no scenario file.
+	if fi, err := os.Stat(item); err == nil && !fi.IsDir() || path.Ext(item) != "" {
 		sc, err := loadgen.LoadScenario(item)
 		return sc, item, err
 	}

@@ -10,20 +10,24 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/lockstep/lockstep/inventory"
 )
 
 // Report is everything a run measured; it is written as report.json and
 // rendered as the table and report.html.
 type Report struct {
-	Scenario        string     `json:"scenario"`
-	ScenarioFile    string     `json:"scenario_file,omitempty"`
-	StartedAt       time.Time  `json:"started_at"`
-	FinishedAt      time.Time  `json:"finished_at"`
-	WallSeconds     float64    `json:"wall_seconds"`
-	Params          Params     `json:"params"`
-	Machine         Machine    `json:"machine"`
-	Redis           Component  `json:"redis"`
-	Proxy           Component  `json:"proxy"`
+	Scenario     string    `json:"scenario"`
+	ScenarioFile string    `json:"scenario_file,omitempty"`
+	StartedAt    time.Time `json:"started_at"`
+	FinishedAt   time.Time `json:"finished_at"`
+	WallSeconds  float64   `json:"wall_seconds"`
+	Params       Params    `json:"params"`
+	Machine      Machine   `json:"machine"`
+	Redis        Component `json:"redis"`
+	Proxy        Component `json:"proxy"`
+	// Orders says where the order stages kept their orders.
+	Orders          string     `json:"orders,omitempty"`
 	Stages          []StageRun `json:"stages"`
 	ExpectationsMet bool       `json:"expectations_met"`
 }
@@ -162,6 +166,9 @@ type Audit struct {
 	// MaxHolders: with the track_holders fault, the most sales seen inside
 	// the critical section at once.
 	MaxHolders *int64 `json:"max_holders,omitempty"`
+	// Orders are an order stage's orders, duplicates, conflicts and
+	// undersold units.
+	Orders *inventory.OrderCounts `json:"orders,omitempty"`
 }
 
 // CrashReport is what the crash step saw.
@@ -297,8 +304,10 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	if err := rep.writeFaultTable(w); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\nRedis: %s; proxy: %s; %d CPUs; wall time %.1fs\n", rep.Redis, rep.Proxy, rep.Machine.CPUs, rep.WallSeconds)
-	return err
+	if _, err := fmt.Fprintf(w, "\nRedis: %s; proxy: %s; %d CPUs; wall time %.1fs\n", rep.Redis, rep.Proxy, rep.Machine.CPUs, rep.WallSeconds); err != nil {
+		return err
+	}
+	return rep.writeOrderTable(w)
 }
 
 // writeFaultTable prints, when the scenario had fault steps, what each did

@@ -39,6 +39,9 @@ type Config struct {
 	// Redis and Proxy describe the set-up for the report; when empty they
 	// are asked from Redis (INFO) and from the target's Server header.
 	Redis, Proxy Component
+	// Orders, optional, says where the order stages keep their orders
+	// (MariaDB, or the embedded SQLite fallback), for the report.
+	Orders       string
 	Scenario     *Scenario
 	ScenarioFile string
 	// Progress receives live progress; nil shows none. Interactive redraws
@@ -151,6 +154,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Machine: DescribeMachine(),
 		Redis:   r.describeRedis(ctx),
 		Proxy:   r.describeProxy(ctx),
+		Orders:  cfg.Orders,
 	}
 	var runErr error
 	for i, run := range cfg.Scenario.Runs {
@@ -272,6 +276,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 		duration:      run.Duration.D(),
 		stopAtSoldOut: run.StopsWhenSoldOut(),
 		timeout:       run.Timeout.D(),
+		buyers:        run.Buyers,
 	}, tl, r.progress.answer)
 	row.CPU = cpu.stop()
 	row.Shards = shards.stop(ctx)

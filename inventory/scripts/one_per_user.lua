@@ -11,18 +11,18 @@ local stock = redis.call('GET', KEYS[1])
 if not stock then
   return -2
 end
-local bought = redis.call('HGET', KEYS[3], ARGV[2])
-if bought == ARGV[3] then
-  return tonumber(stock)
-end
-if bought then
+-- HSETNX both checks and records the buyer: one command on the common path.
+if redis.call('HSETNX', KEYS[3], ARGV[2], ARGV[3]) == 0 then
+  if redis.call('HGET', KEYS[3], ARGV[2]) == ARGV[3] then
+    return tonumber(stock)
+  end
   return -3
 end
 local qty = tonumber(ARGV[1])
 if tonumber(stock) < qty then
+  redis.call('HDEL', KEYS[3], ARGV[2])
   return -1
 end
 local remaining = redis.call('DECRBY', KEYS[1], qty)
 redis.call('INCRBY', KEYS[2], qty)
-redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
 return remaining

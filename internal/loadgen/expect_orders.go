@@ -1,0 +1,91 @@
+package loadgen
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// orderChecks are the expectations of the order stages, read from the
+// audit's orders (report.go's Audit.Orders).
+var orderChecks = map[string]checkFunc{
+	"duplicate-orders":    orderCheck(checkDuplicateOrders),
+	"no-duplicate-orders": orderCheck(checkNoDuplicateOrders),
+	"undersells":          orderCheck(checkUndersells),
+	"no-undersell":        orderCheck(checkNoUndersell),
+	"orders-match-stock":  orderCheck(checkOrdersMatchStock),
+}
+
+// orderCheck fails a check on a run whose audit has no orders (not an
+// order stage) or that sold nothing, which proves nothing.
+func orderCheck(f func(a Audit) (bool, string)) checkFunc {
+	return func(r *StageRun, _ []StageRun) (bool, string) {
+		switch {
+		case r.Audit.Orders == nil:
+			return false, "the audit has no orders: not an order stage"
+		case r.Sales == 0:
+			return false, "no sale at all, so nothing was shown"
+		}
+		return f(r.Audit)
+	}
+}
+
+func duplicatesDetail(a Audit) string {
+	o := a.Orders
+	return fmt.Sprintf("%d orders of %d buyers: %d duplicate orders, %d buyers with more than one", o.Orders, o.Buyers, o.DuplicateOrders, o.DuplicateBuyers)
+}
+
+func checkDuplicateOrders(a Audit) (bool, string) {
+	return a.Orders.DuplicateOrders > 0, duplicatesDetail(a)
+}
+
+func checkNoDuplicateOrders(a Audit) (bool, string) {
+	return a.Orders.DuplicateOrders == 0, duplicatesDetail(a)
+}
+
+// undersold is what a run sold too little (少卖): units gone from the stock
+// that no order holds, or, when sales were refused for a conflict, the
+// stock the run left unsold.
+func undersold(a Audit) (bool, string) {
+	o := a.Orders
+	detail := fmt.Sprintf("undersold %d (initial %d - remaining %d - %d units ordered), %d left unsold after %d conflicts", o.Undersold, a.Initial, a.Stock, o.Units, a.Stock, o.Conflicts)
+	return o.Undersold > 0 || a.Stock > 0 && o.Conflicts > 0, detail
+}
+
+func checkUndersells(a Audit) (bool, string) { return undersold(a) }
+
+func checkNoUndersell(a Audit) (bool, string) {
+	under, detail := undersold(a)
+	return !under, detail
+}
+
+func checkOrdersMatchStock(a Audit) (bool, string) {
+	o := a.Orders
+	return int64(a.Initial) == int64(a.Stock)+o.Units, fmt.Sprintf("initial %d vs remaining %d + %d units ordered", a.Initial, a.Stock, o.Units)
+}
+
+// writeOrderTable prints, when the scenario ran order stages, each one's
+// orders beside its stock: duplicates, conflicts and undersold units.
+func (rep *Report) writeOrderTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := false
+	for i := range rep.Stages {
+		r := &rep.Stages[i]
+		o := r.Audit.Orders
+		if o == nil {
+			continue
+		}
+		if !header {
+			if _, err := fmt.Fprintf(w, "\nOrders (%s):\n", rep.Orders); err != nil {
+				return err
+			}
+			fmt.Fprintln(tw, "stage\torders\tbuyers\tduplicate orders\tunits\tremaining\tconflicts\tundersold\toversold\t")
+			header = true
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", r.label(), o.Orders, o.Buyers, o.DuplicateOrders, o.Units, r.Audit.Stock, o.Conflicts, o.Undersold, r.Oversold)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write order table: %w", err)
+	}
+	return nil
+}
