@@ -2,7 +2,6 @@ package inventory_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"github.com/lockstep/lockstep/internal/lockserver/lockservertest"
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/inventory"
-	"github.com/lockstep/lockstep/orders"
 )
 
 // A replica killed between the deduction and the enqueue: async-two-steps
@@ -22,24 +20,7 @@ import (
 // async-stream, whose script deducts and enqueues at once, has no such
 // window, and its one worker drains every sale into an order.
 func TestAsyncStagesAnswerAnOrderIDAndOnlyTwoStepsLosesAUnitToACrash(t *testing.T) {
-	m := lockservertest.MariaDB(t)
-	root, err := sql.Open("mysql", m.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	if _, err := root.Exec("CREATE DATABASE IF NOT EXISTS lockstep"); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("mysql", m.DSN("lockstep"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	store, err := orders.OpenMySQL(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := mariaDBOrders(t, lockservertest.MariaDB(t))
 	rdb := redistest.Start(t).Client(t)
 	invs := []*inventory.Inventory{newOrderInventory(t, rdb, store, "r0")}
 	ctx := context.Background()
