@@ -236,6 +236,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		replicaURLs = append(replicaURLs, r.url())
 	}
 	say("%d shop replicas: %s", len(replicas), strings.Join(replicaURLs, ", "))
+	if len(asyncStages(sc)) > 0 && (rs.cluster || wiring.group != nil) {
+		return fmt.Errorf("the async stages' order workers run on a single Redis, not on %s", rs.component)
+	}
+	workers, err := startOrderWorkers(ctx, sc, rs.addrs[0], servers, workDir, log)
+	if err != nil {
+		return err
+	}
+	if workers != nil {
+		defer workers.stop()
+		say("%d order workers (cmd/orderworker) for %s", orderWorkerCount, strings.Join(asyncStages(sc), ", "))
+	}
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	var following sync.WaitGroup
 	following.Go(func() { lv.follow(followCtx, replicaURLs) })
@@ -294,6 +305,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			}
 			if pids := proxy.pids(); pids != nil {
 				m["nginx"] = pids
+			}
+			if workers != nil {
+				m["orderworker"] = workers.pids()
 			}
 			return m
 		},

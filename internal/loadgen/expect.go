@@ -79,6 +79,8 @@ func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
 		return losesAtMost, true
 	case "duplicate-orders", "no-duplicate-orders", "undersells", "no-undersell", "orders-match-stock":
 		return noArgs(orderChecks[name]), true
+	case "drained", "pending-grows":
+		return noArgs(asyncChecks[name]), true
 	}
 	return nil, false
 }

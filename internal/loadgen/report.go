@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/inventory"
 )
 
@@ -96,6 +97,9 @@ type StageRun struct {
 	Mechanism string `json:"mechanism,omitempty"`
 	Defect    string `json:"defect,omitempty"`
 	Via       string `json:"via"`
+	// DrainMS is how long the async stage's workers took, after the load,
+	// to deliver every entry (0 for the other stages).
+	DrainMS float64 `json:"drain_ms,omitempty"`
 	// Skipped says why a run did not happen by design (stage unavailable);
 	// Error says why it broke off.
 	Skipped string `json:"skipped,omitempty"`
@@ -169,6 +173,8 @@ type Audit struct {
 	// Orders are an order stage's orders, duplicates, conflicts and
 	// undersold units.
 	Orders *inventory.OrderCounts `json:"orders,omitempty"`
+	// Stream is an async stage's order stream, read after draining.
+	Stream *asyncorders.Stats `json:"stream,omitempty"`
 }
 
 // CrashReport is what the crash step saw.
@@ -307,7 +313,10 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	if _, err := fmt.Fprintf(w, "\nRedis: %s; proxy: %s; %d CPUs; wall time %.1fs\n", rep.Redis, rep.Proxy, rep.Machine.CPUs, rep.WallSeconds); err != nil {
 		return err
 	}
-	return rep.writeOrderTable(w)
+	if err := rep.writeOrderTable(w); err != nil {
+		return err
+	}
+	return rep.writeStreamTable(w)
 }
 
 // writeFaultTable prints, when the scenario had fault steps, what each did

@@ -287,6 +287,11 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	if err != nil {
 		return fail(fmt.Errorf("audit: %w", err))
 	}
+	audit, drained, err := r.drainAsync(ctx, base, run.Stage, sku, audit)
+	row.DrainMS = float64(drained.Microseconds()) / 1000
+	if err != nil {
+		return fail(fmt.Errorf("drain: %w", err))
+	}
 	row.Audit, row.Oversold, row.Consistent, row.ForeignUnlocks = audit, audit.Oversold, audit.Consistent, audit.ForeignUnlocks
 	row.MaxHolders = audit.MaxHolders
 	if run.Crash != nil && ctx.Err() == nil {
