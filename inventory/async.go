@@ -87,15 +87,17 @@ func (s *asyncStage) reset(ctx context.Context, sku string, stock int64, _ int) 
 
 // audit is the order stages' audit with the stream's figures beside it:
 // undersold counts the units admitted whose order no worker wrote yet, so
-// it holds at 0 only once the stream is drained (Stream.Drained).
+// it holds at 0 only once the stream is drained (Stream.Drained). The
+// stream is read first: a stream read drained after the orders were
+// counted would vouch for orders the count missed.
 func (s *asyncStage) audit(ctx context.Context, sku string) (Audit, error) {
-	a, err := s.orderSeller.audit(ctx, sku)
-	if err != nil {
-		return Audit{}, err
-	}
 	st, err := s.queue.Stats(ctx, sku)
 	if err != nil {
 		return Audit{}, asyncFailed(err)
+	}
+	a, err := s.orderSeller.audit(ctx, sku)
+	if err != nil {
+		return Audit{}, err
 	}
 	a.Stream = &st
 	return a, nil

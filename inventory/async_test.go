@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/lockstep/lockstep/internal/lockserver/lockservertest"
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/inventory"
+	"github.com/lockstep/lockstep/orders"
 )
 
 // A replica killed between the deduction and the enqueue: async-two-steps
@@ -64,5 +66,66 @@ func TestAsyncStagesAnswerAnOrderIDAndOnlyTwoStepsLosesAUnitToACrash(t *testing.
 				t.Fatalf("crashed %d; audit stock %d, orders %+v, stream %+v; want %d undersold", crashed, a.Stock, *a.Orders, a.Stream, tc.undersold)
 			}
 		})
+	}
+}
+
+// gatedOrders holds every insert until the first Counts has read the
+// table, and that Counts returns only once the worker acknowledged what it
+// held: the audit's read of the orders then comes before the stream's
+// drain, as it can under load.
+type gatedOrders struct {
+	orders.Store
+	counted chan struct{}
+	once    sync.Once
+	drained func() bool
+}
+
+func (g *gatedOrders) Insert(ctx context.Context, o orders.Order) error {
+	select {
+	case <-g.counted:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Store.Insert(ctx, o)
+}
+
+func (g *gatedOrders) Counts(ctx context.Context, stage, sku string) (orders.Counts, error) {
+	c, err := g.Store.Counts(ctx, stage, sku)
+	g.once.Do(func() {
+		close(g.counted)
+		for deadline := time.Now().Add(5 * time.Second); !g.drained() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	return c, err
+}
+
+// An audit taken while the workers drain never says "drained" beside
+// orders it counted before the drain: the stream is read first, so a
+// drained stream's orders are all in the count.
+func TestAnAsyncAuditReadsTheStreamBeforeTheOrders(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	q := asyncorders.NewQueue(rdb, asyncorders.StageStream)
+	g := &gatedOrders{Store: mariaDBOrders(t, lockservertest.MariaDB(t)), counted: make(chan struct{})}
+	g.drained = func() bool { s, err := q.Stats(context.Background(), "sku-1"); return err == nil && s.Drained() }
+	invs := []*inventory.Inventory{newOrderInventory(t, rdb, g, "r0")}
+	prepare(t, invs, asyncorders.StageStream, 10, inventory.Faults{})
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	w := asyncorders.NewWorker(q, g, asyncorders.DefaultConfig("w1", []string{"sku-1"}), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	defer func() { stop(); <-done }()
+	if _, err := invs[0].DeductFor(context.Background(), asyncorders.StageStream, "sku-1", "ann", 1); err != nil {
+		t.Fatal(err)
+	}
+	for s, _ := q.Stats(ctx, "sku-1"); s.Pending == 0; s, _ = q.Stats(ctx, "sku-1") {
+		time.Sleep(10 * time.Millisecond) // the worker holds the entry, its insert gated
+	}
+	a := orderAudit(t, invs[0], asyncorders.StageStream)
+	if a.Stream.Drained() && a.Orders.Undersold != 0 {
+		t.Fatalf("the audit says drained, yet %d units undersold: it counted the orders before reading the stream", a.Orders.Undersold)
+	}
+	if a := orderAudit(t, invs[0], asyncorders.StageStream); !a.Stream.Drained() || a.Orders.Undersold != 0 || a.Orders.Orders != 1 {
+		t.Fatalf("after the drain: orders %+v, stream %+v", *a.Orders, *a.Stream)
 	}
 }
