@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/lockserver"
 	"github.com/lockstep/lockstep/internal/lockserver/lockservertest"
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/orders"
@@ -25,12 +26,13 @@ const sku = "sku-1"
 // env is one Redis and one MariaDB, shared by a test's subtests; each
 // subtest names its own stage, so neither its keys nor its rows meet.
 type env struct {
-	rdb   *redis.Client
-	db    *sql.DB
-	store *orders.SQLStore
+	rdb     *redis.Client
+	mariadb *lockserver.MariaDB
+	db      *sql.DB
+	store   *orders.SQLStore
 }
 
-func newEnv(t *testing.T) env {
+func newEnv(t testing.TB) env {
 	t.Helper()
 	rdb := redistest.Start(t).Client(t)
 	m := lockservertest.MariaDB(t)
@@ -51,11 +53,11 @@ func newEnv(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return env{rdb: rdb, db: db, store: store}
+	return env{rdb: rdb, mariadb: m, db: db, store: store}
 }
 
 // queue resets stage's SKU to stock units.
-func (e env) queue(t *testing.T, stage string, stock int64) *asyncorders.Queue {
+func (e env) queue(t testing.TB, stage string, stock int64) *asyncorders.Queue {
 	t.Helper()
 	q := asyncorders.NewQueue(e.rdb, stage)
 	if err := q.Reset(context.Background(), sku, stock); err != nil {
@@ -88,7 +90,7 @@ func config(consumer string, mode asyncorders.Mode) asyncorders.Config {
 }
 
 // start runs a worker until the test ends or the returned stop is called.
-func (e env) start(t *testing.T, q *asyncorders.Queue, c asyncorders.Config) (stop func()) {
+func (e env) start(t testing.TB, q *asyncorders.Queue, c asyncorders.Config) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -108,7 +110,7 @@ func drain(t *testing.T, q *asyncorders.Queue) {
 	}
 }
 
-func check(t *testing.T, e env, q *asyncorders.Queue) asyncorders.Invariant {
+func check(t testing.TB, e env, q *asyncorders.Queue) asyncorders.Invariant {
 	t.Helper()
 	inv, err := q.Check(context.Background(), e.store, sku)
 	if err != nil {
