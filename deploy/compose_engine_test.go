@@ -95,13 +95,17 @@ func composeOnEngine(t *testing.T) (*composeProject, *types.Project) {
 		t.Logf("docker compose %s", strings.TrimSpace(v))
 	}
 
-	b := &standInBuilder{e: e, cacheDir: cache}
+	b := &standInBuilder{e: e, cacheDir: cache, facts: readImageFacts(t)}
 	for _, image := range composeImages(t) {
 		if why, ok := unavailableImages[image]; ok {
 			t.Logf("%-40s none: %s", image, why)
 			continue
 		}
-		t.Logf("%-40s %s", image, b.ensure(t, image))
+		used := b.ensure(t, image)
+		t.Logf("%-40s %s", image, used)
+		if strings.HasPrefix(used, "stand-in") {
+			b.checkStandIn(t, image)
+		}
 	}
 
 	c := &composeProject{e: e, name: fmt.Sprintf("lockstep-test-%d", os.Getpid()), published: map[string]string{}}
