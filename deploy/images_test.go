@@ -329,12 +329,12 @@ func TestServicePrograms(t *testing.T) {
 	}
 }
 
-// TestComposeZooKeeperSession: the session bounds the zookeeper image's
-// entrypoint writes from the service's environment (its zoo.cfg: tickTime
-// from ZOO_TICK_TIME, then each word of ZOO_CFG_EXTRA; ZooKeeper's
-// defaults are 2 and 20 ticks) grant the scenario's 1 s lease and the
-// stage's default 30 s session (inventory/zookeeper.go zkSessionTimeout):
-// a session beyond the bound is silently cut to it.
+// TestComposeZooKeeperSession: the session bounds of the zoo.cfg the
+// zookeeper image's entrypoint writes from the service's environment
+// (tickTime from ZOO_TICK_TIME, then each word of ZOO_CFG_EXTRA) grant
+// the scenario's 1 s lease and the stage's 30 s session: a session beyond
+// the bound is silently cut to it. The engine test checks the zoo.cfg the
+// running container has.
 func TestComposeZooKeeperSession(t *testing.T) {
 	facts := readImageFacts(t)
 	zk := loadCompose(t).Services["zookeeper"]
@@ -345,31 +345,40 @@ func TestComposeZooKeeperSession(t *testing.T) {
 		}
 		return f.envDefault(name)
 	}
-	tick, err := strconv.Atoi(value("ZOO_TICK_TIME"))
-	if err != nil {
-		t.Fatalf("ZOO_TICK_TIME: %v", err)
-	}
-	minSession, maxSession := 2*tick, 20*tick
+	settings := map[string]string{"tickTime": value("ZOO_TICK_TIME")}
 	for _, entry := range strings.Fields(value("ZOO_CFG_EXTRA")) {
 		key, v, _ := strings.Cut(entry, "=")
+		settings[key] = v
+	}
+	checkZooKeeperSessions(t, settings)
+}
+
+// checkZooKeeperSessions: a zoo.cfg's settings let sessions be as short as
+// the scenario's 1 s lease and as long as the stage's default session
+// (inventory/zookeeper.go's zkSessionTimeout, 30 s). ZooKeeper's bounds
+// default to 2 and 20 ticks.
+func checkZooKeeperSessions(t *testing.T, settings map[string]string) {
+	t.Helper()
+	ms := func(key string, ticks int) time.Duration {
+		v, ok := settings[key]
+		if !ok {
+			tick, err := strconv.Atoi(settings["tickTime"])
+			if err != nil {
+				t.Fatalf("zoo.cfg tickTime %q: %v", settings["tickTime"], err)
+			}
+			return time.Duration(ticks*tick) * time.Millisecond
+		}
 		n, err := strconv.Atoi(v)
-		switch key {
-		case "minSessionTimeout":
-			minSession = n
-		case "maxSessionTimeout":
-			maxSession = n
-		default:
-			continue
-		}
 		if err != nil {
-			t.Errorf("ZOO_CFG_EXTRA %s: %v", entry, err)
+			t.Fatalf("zoo.cfg %s=%s: %v", key, v, err)
 		}
+		return time.Duration(n) * time.Millisecond
 	}
-	if got := time.Duration(minSession) * time.Millisecond; got > time.Second {
-		t.Errorf("zookeeper grants sessions of at least %s: the scenario's 1 s lease would be longer", got)
+	if got := ms("minSessionTimeout", 2); got > time.Second {
+		t.Errorf("zookeeper grants sessions of at least %s (zoo.cfg %v): the scenario's 1 s lease would be longer", got, settings)
 	}
-	if got := time.Duration(maxSession) * time.Millisecond; got < 30*time.Second {
-		t.Errorf("zookeeper cuts sessions to %s (ZOO_TICK_TIME %d, ZOO_CFG_EXTRA %q): the stage's 30 s session is shortened", got, tick, value("ZOO_CFG_EXTRA"))
+	if got := ms("maxSessionTimeout", 20); got < 30*time.Second {
+		t.Errorf("zookeeper cuts sessions to %s (zoo.cfg %v): the stage's 30 s session is shortened", got, settings)
 	}
 }
 

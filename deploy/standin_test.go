@@ -50,8 +50,9 @@ type standIn struct {
 }
 
 // stepDown runs the rest of an entrypoint as user, as the official
-// images' gosu does (util-linux's setpriv: Debian has no gosu).
-const stepDown = `exec setpriv --reuid=%[1]s --regid=%[1]s --init-groups "$0" "$@"`
+// images' gosu does (util-linux's setpriv, not busybox's: Debian has no
+// gosu).
+const stepDown = `exec /usr/bin/setpriv --reuid=%[1]s --regid=%[1]s --init-groups "$0" "$@"`
 
 // standIns: one entry per image. Grafana has none: Debian does not package
 // it, and a fake Grafana would prove nothing.
