@@ -147,7 +147,7 @@ func (c *composeProject) up(t *testing.T, p *types.Project, profile string) {
 	}
 }
 
-// runLoadgen runs a loadgen service to its end, as the README does
+// runLoadgen runs a loadgen service to its end, as docs/compose.md does
 // (docker compose --profile profile run --rm service), and returns its
 // output. Exit status 3 is the loadgen's "expectations not met": the
 // report says which, and the caller judges them.
@@ -167,7 +167,7 @@ func (c *composeProject) prometheus(t *testing.T) *stack {
 	return &stack{promURL: "http://prometheus:9090", promClient: c.networkClient(), scrape: prometheusScrapeInterval(t)}
 }
 
-// down runs docker compose down, as the README does (with the profile up
+// down runs docker compose down, as docs/compose.md does (with the profile up
 // enabled), and checks that it left no container, network or volume of
 // the project; before it, that no container mounts a volume at all: the
 // compose file has no named volume, so a volume is an image's VOLUME no

@@ -176,8 +176,8 @@ func dockerfileCommands(t *testing.T) []string {
 //     command does), so no setting is silently ignored;
 //   - every program its command and healthcheck call is in the image;
 //   - every bind mount is relabelled for SELinux (z), as the images run
-//     confined there; read-only configuration is readable by the image's
-//     user is docs/compose (the README)'s part.
+//     confined there. That the mounted files are readable by the images'
+//     users depends on the checkout's umask: docs/compose.md says so.
 func TestComposeAgainstImageFacts(t *testing.T) {
 	facts := readImageFacts(t)
 	p := loadCompose(t)

@@ -428,7 +428,7 @@ func (b *standInBuilder) build(t *testing.T, s standIn, changes []string, commen
 			want = s.versionOf
 		}
 		if !sameVersion(want, got) {
-			t.Fatalf("%s: stand-in has version %q (%s), not %s; change the image in docker-compose.yml and the README, or the stand-in", s.image, strings.TrimSpace(got), s.version, want)
+			t.Fatalf("%s: stand-in has version %q (%s), not %s; change the image in docker-compose.yml and docs/compose.md, or the stand-in", s.image, strings.TrimSpace(got), s.version, want)
 		}
 	}
 
