@@ -80,6 +80,11 @@ func TestAnAlreadyBoughtAnswerIsARefusalNotSoldOut(t *testing.T) {
 	}
 }
 
+// crashed is a run whose crash step left undersold units.
+func crashed(undersold int64) *StageRun {
+	return &StageRun{Crash: &CrashReport{Triggered: true, Undersold: &undersold}}
+}
+
 func TestOrderExpectations(t *testing.T) {
 	run := func(initial, stock int, o inventory.OrderCounts) *StageRun {
 		return &StageRun{Sales: 1, Audit: Audit{Initial: initial, Stock: stock, Orders: &o}}
@@ -105,6 +110,10 @@ func TestOrderExpectations(t *testing.T) {
 		{"orders-match-stock", run(10, 0, clean), true},
 		{"orders-match-stock", run(11, 0, lost), false},
 		{"no-duplicate-orders", &StageRun{Sales: 1}, false}, // not an order stage
+		{"undersold-after-crash", crashed(1), true},
+		{"undersold-after-crash", crashed(0), false},
+		{"no-undersold-after-crash", crashed(0), true},
+		{"no-undersold-after-crash", &StageRun{Crash: &CrashReport{}}, false}, // nothing crashed
 	} {
 		ok, detail := orderChecks[tc.check](tc.run, nil)
 		if ok != tc.want {

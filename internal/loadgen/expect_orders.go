@@ -3,6 +3,7 @@ package loadgen
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 )
 
@@ -14,6 +15,23 @@ var orderChecks = map[string]checkFunc{
 	"undersells":          orderCheck(checkUndersells),
 	"no-undersell":        orderCheck(checkNoUndersell),
 	"orders-match-stock":  orderCheck(checkOrdersMatchStock),
+	// The crash step on an order stage: the replica killed between the
+	// deduction and the order insert took a unit no order holds, or not.
+	"undersold-after-crash":    crashUndersold(true),
+	"no-undersold-after-crash": crashUndersold(false),
+}
+
+func crashUndersold(want bool) checkFunc {
+	return func(r *StageRun, _ []StageRun) (bool, string) {
+		c := r.Crash
+		switch {
+		case c == nil || !c.Triggered:
+			return false, "no crash happened"
+		case c.Undersold == nil:
+			return false, "the audit has no orders: not an order stage"
+		}
+		return (*c.Undersold > 0) == want, fmt.Sprintf("%d units taken without an order after the crash step", *c.Undersold)
+	}
 }
 
 // orderCheck fails a check on a run whose audit has no orders (not an
@@ -79,10 +97,14 @@ func (rep *Report) writeOrderTable(w io.Writer) error {
 			if _, err := fmt.Fprintf(w, "\nOrders (%s):\n", rep.Orders); err != nil {
 				return err
 			}
-			fmt.Fprintln(tw, "stage\torders\tbuyers\tduplicate orders\tunits\tremaining\tconflicts\tundersold\toversold\t")
+			fmt.Fprintln(tw, "stage\torders\tbuyers\tduplicate orders\tunits\tremaining\tconflicts\tundersold\toversold\tundersold by the crash step\t")
 			header = true
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", r.label(), o.Orders, o.Buyers, o.DuplicateOrders, o.Units, r.Audit.Stock, o.Conflicts, o.Undersold, r.Oversold)
+		crash := "-"
+		if r.Crash != nil && r.Crash.Undersold != nil {
+			crash = strconv.FormatInt(*r.Crash.Undersold, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.label(), o.Orders, o.Buyers, o.DuplicateOrders, o.Units, r.Audit.Stock, o.Conflicts, o.Undersold, r.Oversold, crash)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write order table: %w", err)
