@@ -121,3 +121,35 @@ func TestOrderExpectations(t *testing.T) {
 		}
 	}
 }
+
+// report.html and the printed table show an order stage's orders beside its
+// stock, and nothing of them for a run of no order stage.
+func TestTheReportShowsOrders(t *testing.T) {
+	o := inventory.OrderCounts{Counts: orders.Counts{Orders: 150, Units: 150, Buyers: 57}, DuplicateOrders: 93, Conflicts: 4}
+	rep := &Report{Orders: "MariaDB at 127.0.0.1:3306", Stages: []StageRun{
+		{Stage: "one-per-user-naive", Sales: 150, Audit: Audit{Initial: 150, Orders: &o}},
+		{Stage: "atomic", Sales: 10, Audit: Audit{Initial: 10}},
+	}}
+	var html, table strings.Builder
+	if err := rep.WriteHTML(&html); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.writeOrderTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	section := html.String()
+	if i := strings.Index(section, "<h2>Orders</h2>"); i >= 0 {
+		section = section[i:]
+		section = section[:strings.Index(section, "</table>")]
+	}
+	for _, out := range []string{section, table.String()} {
+		if !strings.Contains(out, "MariaDB at 127.0.0.1:3306") || !strings.Contains(out, "one-per-user-naive") || !strings.Contains(out, "93") || strings.Contains(out, "atomic") {
+			t.Errorf("orders of the naive rung missing, or atomic listed:\n%s", out)
+		}
+	}
+	rep.Stages = rep.Stages[1:]
+	table.Reset()
+	if err := rep.writeOrderTable(&table); err != nil || table.Len() != 0 {
+		t.Errorf("a run without order stages printed %q (%v)", table.String(), err)
+	}
+}
