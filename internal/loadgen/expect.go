@@ -77,7 +77,8 @@ func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
 		return noArgs(checkLosesEverything), true
 	case "loses-at-most":
 		return losesAtMost, true
-	case "duplicate-orders", "no-duplicate-orders", "undersells", "no-undersell", "orders-match-stock":
+	case "duplicate-orders", "no-duplicate-orders", "undersells", "no-undersell", "orders-match-stock",
+		"undersold-after-crash", "no-undersold-after-crash":
 		return noArgs(orderChecks[name]), true
 	case "drained", "pending-grows":
 		return noArgs(asyncChecks[name]), true

@@ -189,6 +189,9 @@ type CrashReport struct {
 	ObserveMS      float64   `json:"observe_ms"`
 	LockKeys       []LockKey `json:"lock_keys,omitempty"`
 	SaleAfterReset *bool     `json:"sale_after_reset,omitempty"`
+	// Undersold (order stages) are the units the crash step's sales took
+	// that no order holds.
+	Undersold *int64 `json:"undersold,omitempty"`
 }
 
 // LockKey is a lock key of the stage found in Redis after the crash;

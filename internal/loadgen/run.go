@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -344,7 +345,7 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 	}
 	crash := &CrashReport{}
 	row.Crash = crash
-	status, err := r.triggerCrash(ctx, base, run.Stage, sku)
+	status, err := r.triggerCrash(ctx, base, run, sku)
 	crashAt := time.Now()
 	switch {
 	case err != nil:
@@ -378,6 +379,7 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 		workers:  run.Crash.Workers,
 		duration: run.Crash.Observe.D(),
 		timeout:  run.Timeout.D(),
+		buyers:   run.Buyers,
 	}, tl, r.progress.answer)
 	crash.Requests, crash.Sales, crash.Busy, crash.Errors = t.requests, t.sales, t.busy, t.errors
 	crash.ObserveMS = ms(t.elapsed())
@@ -387,6 +389,9 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 		recovery := ms(t.firstSale.Sub(crashAt))
 		row.RecoveryMS = &recovery
 		tl.mark(t.firstSale, "first sale")
+	}
+	if err := r.undersoldAfterCrash(ctx, base, run.Stage, crash); err != nil {
+		return err
 	}
 	if r.rdb != nil {
 		keys, err := r.lockKeys(ctx, run.Stage)
@@ -403,7 +408,7 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 		return fmt.Errorf("reset after crash: %w", err)
 	}
 	tl.mark(time.Now(), "reset")
-	status, err = r.shop.deduct(ctx, base, run.Stage, sku)
+	status, err = r.shop.deduct(ctx, base, run.Stage, sku, crashBuyer(run, 0))
 	sold := err == nil && classify(uint16(status)) == outcomeSale
 	crash.SaleAfterReset = &sold
 	tl.add(time.Now(), sold)
@@ -415,11 +420,35 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 // hear of the fault, and one that has not yet just sells.
 const triggerCrashAttempts = 10
 
+// undersoldAfterCrash records, for an order stage, the units the crash
+// step's sales took that no order holds: the crash between the deduction
+// and the order insert loses them.
+func (r *runner) undersoldAfterCrash(ctx context.Context, base, stage string, crash *CrashReport) error {
+	audit, err := r.shop.audit(ctx, base, stage, r.cfg.Scenario.SKU)
+	if err != nil {
+		return fmt.Errorf("audit after the crash: %w", err)
+	}
+	if audit.Orders != nil {
+		crash.Undersold = &audit.Orders.Undersold
+	}
+	return nil
+}
+
+// crashBuyer names the buyer of the crash step's n-th own sale when the run
+// names buyers (a one-per-user stage refuses a sale without one): a buyer
+// of its own, outside the load's population.
+func crashBuyer(run RunSpec, n int) string {
+	if run.Buyers == nil {
+		return ""
+	}
+	return "crash-step-" + strconv.Itoa(n)
+}
+
 // triggerCrash sends sale attempts until one does not sell: the crash (a
 // transport error, or a 502 from the proxy) or an unexpected answer.
-func (r *runner) triggerCrash(ctx context.Context, base, stage, sku string) (int, error) {
+func (r *runner) triggerCrash(ctx context.Context, base string, run RunSpec, sku string) (int, error) {
 	for attempt := 1; ; attempt++ {
-		status, err := r.shop.deduct(ctx, base, stage, sku)
+		status, err := r.shop.deduct(ctx, base, run.Stage, sku, crashBuyer(run, attempt))
 		if err != nil || classify(uint16(status)) != outcomeSale || attempt == triggerCrashAttempts {
 			return status, err
 		}
