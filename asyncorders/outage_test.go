@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/redistest"
 )
 
 // The order database stops answering for six seconds (SIGSTOP: every
@@ -47,4 +48,47 @@ func TestADatabaseOutageLosesAndDoublesNothing(t *testing.T) {
 		t.Fatalf("invariant %+v, counts %+v %v", inv, c, err)
 	}
 	t.Logf("lag p50 %v p99 %v", inv.LagP50, inv.LagP99)
+}
+
+// Redis killed (SIGKILL) and started again, a second and a half after five
+// sales no worker took yet: without persistence the stream, the buyers and
+// the stock are gone — five admitted sales that no worker will ever turn
+// into orders; with AOF (appendfsync everysec) all five entries come back
+// and the workers write their orders.
+func TestARedisRestartKeepsTheStreamOnlyWithAOF(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		entries int64
+	}{
+		{"no persistence", nil, 0},
+		{"aof everysec", []string{"--appendonly", "yes", "--appendfsync", "everysec"}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t, tc.args...)
+			e := e
+			e.rdb = srv.Client(t)
+			q := e.queue(t, "restart", 10)
+			admit(t, q, 5)
+			time.Sleep(1500 * time.Millisecond) // past everysec's fsync
+			srv.Restart()
+			n, err := e.rdb.XLen(ctx, q.Stream(sku)).Result()
+			if err != nil || n != tc.entries {
+				t.Fatalf("entries after the restart: %d %v, want %d", n, err, tc.entries)
+			}
+			if tc.entries == 0 {
+				if _, err := q.Stats(ctx, sku); err == nil {
+					t.Fatal("the stock survived a restart without persistence")
+				}
+				return
+			}
+			e.start(t, q, config("w1", asyncorders.Correct))
+			drain(t, q)
+			if inv := check(t, e, q); !inv.Holds || inv.Units != 5 || inv.Remaining != 5 {
+				t.Fatalf("invariant %+v", inv)
+			}
+		})
+	}
 }
