@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/internal/loadgen"
@@ -31,6 +32,25 @@ func asyncStages(sc *loadgen.Scenario) []string {
 		}
 	}
 	return stages
+}
+
+// sweepEvery is how often the workers' payment sweepers run.
+const sweepEvery = 200 * time.Millisecond
+
+// paymentEnv gives the workers a payment deadline and a sweeper when a run
+// of sc has a payment step (the longest pay_within of them); none
+// otherwise, so that no other run's orders are ever cancelled.
+func paymentEnv(sc *loadgen.Scenario) []string {
+	var within time.Duration
+	for _, r := range sc.Runs {
+		if r.Payment != nil {
+			within = max(within, r.Payment.PayWithin.D())
+		}
+	}
+	if within == 0 {
+		return []string{"LOCKSTEP_PAY_WITHIN=0", "LOCKSTEP_SWEEP_EVERY=0"}
+	}
+	return []string{"LOCKSTEP_PAY_WITHIN=" + within.String(), "LOCKSTEP_SWEEP_EVERY=" + sweepEvery.String()}
 }
 
 // orderWorkers are the worker processes, each restarted under its name
@@ -71,7 +91,7 @@ func startOrderWorkers(ctx context.Context, sc *loadgen.Scenario, redisAddr stri
 		env := append([]string{
 			"LOCKSTEP_REDIS_ADDR=" + redisAddr, "LOCKSTEP_REDIS_PASSWORD=", "LOCKSTEP_CONSUMER=" + name,
 			"LOCKSTEP_STAGES=" + strings.Join(stages, ","), "LOCKSTEP_SKUS=" + sc.SKU,
-		}, servers.env()...)
+		}, append(paymentEnv(sc), servers.env()...)...)
 		sup, err := supervise(name, log, func() (*process, error) {
 			return startProcess(name, bin, nil, env, filepath.Join(dir, name+".log"))
 		})

@@ -82,6 +82,8 @@ func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
 		return noArgs(orderChecks[name]), true
 	case "drained", "pending-grows":
 		return noArgs(asyncChecks[name]), true
+	case "payments-settle":
+		return noArgs(paymentChecks[name]), true
 	}
 	return nil, false
 }

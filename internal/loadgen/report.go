@@ -140,6 +140,8 @@ type StageRun struct {
 	Stuck      *bool        `json:"stuck,omitempty"`
 	RecoveryMS *float64     `json:"recovery_ms,omitempty"`
 	Crash      *CrashReport `json:"crash,omitempty"`
+	// Payment is the payment step's (payment.go).
+	Payment *PaymentReport `json:"payment,omitempty"`
 	// Fault is what a failure scenario's fault step saw; MaxHolders the
 	// most sales inside the critical section at once (track_holders).
 	Fault      *FaultReport `json:"fault,omitempty"`

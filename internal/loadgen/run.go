@@ -295,6 +295,12 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	}
 	row.Audit, row.Oversold, row.Consistent, row.ForeignUnlocks = audit, audit.Oversold, audit.Consistent, audit.ForeignUnlocks
 	row.MaxHolders = audit.MaxHolders
+	if run.Payment != nil && ctx.Err() == nil {
+		if row.Payment, err = r.paymentStep(ctx, run, base, sku); err != nil {
+			row.Timeline = tl.build()
+			return fail(fmt.Errorf("payment step: %w", err))
+		}
+	}
 	if run.Crash != nil && ctx.Err() == nil {
 		if err := r.crashStep(ctx, run, base, &row, tl); err != nil {
 			row.Timeline = tl.build()

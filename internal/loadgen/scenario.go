@@ -51,6 +51,9 @@ type RunSpec struct {
 	RunConfig `yaml:",inline"`
 	Faults    Faults     `yaml:"faults" json:"faults"`
 	Crash     *CrashStep `yaml:"crash" json:"crash,omitempty"`
+	// Payment, after an async stage's load, races payments against the
+	// payment sweeper (payment.go).
+	Payment *PaymentStep `yaml:"payment" json:"payment,omitempty"`
 	// Fault, instead of the load phase, runs one of the failure scenarios'
 	// fault steps (faultstep.go).
 	Fault  *FaultStep `yaml:"fault" json:"fault,omitempty"`
@@ -327,6 +330,11 @@ func (sc *Scenario) validate() error {
 		if run.Fault != nil {
 			if err := run.Fault.validate(); err != nil {
 				errs = append(errs, fmt.Errorf("%s: fault: %w", where, err))
+			}
+		}
+		if run.Payment != nil {
+			if err := run.Payment.validate(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
 			}
 		}
 		// The shop's own rules, so a fault it would refuse fails here.

@@ -63,6 +63,8 @@ func TestParseScenarioRejects(t *testing.T) {
 		{"negative crash workers", "runs: [{stage: setnx, crash: {observe: 1s, workers: -3}}]", "crash.workers"},
 		{"crash in load faults", "runs: [{stage: naive, faults: {crash_holding_lock: true}}]", "crash step"},
 		{"crash without observe", "runs: [{stage: setnx, crash: {rate: 10}}]", "observe"},
+		{"payment share over 1", "runs: [{stage: async-stream, payment: {pay_within: 2s, share: 1.5}}]", "share"},
+		{"payment without pay_within", "runs: [{stage: async-stream, payment: {share: 0.5}}]", "pay_within"},
 		{"unknown check", "runs: [{stage: naive, expect: [sells-fast]}]", "unknown expectation"},
 		{"bad check argument", "runs: [{stage: naive, expect: [faster-than watchdog three]}]", "factor"},
 	} {

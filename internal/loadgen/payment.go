@@ -1,0 +1,169 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockstep/lockstep/orders"
+)
+
+// PaymentStep, after an async stage's load and drain, races payments
+// against the order workers' payment sweeper (issue 28's payment-timeout):
+// a Share of the buyers pay, each at a random moment within PayWithin of
+// the step's start, while the sweeper cancels what stays unpaid past its
+// deadline; then the units the sweeper gave back are sold again. The
+// workshop runs its workers with -pay-within PayWithin and a sweeper.
+type PaymentStep struct {
+	PayWithin Duration `yaml:"pay_within" json:"pay_within"`
+	Share     float64  `yaml:"share" json:"share"`
+}
+
+func (p *PaymentStep) validate() error {
+	if p.PayWithin <= 0 || p.Share < 0 || p.Share > 1 {
+		return fmt.Errorf("payment: pay_within must be positive and share within [0, 1]")
+	}
+	return nil
+}
+
+// PaymentReport is what the payment step saw.
+type PaymentReport struct {
+	Orders int `json:"orders"`
+	Payers int `json:"payers"`
+	// Paid are payments answered 200, Refused 409 order_cancelled, Failed
+	// anything else.
+	Paid    int `json:"paid"`
+	Refused int `json:"refused"`
+	Failed  int `json:"failed"`
+	// LiveUnits and Remaining are the audit's after the sweep.
+	LiveUnits int64 `json:"live_units"`
+	Remaining int   `json:"remaining"`
+	// Resold are the given-back units sold again after the sweep.
+	Resold int `json:"resold"`
+}
+
+// maxPaymentOrders bounds the orders one step pays (a page each).
+const maxPaymentOrders = 5000
+
+func (r *runner) paymentStep(ctx context.Context, run RunSpec, base, sku string) (*PaymentReport, error) {
+	p := run.Payment
+	list, err := r.shop.orders(ctx, base, run.Stage, sku)
+	if err != nil {
+		return nil, err
+	}
+	rep := &PaymentReport{Orders: len(list)}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, o := range list {
+		if rand.Float64() >= p.Share {
+			continue
+		}
+		rep.Payers++
+		delay := time.Duration(rand.Int64N(int64(p.PayWithin.D())))
+		wg.Go(func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
+			err := r.shop.pay(ctx, base, o.ID, o.User)
+			var api *apiError
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				rep.Paid++
+			case errors.As(err, &api) && api.Status == http.StatusConflict:
+				rep.Refused++
+			default:
+				rep.Failed++
+			}
+		})
+	}
+	wg.Wait()
+	// Every deadline has passed by now; give the sweepers two periods more.
+	select {
+	case <-ctx.Done():
+		return rep, ctx.Err()
+	case <-time.After(p.PayWithin.D() + time.Second):
+	}
+	a, err := r.shop.audit(ctx, base, run.Stage, sku)
+	if err != nil {
+		return rep, err
+	}
+	rep.Remaining = a.Stock
+	if a.Orders != nil {
+		rep.LiveUnits = a.Orders.Units
+	}
+	for i := range rep.Remaining {
+		code, err := r.shop.buy(ctx, base, run.Stage, sku, fmt.Sprintf("resale-%d", i))
+		if err == nil && code == http.StatusOK {
+			rep.Resold++
+		}
+	}
+	return rep, nil
+}
+
+func (c *shopClient) orders(ctx context.Context, base, stage, sku string) ([]orders.Order, error) {
+	var all []orders.Order
+	after := ""
+	for len(all) < maxPaymentOrders {
+		var page struct {
+			Orders []orders.Order `json:"orders"`
+			Next   string         `json:"next"`
+		}
+		q := url.Values{"stage": {stage}, "sku": {sku}, "after": {after}, "limit": {"1000"}}
+		if err := c.do(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/api/orders?"+q.Encode(), nil, true, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Orders...)
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	return all, nil
+}
+
+func (c *shopClient) pay(ctx context.Context, base, id, user string) error {
+	u := strings.TrimRight(base, "/") + "/api/orders/" + url.PathEscape(id) + "/pay?" + url.Values{"user": {user}}.Encode()
+	return c.do(ctx, http.MethodPost, u, nil, false, nil)
+}
+
+// buy sends one sale of sku for user and returns its status.
+func (c *shopClient) buy(ctx context.Context, base, stage, sku, user string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, deductURL(base, stage, sku)+"&"+url.Values{"user": {user}}.Encode(), nil)
+	if err != nil {
+		return 0, fmt.Errorf("buy: %w", err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("buy: %w", err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// paymentChecks judge the payment step: every payer answered paid or
+// cancelled; the live units are exactly the paid orders' (no order both
+// paid and cancelled, no unpaid one left past its deadline); every unit
+// given back sold again.
+var paymentChecks = map[string]checkFunc{
+	"payments-settle": func(r *StageRun, _ []StageRun) (bool, string) {
+		p := r.Payment
+		if p == nil {
+			return false, "no payment step ran"
+		}
+		detail := fmt.Sprintf("%d orders, %d payers: %d paid, %d refused (cancelled), %d failed; %d units live, %d back on sale, %d resold",
+			p.Orders, p.Payers, p.Paid, p.Refused, p.Failed, p.LiveUnits, p.Remaining, p.Resold)
+		ok := p.Failed == 0 && p.Paid+p.Refused == p.Payers && p.LiveUnits == int64(p.Paid) &&
+			p.Remaining == p.Orders-p.Paid && p.Resold == p.Remaining && p.Remaining > 0 && p.Paid > 0
+		return ok, detail
+	},
+}
