@@ -1,5 +1,5 @@
 # lockstep's commands in one small image: shop (the default command),
-# loadgen and workshop. Static binaries on Alpine (whose busybox wget serves
+# loadgen, workshop and orderworker. Static binaries on Alpine (whose busybox wget serves
 # the compose healthchecks), run as an unprivileged user. No syntax line:
 # the engine's own Dockerfile frontend builds it, cache mounts included,
 # with no registry to fetch a frontend from.
@@ -13,7 +13,7 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/shop ./cmd/loadgen ./cmd/workshop
+    go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/shop ./cmd/loadgen ./cmd/workshop ./cmd/orderworker
 
 FROM alpine:3.22
 # A home directory to write in: the workshop and loadgen write their

@@ -99,7 +99,7 @@ func TestComposeServices(t *testing.T) {
 		byProfile[profile] = append(byProfile[profile], name)
 	}
 	want := map[string][]string{
-		mainStack: {"etcd", "grafana", "mariadb", "nginx", "nginx-exporter", "prometheus", "redis", "redis-exporter", "redis2", "redis3", "shop1", "shop2", "shop3", "zookeeper"},
+		mainStack: {"etcd", "grafana", "mariadb", "nginx", "nginx-exporter", "orderworker1", "orderworker2", "prometheus", "redis", "redis-exporter", "redis2", "redis3", "shop1", "shop2", "shop3", "zookeeper"},
 		"loadgen": {"loadgen"},
 		"k6":      {"k6"},
 		clusterProfile: {"cluster-init", "cluster-nginx", "cluster-redis1", "cluster-redis2", "cluster-redis3", "cluster-redis4", "cluster-redis5", "cluster-redis6",
@@ -142,6 +142,23 @@ func TestComposeServices(t *testing.T) {
 		checkShopService(t, s, password)
 		if want := "redis:6379,redis2:6379,redis3:6379"; env(s, "LOCKSTEP_REDIS_ADDR") != want {
 			t.Errorf("%s: Redis %q, want %s (the stock first, redlock's three masters)", s.Name, env(s, "LOCKSTEP_REDIS_ADDR"), want)
+		}
+	}
+
+	// The order workers: the stock's Redis with its password, the shops'
+	// order table, a consumer name of their own each.
+	for _, name := range []string{"orderworker1", "orderworker2"} {
+		w := p.Services[name]
+		shop := p.Services["shop1"]
+		switch {
+		case env(w, "LOCKSTEP_CONSUMER") != name:
+			t.Errorf("%s: consumer %q, want its service name", name, env(w, "LOCKSTEP_CONSUMER"))
+		case env(w, "LOCKSTEP_REDIS_ADDR") != "redis:6379" || env(w, "LOCKSTEP_REDIS_PASSWORD") != password:
+			t.Errorf("%s: Redis %q password %q, want the stock's, redis:6379 with %q", name, env(w, "LOCKSTEP_REDIS_ADDR"), env(w, "LOCKSTEP_REDIS_PASSWORD"), password)
+		case env(w, "LOCKSTEP_MYSQL_DSN") != env(shop, "LOCKSTEP_MYSQL_DSN"):
+			t.Errorf("%s: order table %q, want the shops' %q", name, env(w, "LOCKSTEP_MYSQL_DSN"), env(shop, "LOCKSTEP_MYSQL_DSN"))
+		case w.Image != "lockstep:local" || !slices.Equal(w.Command, types.ShellCommand{"orderworker"}):
+			t.Errorf("%s: image %q command %q, want lockstep:local running orderworker", name, w.Image, w.Command)
 		}
 	}
 
