@@ -123,3 +123,28 @@ func TestOrdersArePaged(t *testing.T) {
 		t.Fatalf("pages held %d orders, want 3", seen)
 	}
 }
+
+// /metrics reports an order stage's orders, duplicate orders and undersold
+// units beside its stock.
+func TestOrderMetrics(t *testing.T) {
+	ts := startOrderShop(t)
+	ts.reset(t, "one-per-user-naive", "sku-1", 5)
+	for range 2 {
+		if code, body := sale(ts, t, "one-per-user-naive", "user=bob"); code != http.StatusOK && code != http.StatusConflict {
+			t.Fatalf("sale: %d %v", code, body)
+		}
+	}
+	rec := ts.serve(httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, series := range []string{
+		`lockstep_orders{sku="sku-1",stage="one-per-user-naive"} 1`,
+		`lockstep_duplicate_orders{sku="sku-1",stage="one-per-user-naive"} 0`,
+		`lockstep_undersold{sku="sku-1",stage="one-per-user-naive"} 0`,
+	} {
+		if !strings.Contains(rec.Body.String(), series) {
+			t.Errorf("/metrics lacks %s", series)
+		}
+	}
+	if strings.Contains(rec.Body.String(), `lockstep_orders{sku="sku-1",stage="atomic"}`) {
+		t.Error("a stage without orders reports orders")
+	}
+}
