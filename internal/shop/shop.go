@@ -298,14 +298,14 @@ func (s *Shop) openOrders(cfg Config, inv *inventory.Config) error {
 			cfg.Logger.Warn("order stages unavailable: cannot create the order table", "err", err)
 			return nil
 		}
-		inv.Orders = store
+		inv.Orders = tracedOrders{Store: store, db: "mysql"}
 	case cfg.OrdersSQLite != "":
 		store, err := orders.OpenSQLite(ctx, cfg.OrdersSQLite)
 		if err != nil {
 			return err
 		}
 		s.closers = append(s.closers, store)
-		inv.Orders = store
+		inv.Orders = tracedOrders{Store: store, db: "sqlite"}
 	}
 	return nil
 }
