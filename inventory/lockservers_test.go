@@ -67,7 +67,13 @@ var lockServerStages = []lockServerStage{
 // configure: the replicas of one shop.
 func replicasOn(t *testing.T, n int, configure func(*inventory.Config)) []*inventory.Inventory {
 	t.Helper()
-	srv := redistest.Start(t)
+	return replicasOnRedis(t, redistest.Start(t), n, configure)
+}
+
+// replicasOnRedis builds n inventories on srv, each configured by
+// configure.
+func replicasOnRedis(t *testing.T, srv *redistest.Server, n int, configure func(*inventory.Config)) []*inventory.Inventory {
+	t.Helper()
 	invs := make([]*inventory.Inventory, n)
 	for i := range invs {
 		cfg := inventory.Config{

@@ -205,7 +205,10 @@ func (s *segmentedStage) sell(ctx context.Context, sku string, n int, qty int64,
 // sellAcross sells qty that no segment holds alone from several segments at
 // once. Sold out is answered only when the segments' stocks, read after the
 // segments could not serve it, add up to less than qty: stock only falls
-// between resets, so the SKU held less than qty then.
+// between resets, so the SKU held less than qty then. tags are read fresh
+// by the caller, and again after each try: a reset that held a picked
+// segment's lock while this sale waited for it may have changed the
+// segment count, so every tag.
 func (s *segmentedStage) sellAcross(ctx context.Context, sku string, tags []string, qty int64, f Faults) (Sale, error) {
 	for range acrossTries {
 		stocks, err := s.segmentStocks(ctx, tags)
@@ -221,7 +224,12 @@ func (s *segmentedStage) sellAcross(ctx context.Context, sku string, tags []stri
 			return sale, err
 		}
 		// Other sales emptied a picked segment between the read and the
-		// locks: read again.
+		// locks, or a reset rewrote the segments: read again.
+		n, err := s.segmentCount(ctx, sku, true)
+		if err != nil {
+			return Sale{}, err
+		}
+		tags = s.tagsOf(sku, n)
 	}
 	return Sale{}, fmt.Errorf("%w: %s's stock is spread over segments that other sales kept emptying", ErrLockBusy, sku)
 }

@@ -292,11 +292,11 @@ func (z zkConn) lock(ctx context.Context, key string) (func(context.Context) err
 	if err != nil {
 		return nil, err
 	}
-	return func(context.Context) error { return h.Release() }, nil
+	return h.Release, nil
 }
 
-func (z zkConn) recorded(_ context.Context, key string) (bool, error) {
-	n, err := z.s.Nodes(zkPath(key))
+func (z zkConn) recorded(ctx context.Context, key string) (bool, error) {
+	n, err := z.s.Nodes(ctx, zkPath(key))
 	return n > 0, err
 }
 

@@ -63,7 +63,7 @@ func TestACreateWhoseReplyWasLostLeavesNoNode(t *testing.T) {
 	if _, err := holder.Acquire(t.Context(), path); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := waiter.Nodes(path); err != nil { // the waiter's session is up
+	if _, err := waiter.Nodes(t.Context(), path); err != nil { // the waiter's session is up
 		t.Fatal(err)
 	}
 	link.DropReplies()
@@ -90,7 +90,7 @@ func waitNodes(t *testing.T, s *zklock.Session, path string, want int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		n, err := s.Nodes(path)
+		n, err := s.Nodes(t.Context(), path)
 		if err == nil && n == want {
 			return
 		}
