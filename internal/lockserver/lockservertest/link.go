@@ -17,9 +17,12 @@ type Link struct {
 	addr string
 
 	mu             sync.Mutex
-	dropped        bool // swallow bytes instead of forwarding them
-	repliesDropped bool // forward requests, swallow what the server sends back
-	down           bool // refuse new connections
+	dropped  bool // swallow bytes instead of forwarding them
+	down     bool // refuse new connections
+	requests int  // requests (reads from a client) since DropRepliesFrom
+	// dropFrom > 0: forward requests, swallow what the server sends back
+	// once the client has sent that many
+	dropFrom int
 	conns          []net.Conn
 }
 
@@ -69,7 +72,10 @@ func (l *Link) pipe(dst, src net.Conn, replies bool) {
 	for {
 		n, err := src.Read(buf)
 		l.mu.Lock()
-		dropped := l.dropped || replies && l.repliesDropped
+		if !replies && n > 0 {
+			l.requests++
+		}
+		dropped := l.dropped || replies && l.dropFrom > 0 && l.requests >= l.dropFrom
 		l.mu.Unlock()
 		if n > 0 && !dropped {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -92,10 +98,16 @@ func (l *Link) Blackhole() { l.set(true, false) }
 
 // DropReplies lets requests through to the server and swallows its
 // replies: the server acts on what the client then believes lost.
-func (l *Link) DropReplies() {
+func (l *Link) DropReplies() { l.DropRepliesFrom(1) }
+
+// DropRepliesFrom is DropReplies from the nth request the clients send
+// on: the replies to the n-1 before it pass. A call that is several
+// round trips (go-sql-driver's prepare, then execute) loses the reply of
+// its nth.
+func (l *Link) DropRepliesFrom(n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.repliesDropped = true
+	l.requests, l.dropFrom = 0, n
 }
 
 // Cut closes every connection and refuses new ones.
@@ -116,5 +128,5 @@ func (l *Link) Restore() { l.set(false, false) }
 func (l *Link) set(dropped, down bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.dropped, l.down, l.repliesDropped = dropped, down, false
+	l.dropped, l.down, l.dropFrom = dropped, down, 0
 }
