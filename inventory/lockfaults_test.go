@@ -3,6 +3,7 @@ package inventory_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +23,15 @@ type linkedServer struct {
 	// reply is the one whose loss matters (go-sql-driver prepares a
 	// statement, then executes it).
 	requests int
-	start    func(t *testing.T) (addr string, configure func(addr string) func(*inventory.Config))
+	// failed is what a sale whose acquisition got no answer wraps: the
+	// fail-fast row answers that its server is unavailable, by name; the
+	// waiting locks, that the wait ended (busy).
+	failed error
+	start  func(t *testing.T) (addr string, configure func(addr string) func(*inventory.Config))
 }
 
 var linkedServers = []linkedServer{
-	{"mysql", 2, func(t *testing.T) (string, func(string) func(*inventory.Config)) {
+	{"mysql", 2, inventory.ErrMySQLUnavailable, func(t *testing.T) (string, func(string) func(*inventory.Config)) {
 		m := lockservertest.MariaDB(t)
 		root, err := sql.Open("mysql", m.DSN(""))
 		if err != nil {
@@ -47,7 +52,7 @@ var linkedServers = []linkedServer{
 			}
 		}
 	}},
-	{"etcd", 1, func(t *testing.T) (string, func(string) func(*inventory.Config)) {
+	{"etcd", 1, inventory.ErrLockBusy, func(t *testing.T) (string, func(string) func(*inventory.Config)) {
 		e := lockservertest.Etcd(t, 1)
 		return strings.TrimPrefix(e.Endpoints[0], "http://"), func(addr string) func(*inventory.Config) {
 			return func(c *inventory.Config) {
@@ -60,7 +65,7 @@ var linkedServers = []linkedServer{
 			}
 		}
 	}},
-	{"zookeeper", 1, func(t *testing.T) (string, func(string) func(*inventory.Config)) {
+	{"zookeeper", 1, inventory.ErrLockBusy, func(t *testing.T) (string, func(string) func(*inventory.Config)) {
 		z := lockservertest.ZooKeeper(t, 1)
 		return z.Servers[0], func(addr string) func(*inventory.Config) {
 			return func(c *inventory.Config) { c.ZooKeeper = []string{addr} }
@@ -139,6 +144,8 @@ func TestLockServerStagesRecoverFromALinkFault(t *testing.T) {
 					sold++
 				case err == nil:
 					t.Errorf("%s: sold through a faulty link", step.name)
+				case !errors.Is(err, sys.failed) || strings.Contains(err.Error(), "redis"):
+					t.Errorf("%s: sale %v, want %v (and no word of redis: its link is fine)", step.name, err, sys.failed)
 				}
 				if took > bound {
 					t.Errorf("%s: answered after %v, want within %v: %v", step.name, took.Round(time.Millisecond), bound, err)
