@@ -100,3 +100,57 @@ func waitNodes(t *testing.T, s *zklock.Session, path string, want int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Every call returns when its context ends, however long the server takes
+// to answer: go-zookeeper's requests take no context, and a stalled one
+// waited two thirds of the session timeout and then a reconnection (a
+// zookeeper sale with a 1 s deadline gave no answer after 30 s). What the
+// calls did is resolved once the link is back: no node is left, the one an
+// Acquire created after it returned included.
+func TestCallsReturnWhenTheirContextEnds(t *testing.T) {
+	z := lockservertest.ZooKeeper(t, 1)
+	link := lockservertest.StartLink(t, z.Servers[0])
+	observer := connect(t, z.Servers, 10*time.Second)
+	s := connect(t, []string{link.Addr()}, 30*time.Second)
+	const path = "/zklock-test/bounded"
+	h, err := s.Acquire(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitNodes(t, observer, path, 1)
+	link.DropReplies() // each request runs; no answer comes back
+	calls := []struct {
+		name string
+		call func(context.Context) error
+	}{
+		{"acquire", func(ctx context.Context) error {
+			_, err := s.Acquire(ctx, path) // a waiter behind h: its node created, unknown to it
+			return err
+		}},
+		{"czxid", func(ctx context.Context) error {
+			_, err := h.Czxid(ctx)
+			return err
+		}},
+		{"nodes", func(ctx context.Context) error {
+			_, err := s.Nodes(ctx, path)
+			return err
+		}},
+		{"drop", func(ctx context.Context) error { return s.Drop(ctx, path+"-dropped") }},
+		{"release", h.Release},
+	}
+	const deadline = 300 * time.Millisecond
+	for _, c := range calls {
+		ctx, cancel := context.WithTimeout(t.Context(), deadline)
+		start := time.Now()
+		err := c.call(ctx)
+		took := time.Since(start)
+		cancel()
+		if err == nil || took > deadline+time.Second {
+			t.Errorf("%s with its server silent: %v after %v, want an error within %v", c.name, err, took.Round(time.Millisecond), deadline)
+		}
+	}
+	link.Cut()
+	time.Sleep(200 * time.Millisecond)
+	link.Restore()
+	waitNodes(t, observer, path, 0) // h's, released; the waiter's, forgotten
+}
