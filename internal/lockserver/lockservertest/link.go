@@ -16,14 +16,14 @@ import (
 type Link struct {
 	addr string
 
-	mu             sync.Mutex
+	mu       sync.Mutex
 	dropped  bool // swallow bytes instead of forwarding them
 	down     bool // refuse new connections
 	requests int  // requests (reads from a client) since DropRepliesFrom
 	// dropFrom > 0: forward requests, swallow what the server sends back
 	// once the client has sent that many
 	dropFrom int
-	conns          []net.Conn
+	conns    []net.Conn
 }
 
 // StartLink listens on a free loopback port and forwards each connection to
