@@ -233,8 +233,8 @@ func (p *etcdSessions) revokeLease(id clientv3.LeaseID) {
 	})
 }
 
-// close revokes every session's lease (their keys go with them), each
-// within the release bound, and stops their keep-alives.
+// close revokes every session's lease (their keys go with them), all at
+// once within the release bound, and stops their keep-alives.
 func (p *etcdSessions) close() error {
 	p.mu.Lock()
 	p.closed = true
@@ -242,16 +242,25 @@ func (p *etcdSessions) close() error {
 	p.all, p.idle = nil, nil
 	p.mu.Unlock()
 	defer p.halt()
-	var errs []error
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	errs := make(chan error, len(sessions))
+	var revokes sync.WaitGroup
 	for s := range sessions {
 		s.Orphan()
-		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-		if _, err := p.client.Revoke(ctx, s.Lease()); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			errs = append(errs, err)
-		}
-		cancel()
+		revokes.Go(func() {
+			if _, err := p.client.Revoke(ctx, s.Lease()); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				errs <- err
+			}
+		})
 	}
-	return errors.Join(errs...)
+	revokes.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
 }
 
 // boundedKV bounds by the release bound each request made without a
