@@ -37,7 +37,7 @@ const (
 // until a reset), no reentrancy, no waiting.
 //
 // What a live process does not leave behind is a row whose request lost its
-// answer. Each request in its three failures:
+// answer. Each request, lost, run twice, or arriving late:
 //   - INSERT, reply lost (or the sale's deadline reached, when
 //     go-sql-driver closes the connection and MariaDB completes the INSERT
 //     anyway): the guard answers unavailable and deletes the owner's row in
@@ -99,7 +99,7 @@ func (g mysqlGuard) acquire(ctx context.Context, key string, _ Faults) (context.
 
 // forget deletes owner's row of key in the background: until a DELETE
 // removed it, or, when it may not exist yet, found none once until is
-// past.
+// past (some nine DELETEs over lateInsert, the retries backing off).
 func (g mysqlGuard) forget(key, owner string, until time.Time) {
 	g.resolver.resolve("mysql lock row "+key, func(ctx context.Context) (bool, error) {
 		res, err := g.db.ExecContext(ctx, "DELETE FROM lockstep_locks WHERE name = ? AND owner = ?", key, owner)

@@ -7,9 +7,14 @@ import (
 	"time"
 )
 
-// resolveRetry spaces the attempts at resolving an outcome; each attempt
-// is bounded by releaseTimeout.
-const resolveRetry = 100 * time.Millisecond
+// The attempts at resolving an outcome, each bounded by releaseTimeout,
+// are spaced from resolveRetry, doubling up to resolveRetryMax: a server
+// that answers slowly because it is overloaded gets a few requests per
+// unknown outcome, not one every resolveRetry.
+const (
+	resolveRetry    = 100 * time.Millisecond
+	resolveRetryMax = time.Second
+)
 
 // resolver resolves, in the background, the acquires and releases of the
 // lock-server stages whose outcome is unknown — a reply lost, a deadline
@@ -36,6 +41,7 @@ func newResolver(log *slog.Logger) *resolver {
 // releaseTimeout, until the resolver is closed.
 func (r *resolver) resolve(what string, attempt func(ctx context.Context) (done bool, err error)) {
 	r.runs.Go(func() {
+		wait := resolveRetry
 		for tries := 1; ; tries++ {
 			ctx, cancel := context.WithTimeout(r.stop, releaseTimeout)
 			done, err := attempt(ctx)
@@ -48,10 +54,11 @@ func (r *resolver) resolve(what string, attempt func(ctx context.Context) (done 
 				r.log.Warn("resolve an unknown lock outcome: retrying", "what", what, "tries", tries, "err", err)
 			}
 			select {
-			case <-time.After(resolveRetry):
+			case <-time.After(wait):
 			case <-r.stop.Done():
 				return
 			}
+			wait = min(2*wait, resolveRetryMax)
 		}
 	})
 }
