@@ -2,76 +2,15 @@ package inventory_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/lockstep/lockstep/internal/lockserver/lockservertest"
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/inventory"
 )
-
-// linkedServer starts a lock server of one stage and configures a replica
-// that reaches it at addr: the server's own address, or a link's.
-type linkedServer struct {
-	id string
-	// requests is how many round trips an acquisition makes: the last one's
-	// reply is the one whose loss matters (go-sql-driver prepares a
-	// statement, then executes it).
-	requests int
-	// failed is what a sale whose acquisition got no answer wraps: the
-	// fail-fast row answers that its server is unavailable, by name; the
-	// waiting locks, that the wait ended (busy).
-	failed error
-	start  func(t *testing.T) (addr string, configure func(addr string) func(*inventory.Config))
-}
-
-var linkedServers = []linkedServer{
-	{"mysql", 2, inventory.ErrMySQLUnavailable, func(t *testing.T) (string, func(string) func(*inventory.Config)) {
-		m := lockservertest.MariaDB(t)
-		root, err := sql.Open("mysql", m.DSN(""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer root.Close()
-		if _, err := root.Exec("CREATE DATABASE IF NOT EXISTS lockstep"); err != nil {
-			t.Fatal(err)
-		}
-		return m.Addr, func(addr string) func(*inventory.Config) {
-			return func(c *inventory.Config) {
-				db, err := sql.Open("mysql", strings.Replace(m.DSN("lockstep"), m.Addr, addr, 1))
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = db.Close() })
-				c.MySQL = db
-			}
-		}
-	}},
-	{"etcd", 1, inventory.ErrLockBusy, func(t *testing.T) (string, func(string) func(*inventory.Config)) {
-		e := lockservertest.Etcd(t, 1)
-		return strings.TrimPrefix(e.Endpoints[0], "http://"), func(addr string) func(*inventory.Config) {
-			return func(c *inventory.Config) {
-				client, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + addr}, DialTimeout: 2 * time.Second})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = client.Close() })
-				c.Etcd = client
-			}
-		}
-	}},
-	{"zookeeper", 1, inventory.ErrLockBusy, func(t *testing.T) (string, func(string) func(*inventory.Config)) {
-		z := lockservertest.ZooKeeper(t, 1)
-		return z.Servers[0], func(addr string) func(*inventory.Config) {
-			return func(c *inventory.Config) { c.ZooKeeper = []string{addr} }
-		}
-	}},
-}
 
 // The bounds the fault test holds each stage to (documented in
 // inventory/doc.go and docs/lock-systems.md).
@@ -95,21 +34,21 @@ const (
 func TestLockServerStagesRecoverFromALinkFault(t *testing.T) {
 	steps := []struct {
 		name        string
-		fault       func(*lockservertest.Link, linkedServer)
+		fault       func(*lockservertest.Link, lockServerStage)
 		duringWork  bool // fault the link while the sale holds the lock, so its unlock meets it
 		sellsDuring bool
 	}{
-		{"stalled before the request", func(l *lockservertest.Link, _ linkedServer) { l.Blackhole() }, false, false},
-		{"reply lost", func(l *lockservertest.Link, sys linkedServer) { l.DropRepliesFrom(sys.requests) }, false, false},
-		{"stalled during the unlock", func(l *lockservertest.Link, _ linkedServer) { l.Blackhole() }, true, true},
+		{"stalled before the request", func(l *lockservertest.Link, _ lockServerStage) { l.Blackhole() }, false, false},
+		{"reply lost", func(l *lockservertest.Link, sys lockServerStage) { l.DropRepliesFrom(sys.requests) }, false, false},
+		{"stalled during the unlock", func(l *lockservertest.Link, _ lockServerStage) { l.Blackhole() }, true, true},
 	}
-	for _, sys := range linkedServers {
+	for _, sys := range lockServerStages {
 		t.Run(sys.id, func(t *testing.T) {
-			addr, configure := sys.start(t)
-			link := lockservertest.StartLink(t, addr)
+			addrs, configure := sys.start(t, 1)
+			link := lockservertest.StartLink(t, addrs[0])
 			srv := redistest.Start(t)
-			near := replicasOnRedis(t, srv, 1, configure(link.Addr()))[0]
-			far := replicasOnRedis(t, srv, 1, configure(addr))[0]
+			near := replicasOnRedis(t, srv, 1, configure([]string{link.Addr()}))[0]
+			far := replicasOnRedis(t, srv, 1, configure(addrs))[0]
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			if err := near.Reset(ctx, sys.id, "sku-1", 50, 0); err != nil {
