@@ -139,19 +139,25 @@ func (s *segmentedStage) deduct(ctx context.Context, sku string, qty int64, f Fa
 	if err != nil {
 		return sale, err
 	}
-	return s.withSKUStock(ctx, sku, n, sale), nil
+	return s.withSKUStock(ctx, sku, sale), nil
 }
 
 // withSKUStock gives a segment's sale the SKU's stock left, read after the
 // segment's lock is released (one pipelined round trip), beside the
 // segment's own (a sale across segments has none). A failed read leaves the segment's figure, a lower bound
 // of the SKU's, in both: the sale is made and must be answered as such.
-func (s *segmentedStage) withSKUStock(ctx context.Context, sku string, n int, sale Sale) Sale {
+// The segment count is the one the sale last read: a reset while it waited
+// may have changed it.
+func (s *segmentedStage) withSKUStock(ctx context.Context, sku string, sale Sale) Sale {
 	sold := sale.Remaining // what the segments that sold held after it
 	if sale.Segment != nil {
 		sale.SegmentRemaining = &sold
 	}
-	stocks, err := s.segmentStocks(ctx, s.tagsOf(sku, n))
+	n, err := s.segmentCount(ctx, sku, false)
+	var stocks []int64
+	if err == nil {
+		stocks, err = s.segmentStocks(ctx, s.tagsOf(sku, n))
+	}
 	if err != nil {
 		s.log.Warn("stock left of the SKU after a segment's sale", "stage", s.id, "sku", sku, "err", err)
 		return sale

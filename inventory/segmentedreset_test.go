@@ -51,10 +51,14 @@ func TestSegmentedSaleAcrossAResetThatChangesTheCount(t *testing.T) {
 				reset := make(chan error, 1)
 				go func() { reset <- resetter.Reset(ctx, tc.stage, "sku-1", 4, 3) }() // 2 + 1 + 1, other tags
 				time.Sleep(300 * time.Millisecond)                                    // the reset waits for the lock
-				sale := make(chan error, 1)
+				type answer struct {
+					sale inventory.Sale
+					err  error
+				}
+				sold := make(chan answer, 1)
 				go func() {
-					_, err := seller.Deduct(ctx, tc.stage, "sku-1", 3) // no segment holds 3
-					sale <- err
+					sale, err := seller.Deduct(ctx, tc.stage, "sku-1", 3) // no segment holds 3
+					sold <- answer{sale, err}
 				}()
 				time.Sleep(300 * time.Millisecond) // the sale waits behind the reset
 				if err := held.Unlock(ctx); err != nil {
@@ -63,9 +67,13 @@ func TestSegmentedSaleAcrossAResetThatChangesTheCount(t *testing.T) {
 				if err := <-reset; err != nil {
 					t.Fatal(err)
 				}
-				if err := <-sale; err != nil {
+				got := <-sold
+				if got.err != nil {
 					a, _ := seller.Audit(ctx, tc.stage, "sku-1")
-					t.Fatalf("round %d: sale of 3 from 4 across a reset: %v (audit %+v)", round, err, a)
+					t.Fatalf("round %d: sale of 3 from 4 across a reset: %v (audit %+v)", round, got.err, a)
+				}
+				if got.sale.Remaining != 1 {
+					t.Errorf("round %d: sale answered %d remaining, want 1 (of the new segments)", round, got.sale.Remaining)
 				}
 				a, err := seller.Audit(ctx, tc.stage, "sku-1")
 				if err != nil {
