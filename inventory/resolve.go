@@ -40,6 +40,9 @@ func newResolver(log *slog.Logger) *resolver {
 // resolve runs attempt until it reports done, each attempt bounded by
 // releaseTimeout, until the resolver is closed.
 func (r *resolver) resolve(what string, attempt func(ctx context.Context) (done bool, err error)) {
+	if r.stop.Err() != nil {
+		return // closed: the process is ending
+	}
 	r.runs.Go(func() {
 		wait := resolveRetry
 		for tries := 1; ; tries++ {
