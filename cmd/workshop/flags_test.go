@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHelpExitsZero: asking for the usage is no failure.
@@ -17,6 +20,23 @@ func TestHelpExitsZero(t *testing.T) {
 	for _, flag := range []string{"-step", "-only", "-live-addr"} {
 		if !strings.Contains(string(out), flag) {
 			t.Errorf("the usage does not mention %s:\n%s", flag, out)
+		}
+	}
+}
+
+// TestUsageErrorExitsTwo: a flag the workshop does not know, or a value it
+// refuses, is a usage error (2, as Go's flag package does), not a failed
+// run (1); nothing is started.
+func TestUsageErrorExitsTwo(t *testing.T) {
+	bins := buildBinaries(t)
+	for _, args := range [][]string{{"--nope"}, {"--replicas", "0"}, {"--replicas", "many"}, {"stray"}, {"--scenario", "nosuch"}} {
+		// Killed after 30 s, should it run what it should refuse.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, bins.workshop, args...).CombinedOutput()
+		cancel()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+			t.Errorf("workshop %s: %v, want exit status 2:\n%s", strings.Join(args, " "), err, out)
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/flagenv"
 )
 
 // Report is everything a run measured; it is written as report.json and
@@ -63,8 +65,25 @@ func (c Component) String() string {
 var ErrExpectationsNotMet = errors.New("expectations not met")
 
 // ExitExpectationsNotMet is the exit status of a run whose expectations
-// were not met (1 is a run that failed, 130 one interrupted).
+// were not met (1 is a run that failed, 2 a usage error, 130 a run
+// interrupted).
 const ExitExpectationsNotMet = 3
+
+// ExitStatus is the exit status of a command that ran a scenario and ended
+// with err: flagenv.ExitInterrupted when interrupted, ExitExpectationsNotMet,
+// flagenv.ExitUsage for a scenario naming a stage the shop does not have,
+// else flagenv.ExitStatus's.
+func ExitStatus(err error, interrupted bool) int {
+	switch {
+	case interrupted:
+		return flagenv.ExitInterrupted
+	case errors.Is(err, ErrExpectationsNotMet):
+		return ExitExpectationsNotMet
+	case errors.Is(err, ErrUnknownStage):
+		return flagenv.ExitUsage
+	}
+	return flagenv.ExitStatus(err)
+}
 
 // Verdict is nil when every expectation was met, else an error wrapping
 // ErrExpectationsNotMet that names the rows that missed.
@@ -78,7 +97,20 @@ func (rep *Report) Verdict() error {
 			missed = append(missed, r.label())
 		}
 	}
+	if len(missed) == 0 && !rep.judged() {
+		return fmt.Errorf("%w: none was judged (every stage run that had expectations was skipped)", ErrExpectationsNotMet)
+	}
 	return fmt.Errorf("%w: %s", ErrExpectationsNotMet, strings.Join(missed, ", "))
+}
+
+// judged reports whether any expectation was judged.
+func (rep *Report) judged() bool {
+	for i := range rep.Stages {
+		if len(rep.Stages[i].Checks) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // StageRun is one row of the results: one stage under one load shape.
@@ -96,6 +128,9 @@ type StageRun struct {
 	// Error says why it broke off.
 	Skipped string `json:"skipped,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Interrupted: the run was stopped (Ctrl-C) during this stage; its
+	// figures cover the load until then.
+	Interrupted bool `json:"interrupted,omitempty"`
 
 	Replicas int    `json:"replicas"`
 	Rate     string `json:"rate"`
@@ -285,7 +320,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.1f\t%.1f\t%d\t%s\t%s\t%s\t%s\t\n",
-			r.label(), r.Replicas, r.Requests, r.Sales, r.SoldOut, r.Busy, r.Errors, r.SalesPerSec,
+			r.Heading(), r.Replicas, r.Requests, r.Sales, r.SoldOut, r.Busy, r.Errors, r.SalesPerSec,
 			r.P50MS, r.P99MS, r.Oversold, yesNo(r.Consistent), r.foreignText(), r.CrashSummary(), r.verdict())
 	}
 	if err := tw.Flush(); err != nil {

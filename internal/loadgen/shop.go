@@ -113,7 +113,7 @@ func (c *shopClient) stages(ctx context.Context, base string) ([]StageInfo, erro
 	return out.Stages, nil
 }
 
-func (c *shopClient) reset(ctx context.Context, base, stage, sku string, stock, segments int) error {
+func (c *shopClient) reset(ctx context.Context, base, stage, sku string, stock Stock, segments int) error {
 	body := map[string]any{"sku": sku, "stock": stock}
 	if segments > 0 {
 		body["segments"] = segments
