@@ -372,7 +372,7 @@ func (inv *Inventory) Reset(ctx context.Context, stageID, sku string, stock int6
 		return fmt.Errorf("%w: stock must be within [0, %d], got %d", ErrInvalid, MaxStock, stock)
 	}
 	if segmentCount < 0 || segmentCount > segments.MaxCount {
-		return fmt.Errorf("%w: segments must be within [1, %d], got %d", ErrInvalid, segments.MaxCount, segmentCount)
+		return fmt.Errorf("%w: segments must be within [0, %d] (0: the default), got %d", ErrInvalid, segments.MaxCount, segmentCount)
 	}
 	if err := s.reset(ctx, sku, stock, segmentCount); err != nil {
 		return err

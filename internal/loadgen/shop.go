@@ -73,7 +73,7 @@ func (c *shopClient) do(ctx context.Context, method, rawURL string, body any, ad
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, rawURL, err)
+		return err // a *url.Error: it names the method and the URL
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
