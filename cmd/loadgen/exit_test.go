@@ -1,56 +1,26 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/clitest"
 	"github.com/lockstep/lockstep/internal/loadgen"
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/internal/shop"
 )
 
-// TestMain runs the command itself when a test starts this test binary
-// again with LOCKSTEP_RUN_MAIN=1: its exit status is the command's.
 func TestMain(m *testing.M) {
-	if os.Getenv("LOCKSTEP_RUN_MAIN") == "1" {
-		main()
-		os.Exit(0)
-	}
+	clitest.RunMainIfAsked(main)
 	os.Exit(m.Run())
-}
-
-// loadgenCommand is the command with args, run by this test binary; it
-// is killed after a minute, should it run what it should refuse.
-func loadgenCommand(t *testing.T, args ...string) *exec.Cmd {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "LOCKSTEP_RUN_MAIN=1")
-	return cmd
-}
-
-func exitStatus(t *testing.T, err error) int {
-	t.Helper()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &exit):
-		return exit.ExitCode()
-	}
-	t.Fatal(err)
-	return 0
 }
 
 func writeScenario(t *testing.T, body string) string {
@@ -96,8 +66,8 @@ func TestExitStatuses(t *testing.T) {
 		{"misspelt stage", []string{"--target", target, "--scenario", misspelt, "--out", t.TempDir()}, 2, []string{`"atomik"`, "atomic", "naive"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := loadgenCommand(t, tc.args...).CombinedOutput()
-			status := exitStatus(t, err)
+			out, err := clitest.Command(t, time.Minute, tc.args...).CombinedOutput()
+			status := clitest.ExitStatus(t, err)
 			if status != tc.status {
 				t.Fatalf("loadgen %s: exit %d, want %d:\n%s", strings.Join(tc.args, " "), status, tc.status, out)
 			}
@@ -116,7 +86,7 @@ func TestInterruptKeepsTheReport(t *testing.T) {
 	target := startTestShop(t)
 	scenario := writeScenario(t, "runs:\n  - stage: atomic\n    stock: 100000\n    rate: 100\n    duration: 1m\n")
 	out := t.TempDir()
-	cmd := loadgenCommand(t, "--target", target, "--scenario", scenario, "--out", out)
+	cmd := clitest.Command(t, time.Minute, "--target", target, "--scenario", scenario, "--out", out)
 	output, err := os.Create(filepath.Join(t.TempDir(), "output"))
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +101,7 @@ func TestInterruptKeepsTheReport(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	if status := exitStatus(t, cmd.Wait()); status != 130 {
+	if status := clitest.ExitStatus(t, cmd.Wait()); status != 130 {
 		t.Fatalf("exit %d after SIGINT, want 130:\n%s", status, said())
 	}
 	data, err := os.ReadFile(filepath.Join(out, "report.json"))

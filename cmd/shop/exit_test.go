@@ -1,22 +1,16 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/clitest"
 )
 
-// TestMain runs the command itself when a test starts this test binary
-// again with LOCKSTEP_RUN_MAIN=1: its exit status is the command's.
 func TestMain(m *testing.M) {
-	if os.Getenv("LOCKSTEP_RUN_MAIN") == "1" {
-		main()
-		os.Exit(0)
-	}
+	clitest.RunMainIfAsked(main)
 	os.Exit(m.Run())
 }
 
@@ -36,20 +30,8 @@ func TestExitStatuses(t *testing.T) {
 		{[]string{"stray"}, 2, "stray"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			// Killed after 30 s, should it serve what it should refuse.
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, os.Args[0], tc.args...)
-			cmd.Env = append(os.Environ(), "LOCKSTEP_RUN_MAIN=1")
-			out, err := cmd.CombinedOutput()
-			status := 0
-			var exit *exec.ExitError
-			if errors.As(err, &exit) {
-				status = exit.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if status != tc.status || !strings.Contains(string(out), tc.mentions) {
+			out, err := clitest.Command(t, 30*time.Second, tc.args...).CombinedOutput()
+			if status := clitest.ExitStatus(t, err); status != tc.status || !strings.Contains(string(out), tc.mentions) {
 				t.Fatalf("shop %s: exit %d, want %d, saying %q:\n%s", strings.Join(tc.args, " "), status, tc.status, tc.mentions, out)
 			}
 		})
