@@ -185,7 +185,7 @@ func New(cfg Config) (*Inventory, error) {
 		return nil, fmt.Errorf("inventory: default segments %d out of [1, %d]", cfg.DefaultSegments, segments.MaxCount)
 	}
 	inv := &Inventory{cfg: cfg, stages: make(map[string]stage), broken: make(map[string]string)}
-	inv.faults = newFaultBook(cfg.Redis, cfg.Logger, stageIDs(), cfg.FaultRefresh)
+	inv.faults = newFaultBook(cfg.Redis, cfg.Logger, StageIDs(), cfg.FaultRefresh)
 	inv.health = newHealth(cfg.Redis)
 	seller := func(id string) *seller {
 		return &seller{

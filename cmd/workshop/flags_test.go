@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,19 +26,34 @@ func TestHelpExitsZero(t *testing.T) {
 	}
 }
 
-// TestUsageErrorExitsTwo: a flag the workshop does not know, or a value it
-// refuses, is a usage error (2, as Go's flag package does), not a failed
-// run (1); nothing is started.
+// TestUsageErrorExitsTwo: a flag the workshop does not know, a value it
+// refuses, a stray argument or a scenario that names a stage no shop has
+// is a usage error (2, as Go's flag package does), not a failed run (1),
+// and nothing is started.
 func TestUsageErrorExitsTwo(t *testing.T) {
 	bins := buildBinaries(t)
-	for _, args := range [][]string{{"--nope"}, {"--replicas", "0"}, {"--replicas", "many"}, {"stray"}, {"--scenario", "nosuch"}} {
+	misspelt := filepath.Join(t.TempDir(), "misspelt.yaml")
+	if err := os.WriteFile(misspelt, []byte("runs:\n  - stage: atomik\n    expect: [no-oversell]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args     []string
+		mentions string
+	}{
+		{[]string{"--nope"}, "nope"},
+		{[]string{"--replicas", "0"}, "--replicas"},
+		{[]string{"--replicas", "many"}, "many"},
+		{[]string{"stray"}, "stray"},
+		{[]string{"--scenario", "nosuch"}, "nosuch"},
+		{[]string{"--scenario", misspelt}, `"atomik"`},
+	} {
 		// Killed after 30 s, should it run what it should refuse.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		out, err := exec.CommandContext(ctx, bins.workshop, args...).CombinedOutput()
+		out, err := exec.CommandContext(ctx, bins.workshop, tc.args...).CombinedOutput()
 		cancel()
 		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
-			t.Errorf("workshop %s: %v, want exit status 2:\n%s", strings.Join(args, " "), err, out)
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), tc.mentions) || strings.Contains(string(out), "workshop: live page:") {
+			t.Errorf("workshop %s: %v, want exit status 2 before anything starts, saying %s:\n%s", strings.Join(tc.args, " "), err, tc.mentions, out)
 		}
 	}
 }

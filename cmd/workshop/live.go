@@ -113,7 +113,7 @@ func startLive(addr, scenario string, runs int, step bool, log *slog.Logger) (*l
 		}
 		mux.HandleFunc("GET /"+name, asset(kind, data))
 	}
-	l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	l.srv = &http.Server{Handler: ownHostOnly(ln.Addr().String(), mux), ReadHeaderTimeout: 5 * time.Second}
 	l.loop.Go(l.renderLoop)
 	go func() {
 		defer close(l.served)
@@ -122,6 +122,21 @@ func startLive(addr, scenario string, runs int, step bool, log *slog.Logger) (*l
 		}
 	}()
 	return l, nil
+}
+
+// ownHostOnly answers only requests addressed to the page's own address
+// (or localhost on its port): a site whose name was made to resolve to
+// 127.0.0.1 (DNS rebinding) sends its own name as Host, and could
+// otherwise read the page, and the run's token in it.
+func ownHostOnly(addr string, next http.Handler) http.Handler {
+	_, port, _ := net.SplitHostPort(addr) // a listener's address always splits
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host != addr && r.Host != net.JoinHostPort("localhost", port) {
+			http.Error(w, "the live page answers only at "+addr, http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func asset(kind string, data []byte) http.HandlerFunc {

@@ -41,7 +41,8 @@ func postRun(t *testing.T, lv *live, token string) int {
 // With --step, "run this stage" takes the run's token, which only the live
 // page itself carries: a POST /run from any other page (it cannot read the
 // page, nor send the header without a preflight the page does not allow)
-// is refused, and the stage keeps waiting.
+// is refused, and the stage keeps waiting. The page answers only under its
+// own address, so a rebound host name cannot read the token either.
 func TestRunNeedsThePagesToken(t *testing.T) {
 	lv := startTestLive(t, true)
 	res, err := http.Get(lv.url)
@@ -70,6 +71,16 @@ func TestRunNeedsThePagesToken(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the stage never waited")
 		}
+	}
+	rebound, _ := http.NewRequest(http.MethodGet, lv.url, nil)
+	rebound.Host = "attacker.example:" + strings.TrimSuffix(lv.url[strings.LastIndex(lv.url, ":")+1:], "/")
+	res, err = http.DefaultClient.Do(rebound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Fatalf("the page under another host name (DNS rebinding): %s, want 403", res.Status)
 	}
 	for _, wrong := range []string{"", "0123456789abcdef0123456789abcdef"} {
 		if status := postRun(t, lv, wrong); status != http.StatusForbidden {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/inventory"
 	"github.com/lockstep/lockstep/scenarios"
 )
 
@@ -319,7 +320,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return rep.Verdict()
 }
 
-// loadScenario loads --scenario, keeping the runs of the --only stages.
+// loadScenario loads --scenario, keeping the runs of the --only stages;
+// a stage no shop has is a usage error before anything starts.
 func loadScenario(o options) (*loadgen.Scenario, string, error) {
 	sc, name, err := scenarios.Load(o.scenario)
 	if err != nil {
@@ -329,6 +331,9 @@ func loadScenario(o options) (*loadgen.Scenario, string, error) {
 		if err := sc.Only(flagenv.List(o.only)); err != nil {
 			return nil, "", flagenv.Usage(err)
 		}
+	}
+	if err := loadgen.CheckStages(sc, inventory.StageIDs()); err != nil {
+		return nil, "", flagenv.Usage(err)
 	}
 	return sc, name, nil
 }

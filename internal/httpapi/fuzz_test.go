@@ -69,10 +69,9 @@ func saleOracle(rawQuery string) (sku string, qty int64, valid bool) {
 // FuzzDeduct: POST /api/stages/{stage}/deduct?{query} with any stage and
 // query. A valid sale on an available stage sells exactly qty units (200,
 // echoing sku and qty) or none (409 sold_out); an unknown stage is 404, an
-// unavailable one 503, a malformed query (saleOracle) or an invalid sku or
-// qty 400 bad_request; anything that
-// does not sell leaves the audit unchanged, and a 400 or 404 leaves Redis
-// untouched.
+// unavailable one 503, a malformed query (saleOracle) or an invalid sku
+// or qty 400 bad_request; anything that does not sell leaves the audit
+// unchanged, and a 400 or 404 leaves Redis untouched.
 func FuzzDeduct(f *testing.F) {
 	for _, stage := range []string{"naive", "synchronized", "setnx", "setnx-expire", "uuid-lua", "watchdog", "segmented", "atomic", "fenced", "redlock", "mysql", "etcd", "nope", ""} {
 		f.Add(stage, "")

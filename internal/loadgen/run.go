@@ -141,10 +141,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("list stages: %w", err)
 	}
 	r.info = map[string]StageInfo{}
-	for _, s := range stages {
-		r.info[s.ID] = s
+	ids := make([]string, len(stages))
+	for i, s := range stages {
+		r.info[s.ID], ids[i] = s, s.ID
 	}
-	if err := r.checkStagesKnown(stages); err != nil {
+	if err := CheckStages(cfg.Scenario, ids); err != nil {
 		return nil, err
 	}
 
@@ -197,22 +198,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, runErr
 }
 
-// checkStagesKnown refuses a scenario naming a stage the shop does not
-// list, before any stage runs: a misspelt stage would otherwise be a
-// skipped row.
-func (r *runner) checkStagesKnown(stages []StageInfo) error {
+// CheckStages refuses a scenario naming a stage that is not one of ids,
+// with ErrUnknownStage naming it and ids: a misspelt stage would otherwise
+// become a skipped row. Run checks the shop's stages before any runs.
+func CheckStages(sc *Scenario, ids []string) error {
 	var unknown []string
-	for _, run := range r.cfg.Scenario.Runs {
-		if _, known := r.info[run.Stage]; !known && !slices.Contains(unknown, run.Stage) {
+	for _, run := range sc.Runs {
+		if !slices.Contains(ids, run.Stage) && !slices.Contains(unknown, run.Stage) {
 			unknown = append(unknown, run.Stage)
 		}
 	}
 	if len(unknown) == 0 {
 		return nil
-	}
-	ids := make([]string, len(stages))
-	for i, s := range stages {
-		ids[i] = s.ID
 	}
 	return fmt.Errorf("%w %q in the scenario; the shop's stages are %s", ErrUnknownStage, unknown, strings.Join(ids, ", "))
 }
