@@ -203,3 +203,34 @@ func TestBodyErrorsNameWhatIsWrong(t *testing.T) {
 		}
 	}
 }
+
+// An Idempotency-Key covers the sale as its query and body together ask
+// it: the same sale asked the other way is a replay, another one is the
+// key reused.
+func TestIdempotencyKeyCoversTheBody(t *testing.T) {
+	ts := startShop(t, testToken)
+	const stage = "atomic"
+	ts.reset(t, stage, "sku-1", 100)
+	sale := func(query, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/api/stages/"+stage+"/deduct?"+query, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		req.Header.Set("Idempotency-Key", "order-7")
+		return ts.serve(req)
+	}
+	first := sale("", `{"qty":2}`)
+	if first.Code != http.StatusOK {
+		t.Fatalf("first sale: %d %s", first.Code, first.Body)
+	}
+	again := sale("qty=2", "")
+	if again.Code != http.StatusOK || again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != first.Body.String() {
+		t.Fatalf("the same sale by query: %d %s (replayed %q), want the first answer replayed", again.Code, again.Body, again.Header().Get("Idempotent-Replayed"))
+	}
+	if other := sale("", `{"qty":3}`); other.Code != http.StatusBadRequest {
+		t.Fatalf("another sale with the key: %d %s, want 400", other.Code, other.Body)
+	}
+	if a := ts.audit(t, stage, "sku-1"); a.Sold != 2 {
+		t.Fatalf("sold %d, want 2 (once)", a.Sold)
+	}
+}
