@@ -188,7 +188,7 @@ func New(cfg Config) (*Inventory, error) {
 		return nil, fmt.Errorf("inventory: default segments %d out of [1, %d]", cfg.DefaultSegments, segments.MaxCount)
 	}
 	inv := &Inventory{cfg: cfg, stages: make(map[string]stage), broken: make(map[string]string), resolver: newResolver(cfg.Logger)}
-	inv.faults = newFaultBook(cfg.Redis, cfg.Logger, stageIDs(), cfg.FaultRefresh)
+	inv.faults = newFaultBook(cfg.Redis, cfg.Logger, StageIDs(), cfg.FaultRefresh)
 	inv.health = newHealth(cfg.Redis)
 	seller := func(id string) *seller {
 		return &seller{
@@ -376,7 +376,7 @@ func (inv *Inventory) Reset(ctx context.Context, stageID, sku string, stock int6
 		return fmt.Errorf("%w: stock must be within [0, %d], got %d", ErrInvalid, MaxStock, stock)
 	}
 	if segmentCount < 0 || segmentCount > segments.MaxCount {
-		return fmt.Errorf("%w: segments must be within [1, %d], got %d", ErrInvalid, segments.MaxCount, segmentCount)
+		return fmt.Errorf("%w: segments must be within [0, %d] (0: the default), got %d", ErrInvalid, segments.MaxCount, segmentCount)
 	}
 	if err := s.reset(ctx, sku, stock, segmentCount); err != nil {
 		return err
