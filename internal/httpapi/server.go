@@ -39,12 +39,16 @@ const (
 	CodeUnknownStage     = "unknown_stage"
 	CodeStageUnavailable = "stage_unavailable"
 	CodeRedisUnavailable = "redis_unavailable"
-	CodeUnauthorized     = "unauthorized"
-	CodeForbidden        = "forbidden"
-	CodeNotFound         = "not_found"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeNotReady         = "not_ready"
-	CodeInternal         = "internal"
+	// The lock-server stages name the server that did not answer.
+	CodeMySQLUnavailable     = "mysql_unavailable"
+	CodeEtcdUnavailable      = "etcd_unavailable"
+	CodeZooKeeperUnavailable = "zookeeper_unavailable"
+	CodeUnauthorized         = "unauthorized"
+	CodeForbidden            = "forbidden"
+	CodeNotFound             = "not_found"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeNotReady             = "not_ready"
+	CodeInternal             = "internal"
 	// CodeOutcomeUnknown: an Idempotency-Key whose first request may have
 	// sold, but never recorded its answer; the key never sells again.
 	CodeOutcomeUnknown = "outcome_unknown"
@@ -193,6 +197,12 @@ func errorStatus(err error) (int, string) {
 		return http.StatusConflict, CodeSoldOut
 	case errors.Is(err, inventory.ErrLockBusy):
 		return http.StatusLocked, CodeLockBusy
+	case errors.Is(err, inventory.ErrMySQLUnavailable):
+		return http.StatusServiceUnavailable, CodeMySQLUnavailable
+	case errors.Is(err, inventory.ErrEtcdUnavailable):
+		return http.StatusServiceUnavailable, CodeEtcdUnavailable
+	case errors.Is(err, inventory.ErrZooKeeperUnavailable):
+		return http.StatusServiceUnavailable, CodeZooKeeperUnavailable
 	case errors.Is(err, inventory.ErrUnavailable):
 		return http.StatusServiceUnavailable, CodeRedisUnavailable
 	default:
