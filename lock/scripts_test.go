@@ -43,7 +43,7 @@ type check struct {
 	want any
 }
 
-func eq(want any, cmd ...any) check  { return check{cmd, "=", want} }
+func eq(want any, cmd ...any) check   { return check{cmd, "=", want} }
 func gt(want int64, cmd ...any) check { return check{cmd, ">", want} }
 func lt(want int64, cmd ...any) check { return check{cmd, "<", want} }
 
