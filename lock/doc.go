@@ -111,6 +111,10 @@
 //	fair_leave.lua,    removes nothing more      removes a later place of the  the place lapses after
 //	write_leave.lua                              handle: it is re-added at     the waiter timeout
 //	                                             the next refresh (tail)
+//	token_unlock.lua   0: TokenLock's Unlock     compares its token: nothing   the lock expires with
+//	(TokenLock)        says ErrNotHeld though                                  its TTL
+//	                   it released (the simple
+//	                   locks keep no latch)
 //
 // The latch is best effort: while the lock's Cluster slot migrates, a key
 // not yet on the node can be neither read nor written, and a release run
