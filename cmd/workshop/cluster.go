@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
@@ -68,7 +69,7 @@ func waitClusterServing(ctx context.Context, addrs []string, limit time.Duration
 	for {
 		last := ""
 		for _, addr := range addrs {
-			rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+			rdb := redisclient.New(redisclient.Settings{}, addr)
 			info, err := rdb.ClusterInfo(ctx).Result()
 			_ = rdb.Close()
 			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_ok:16384") {
@@ -100,7 +101,7 @@ func (in *injector) MigrateSlot(ctx context.Context, key string, pace time.Durat
 	if in.redis == nil || !in.redis.cluster {
 		return "", "", fmt.Errorf("slot migration: %w (it needs --redis cluster)", errSetUp)
 	}
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: in.redis.addrs})
+	rdb := redisclient.NewCluster(redisclient.Settings{}, in.redis.addrs)
 	defer rdb.Close()
 	slot, err := rdb.ClusterKeySlot(ctx, key).Result()
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -106,16 +107,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	switch {
 	case len(cfg.RedisCluster) > 0:
-		r.rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.RedisCluster, Password: cfg.RedisPassword})
+		r.rdb = redisclient.NewCluster(redisclient.Settings{Password: cfg.RedisPassword}, cfg.RedisCluster)
 	case cfg.RedisAddr != "":
-		r.rdb = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Password: cfg.RedisPassword})
+		r.rdb = redisclient.New(redisclient.Settings{Password: cfg.RedisPassword}, cfg.RedisAddr)
 	}
 	if r.rdb != nil {
 		defer r.rdb.Close()
 		r.holders = r.rdb
 	}
 	if cfg.HoldersRedisAddr != "" {
-		r.holders = redis.NewClient(&redis.Options{Addr: cfg.HoldersRedisAddr, Password: cfg.RedisPassword})
+		r.holders = redisclient.New(redisclient.Settings{Password: cfg.RedisPassword}, cfg.HoldersRedisAddr)
 		defer r.holders.Close()
 	}
 	if err := r.waitAllReady(ctx); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -68,7 +69,7 @@ func (c *Cluster) Addrs() []string {
 // Client returns a ClusterClient over the cluster, closed when the test ends.
 func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 	t.Helper()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	rdb := redisclient.NewCluster(redisclient.Settings{}, c.Addrs())
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -76,6 +77,22 @@ func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 		t.Fatalf("ping the cluster: %v", err)
 	}
 	return rdb
+}
+
+// MasterOf is the node that serves key now.
+func (c *Cluster) MasterOf(t testing.TB, key string) *Server {
+	t.Helper()
+	master, err := c.Client(t).MasterForKey(context.Background(), key)
+	if err != nil {
+		t.Fatalf("master of %s: %v", key, err)
+	}
+	for _, n := range c.Nodes {
+		if n.Addr == master.Options().Addr {
+			return n
+		}
+	}
+	t.Fatalf("master of %s: no node at %s", key, master.Options().Addr)
+	return nil
 }
 
 // WaitHealthy waits until every running node reports cluster_state:ok with
@@ -99,7 +116,7 @@ func (c *Cluster) unhealthy() string {
 		if n.cmd == nil {
 			continue // stopped by the test
 		}
-		rdb := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+		rdb := redisclient.New(redisclient.Settings{}, n.Addr)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		info, err := rdb.ClusterInfo(ctx).Result()
 		repl, rerr := rdb.Info(ctx, "replication").Result()

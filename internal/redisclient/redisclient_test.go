@@ -1,0 +1,96 @@
+package redisclient_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockstep/lockstep/internal/redisclient"
+	"github.com/lockstep/lockstep/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// timeout is the clients' Redis timeout in these tests; stall is how long
+// the server stays paused: long enough that a first attempt times out and
+// go-redis, if it resent, would have sent a second copy before the server
+// continues and runs them both.
+const (
+	timeout = 200 * time.Millisecond
+	stall   = 350 * time.Millisecond
+)
+
+// TestACommandWhoseReplyIsLostIsNotSentAgain pauses the server that holds
+// a counter (SIGSTOP: it still takes in connections and requests), sends
+// one INCR by each path a client has, lets the server continue, and counts:
+// one INCR sent must have added at most one, whatever the caller was told.
+// go-redis's ClusterClient resends a command, or a pipeline's, after a
+// read timeout within MaxRedirects (issue 24: a sale counted twice).
+func TestACommandWhoseReplyIsLostIsNotSentAgain(t *testing.T) {
+	single := redistest.Start(t)
+	cluster := redistest.StartCluster(t)
+	settings := redisclient.Settings{Timeout: timeout}
+	singleClient := redisclient.New(settings, single.Addr)
+	clusterClient := redisclient.NewCluster(settings, cluster.Addrs())
+	t.Cleanup(func() { _ = singleClient.Close(); _ = clusterClient.Close() })
+
+	incr := func(ctx context.Context, rdb redis.UniversalClient, key string) error {
+		return rdb.Incr(ctx, key).Err()
+	}
+	for _, tc := range []struct {
+		name string
+		rdb  redis.UniversalClient
+		send func(ctx context.Context, rdb redis.UniversalClient, key string) error
+	}{
+		{"a single server's command", singleClient, incr},
+		{"a cluster's command", clusterClient, incr},
+		{"a cluster's script", clusterClient, func(ctx context.Context, rdb redis.UniversalClient, key string) error {
+			return rdb.Eval(ctx, "return redis.call('INCR', KEYS[1])", []string{key}).Err()
+		}},
+		{"a cluster's pipeline", clusterClient, func(ctx context.Context, rdb redis.UniversalClient, key string) error {
+			_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error { return p.Incr(ctx, key).Err() })
+			return err
+		}},
+		{"a cluster's transaction", clusterClient, func(ctx context.Context, rdb redis.UniversalClient, key string) error {
+			_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { return p.Incr(ctx, key).Err() })
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "{" + tc.name + "}:n"
+			server := single
+			if tc.rdb == clusterClient {
+				server = cluster.MasterOf(t, key)
+			}
+			ctx := t.Context()
+			// Once first, so the path's connection is in the pool and the
+			// paused server cannot answer within the timeout.
+			if err := tc.send(ctx, tc.rdb, key); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.rdb.Set(ctx, key, 0, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			server.Pause()
+			sent := make(chan error, 1)
+			go func() { sent <- tc.send(ctx, tc.rdb, key) }()
+			time.Sleep(stall)
+			server.Continue()
+			err := <-sent
+			n, gerr := tc.rdb.Get(ctx, key).Int()
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			t.Logf("the INCR answered %v; the counter is %d", err, n)
+			if n != 1 {
+				t.Fatalf("one INCR added %d (it answered %v): it was sent again after its reply was lost", n, err)
+			}
+			if err == nil {
+				t.Fatal("the INCR answered within its timeout although the server was paused")
+			}
+			if tc.rdb == clusterClient && tc.name != "a cluster's transaction" && !errors.Is(err, redisclient.ErrMayHaveRun) {
+				t.Errorf("error %v, want ErrMayHaveRun", err)
+			}
+		})
+	}
+}
