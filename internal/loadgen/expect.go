@@ -130,7 +130,7 @@ func checkOversells(r *StageRun, _ []StageRun) (bool, string) {
 }
 
 func checkConsistent(r *StageRun, _ []StageRun) (bool, string) {
-	return r.Consistent, fmt.Sprintf("stock %d + sold %d vs initial %d", r.Audit.Stock, r.Audit.Sold, r.Audit.Initial)
+	return r.Consistent, consistencyDetail(r)
 }
 
 // checkNoOversell needs sales: a run that sold nothing proves nothing.

@@ -81,6 +81,7 @@ func (r *runner) faultStep(ctx context.Context, run RunSpec, row *StageRun, tl *
 		err = st.reshard(ctx)
 	}
 	st.fillRow()
+	row.judgeConsistency()
 	return err
 }
 

@@ -285,6 +285,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	}
 	row.Audit, row.Oversold, row.Consistent, row.ForeignUnlocks = audit, audit.Oversold, audit.Consistent, audit.ForeignUnlocks
 	row.MaxHolders = audit.MaxHolders
+	row.judgeConsistency()
 	if run.Crash != nil && ctx.Err() == nil {
 		if err := r.crashStep(ctx, run, base, &row, tl); err != nil {
 			row.Timeline = tl.build()
