@@ -71,6 +71,8 @@ func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
 		return givesUpWithin, true
 	case "stuck-at-least":
 		return stuckAtLeast, true
+	case "gap-at-most":
+		return gapAtMost, true
 	case "fails-fast":
 		return failsFast, true
 	case "loses-everything":
