@@ -466,11 +466,27 @@ func (c *Client) ttlArg(d time.Duration) any {
 	return ms(d)
 }
 
+// cleanupGrace is how long a cleanup may run once its caller's context
+// has ended: long enough to be sent and answered once.
+const cleanupGrace = 500 * time.Millisecond
+
 // cleanupContext bounds what must still be sent to Redis after ctx ended —
-// a release that undoes an acquisition its caller will not use — by the
-// watchdog timeout, after which such a lock has expired anyway.
+// a release that undoes an acquisition its caller will not use, a waiter's
+// leave — by the caller's deadline (cleanupGrace past it, if it has passed
+// or ctx was cancelled), and never by more than the watchdog timeout, after
+// which such a lock has expired anyway. While a lock's slot migrates, Redis
+// may refuse such a call (TRYAGAIN) for as long as the migration lasts; the
+// caller does not wait for that (a TryLock with a 1 s context returned
+// after 31 s, issue 24): a queue place it could not leave lapses on its
+// own, and a lost attempt's hold with its lease.
 func (c *Client) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), c.opts.watchdogTimeout)
+	bound := c.opts.watchdogTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		bound = min(bound, max(time.Until(deadline), cleanupGrace))
+	} else if ctx.Err() != nil {
+		bound = min(bound, cleanupGrace)
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), bound)
 }
 
 // replyLost reports whether err leaves it unknown whether a command ran: it
