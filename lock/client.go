@@ -342,7 +342,26 @@ func (c *Client) runAcquire(ctx context.Context, script *redis.Script, keys []st
 // only while MIGRATE moves the lock's own keys, not for as long as its slot
 // migrates (Redisson #612).
 func (c *Client) eval(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return slotretry.Do(ctx, func() *redis.Cmd { return script.Run(ctx, c.rdb, keys, args...) })
+	return slotretry.Do(ctx, func() *redis.Cmd {
+		cmd := script.Run(ctx, c.rdb, keys, args...)
+		if len(keys) > 1 && runsAlone(script) && redis.HasErrorPrefix(cmd.Err(), "TRYAGAIN") {
+			cmd = script.Run(ctx, c.rdb, keys[:1], args...)
+		}
+		return cmd
+	})
+}
+
+// runsAlone reports whether script also runs with its first key alone, the
+// lock's hash. A Mutex's scripts declare the lock and its waiter queue; a
+// Cluster refuses the two with TRYAGAIN while their slot migrates and one
+// of them is on neither master (a free lock, an empty queue) or they are on
+// different ones — until the whole slot moved, indefinitely if a reshard
+// stopped half-way (issue 24). One key is never refused so: the master that
+// has it runs the script, and the importing master one that neither has
+// (ASK). Without its queue the lock is taken and given up as Redisson's is,
+// with an unlock message to every waiter (lock.lua, release.lua).
+func runsAlone(script *redis.Script) bool {
+	return script == lockScript || script == releaseScript
 }
 
 // acquiredOK is the reply of the reentrant locks' acquisition scripts when
