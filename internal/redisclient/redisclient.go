@@ -148,9 +148,14 @@ func (sendOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// ProcessPipelineHook refuses a whole pipeline (a node's share of one, or a
-// transaction) when one of its commands may have run: every command in it
-// then reports ErrMayHaveRun, as none of them may be taken for refused.
+// ProcessPipelineHook refuses a whole pipeline (a node's share of one, a
+// transaction, or a command sent after ASKING) when one of its commands may
+// have run: every command in it then reports ErrMayHaveRun, as none of them
+// may be taken for refused. After a pipeline that may have run, every
+// command in it is marked so: go-redis puts a failed read's error only on
+// the commands that carry none, and a command sent after ASKING still
+// carries the ASK of its previous attempt — it would look refused, and be
+// resent (a sale counted twice while its slot moved, issue 24).
 func (sendOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		for _, cmd := range cmds {
@@ -162,7 +167,15 @@ func (sendOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 				return refused
 			}
 		}
-		return next(ctx, cmds)
+		err := next(ctx, cmds)
+		if mayHaveRun(err) {
+			for _, cmd := range cmds {
+				if e := cmd.Err(); e != nil && !mayHaveRun(e) {
+					cmd.SetErr(err)
+				}
+			}
+		}
+		return err
 	}
 }
 

@@ -95,6 +95,50 @@ func (c *Cluster) MasterOf(t testing.TB, key string) *Server {
 	return nil
 }
 
+// MoveKeyHalfWay marks key's slot MIGRATING on its master and IMPORTING on
+// another master and moves key there, leaving the slot on its master, as
+// a reshard stopped after its first batch does: a command on key then
+// gets ASK from the master and runs on the target. It returns the target.
+func (c *Cluster) MoveKeyHalfWay(t testing.TB, key string) *Server {
+	t.Helper()
+	ctx := context.Background()
+	source := c.MasterOf(t, key)
+	rdb := c.Client(t)
+	slot, err := rdb.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var target *Server
+	var ids [2]string
+	for _, n := range c.Nodes {
+		node := redisclient.New(redisclient.Settings{}, n.Addr)
+		role, _ := node.Do(ctx, "role").Slice()
+		id, _ := node.ClusterMyID(ctx).Result()
+		_ = node.Close()
+		switch {
+		case n == source:
+			ids[0] = id
+		case target == nil && len(role) > 0 && role[0] == "master":
+			target, ids[1] = n, id
+		}
+	}
+	if target == nil {
+		t.Fatal("no other master")
+	}
+	on := func(n *Server, args ...any) {
+		node := redisclient.New(redisclient.Settings{}, n.Addr)
+		defer node.Close()
+		if err := node.Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("%v on %s: %v", args, n.Addr, err)
+		}
+	}
+	on(target, "cluster", "setslot", slot, "importing", ids[0])
+	on(source, "cluster", "setslot", slot, "migrating", ids[1])
+	host, port, _ := strings.Cut(target.Addr, ":")
+	on(source, "migrate", host, port, key, 0, 5000)
+	return target
+}
+
 // WaitHealthy waits until every running node reports cluster_state:ok with
 // all 16384 slots assigned and served, and every replica's link to its
 // master is up.
