@@ -108,3 +108,32 @@ func TestACommandWhoseReplyIsLostIsNotSentAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryBuilderKeepsTheRetryRule: the three builders give go-redis no
+// retry of its own, the same settings, and a cluster its redirects and the
+// hook on every node.
+func TestEveryBuilderKeepsTheRetryRule(t *testing.T) {
+	s := redisclient.Settings{Password: "pw", DB: 2, Timeout: 300 * time.Millisecond, PoolSize: 7}
+	single := redisclient.Options(s, "a:1")
+	failover := redisclient.FailoverOptions(s, "main", []string{"s:1", "s:2"})
+	cluster := redisclient.ClusterOptions(s, []string{"c:1"})
+	for _, o := range []struct {
+		name                     string
+		retries, pool            int
+		password                 string
+		read                     time.Duration
+		contextTimeout, redirect bool
+	}{
+		{"single", single.MaxRetries, single.PoolSize, single.Password, single.ReadTimeout, single.ContextTimeoutEnabled, true},
+		{"failover", failover.MaxRetries, failover.PoolSize, failover.Password, failover.ReadTimeout, failover.ContextTimeoutEnabled, true},
+		{"cluster", cluster.MaxRetries, cluster.PoolSize, cluster.Password, cluster.ReadTimeout, cluster.ContextTimeoutEnabled,
+			cluster.MaxRedirects == 3 && cluster.NewClient != nil},
+	} {
+		if o.retries != -1 || o.pool != 7 || o.password != "pw" || o.read != s.Timeout || !o.contextTimeout || !o.redirect {
+			t.Errorf("%s: %+v", o.name, o)
+		}
+	}
+	if single.Addr != "a:1" || single.DB != 2 || failover.MasterName != "main" || len(failover.SentinelAddrs) != 2 || failover.DB != 2 {
+		t.Errorf("addresses: single %s db %d, failover %s %v db %d", single.Addr, single.DB, failover.MasterName, failover.SentinelAddrs, failover.DB)
+	}
+}
