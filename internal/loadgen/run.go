@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -114,16 +115,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	switch {
 	case len(cfg.RedisCluster) > 0:
-		r.rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.RedisCluster, Password: cfg.RedisPassword})
+		r.rdb = redisclient.NewCluster(redisclient.Settings{Password: cfg.RedisPassword}, cfg.RedisCluster)
 	case cfg.RedisAddr != "":
-		r.rdb = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Password: cfg.RedisPassword})
+		r.rdb = redisclient.New(redisclient.Settings{Password: cfg.RedisPassword}, cfg.RedisAddr)
 	}
 	if r.rdb != nil {
 		defer r.rdb.Close()
 		r.holders = r.rdb
 	}
 	if cfg.HoldersRedisAddr != "" {
-		r.holders = redis.NewClient(&redis.Options{Addr: cfg.HoldersRedisAddr, Password: cfg.RedisPassword})
+		r.holders = redisclient.New(redisclient.Settings{Password: cfg.RedisPassword}, cfg.HoldersRedisAddr)
 		defer r.holders.Close()
 	}
 	if err := r.waitAllReady(ctx); err != nil {
@@ -314,6 +315,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	}
 	row.Audit, row.Oversold, row.Consistent, row.ForeignUnlocks = audit, audit.Oversold, audit.Consistent, audit.ForeignUnlocks
 	row.MaxHolders = audit.MaxHolders
+	row.judgeConsistency()
 	if run.Crash != nil && ctx.Err() == nil {
 		if err := r.crashStep(ctx, run, base, &row, tl); err != nil {
 			row.Timeline = tl.build()
