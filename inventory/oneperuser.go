@@ -27,7 +27,13 @@ func (s *onePerUserStage) sell(ctx context.Context, sku, user string, qty int64,
 	if user == "" {
 		return Sale{}, errNoBuyer(s.id)
 	}
-	held, release, err := s.acquire(ctx, s.guard, sku+":buyer:"+user, f)
+	acquire := s.acquire // records the lock's wait and outcome
+	if _, none := s.guard.(noGuard); none {
+		acquire = func(ctx context.Context, g guard, tag string, f Faults) (context.Context, func(context.Context) error, error) {
+			return g.acquire(ctx, s.lockKey(tag), f) // naive takes no lock to measure
+		}
+	}
+	held, release, err := acquire(ctx, s.guard, sku+":buyer:"+user, f)
 	if err != nil {
 		return Sale{}, err
 	}

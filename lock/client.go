@@ -27,6 +27,12 @@ const (
 	defaultFairWaiterTimeout = 5 * time.Second
 	// renewRetry is the pause between renewals that failed on a Redis error.
 	renewRetry = 100 * time.Millisecond
+	// go-redis's defaults, for a client whose options the Client cannot
+	// read (v9.23): 3 retries, 5 s read and write timeouts, 1 s at most
+	// between tries.
+	defaultRedisRetries = 3
+	defaultRedisTimeout = 5 * time.Second
+	defaultRedisBackoff = time.Second
 )
 
 // Option configures a Client.
@@ -119,9 +125,10 @@ type Client struct {
 	id   string
 	opts options
 
-	// The Mutex scripts' owner and watchdog-lease arguments, boxed once:
-	// go-redis takes arguments as any, and boxing a string allocates.
-	idArg, watchdogTTLArg any
+	// The Mutex scripts' owner and watchdog-lease arguments, and how long a
+	// release latch lasts (replayWindow), boxed once: go-redis takes
+	// arguments as any, and boxing a string allocates.
+	idArg, watchdogTTLArg, latchTTLArg any
 	// publishArg is the command the unlock scripts publish with: "publish",
 	// or "spublish" where the subscriptions are sharded.
 	publishArg any
@@ -130,6 +137,7 @@ type Client struct {
 	closeLife  context.CancelCauseFunc
 	goroutines sync.WaitGroup
 	handles    atomic.Uint64
+	holds      atomic.Uint64
 
 	mu      sync.Mutex
 	closed  bool
@@ -159,6 +167,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		cohorts:   make(map[string]*cohort),
 	}
 	c.idArg, c.watchdogTTLArg = c.id, ms(o.watchdogTimeout)
+	c.latchTTLArg = ms(replayWindow(rdb, o.watchdogTimeout))
 	c.publishArg = "publish"
 	if cluster, ok := rdb.(*redis.ClusterClient); ok && !o.plainPubSub {
 		c.subs.sharded = cluster
@@ -174,7 +183,12 @@ func (c *Client) ID() string { return c.id }
 
 // Close stops the watchdogs and the pub/sub connection and cancels every held
 // context with ErrClosed. It does not unlock: the locks this Client holds
-// expire after their lease, exactly as when a process crashes.
+// expire after their lease, exactly as when a process crashes. It returns
+// once its waiters have left the locks' queues, so a program may close its
+// Redis client next: a place left queued would be granted the lock, which
+// would then wait out a grant lease with nobody to take it. With Redis
+// unreachable, that wait lasts until their requests fail (go-redis's
+// timeouts), and a leave is given the watchdog timeout at most.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -212,6 +226,48 @@ func (c *Client) Mutex(name string) *Mutex {
 // newOwner names a new owner of this Client: Redisson's client-id:thread-id.
 func (c *Client) newOwner() string {
 	return c.id + ":" + strconv.FormatUint(c.handles.Add(1), 10)
+}
+
+// newToken names a new hold of this Client (see doc.go, "Unknown
+// outcomes"). It is never a number, so the read and write scripts, which
+// count levels in numeric fields, never take it for one.
+func (c *Client) newToken() string {
+	return c.id + ":h" + strconv.FormatUint(c.holds.Add(1), 10)
+}
+
+// latchKey is where an owner's last release of key leaves the token of the
+// hold it released, for a retry of the same request; it shares key's hash
+// tag. One per owner, not per release: an owner sends one release of a
+// lock at a time (a Mutex's cohort waits for it, a handle is used by one
+// goroutine), so every retry finds its own token there, and a hot lock's
+// latch is rewritten in place rather than created and expired each time.
+func latchKey(key, owner string) string { return key + ":released:" + owner }
+
+// replayWindow is how long after a request was first sent the Redis client
+// may still send it again: each of its tries may take a write and a read
+// timeout, with a backoff between tries. A release latch lasts that long.
+// A timeout the client does not set counts as the watchdog timeout.
+func replayWindow(rdb redis.UniversalClient, watchdog time.Duration) time.Duration {
+	tries, read, write, backoff := defaultRedisRetries+1, defaultRedisTimeout, defaultRedisTimeout, defaultRedisBackoff
+	switch r := rdb.(type) {
+	case *redis.Client:
+		o := r.Options()
+		tries, read, write, backoff = o.MaxRetries+1, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
+	case *redis.ClusterClient:
+		// A Cluster client tries again on another node up to MaxRedirects
+		// times, each node's client with its own retries.
+		o := r.Options()
+		tries = (max(o.MaxRetries, 0) + 1) * (o.MaxRedirects + 1)
+		read, write, backoff = o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
+	}
+	if read <= 0 {
+		read = watchdog
+	}
+	if write <= 0 {
+		write = watchdog
+	}
+	tries = max(tries, 1)
+	return time.Duration(tries)*(read+write) + time.Duration(tries-1)*max(backoff, 0)
 }
 
 // cohort returns the cohort of m's key, pinned until unpin. When there is
@@ -292,7 +348,26 @@ func (c *Client) runAcquire(ctx context.Context, script *redis.Script, keys []st
 // only while MIGRATE moves the lock's own keys, not for as long as its slot
 // migrates (Redisson #612).
 func (c *Client) eval(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return slotretry.Do(ctx, func() *redis.Cmd { return script.Run(ctx, c.rdb, keys, args...) })
+	return slotretry.Do(ctx, func() *redis.Cmd {
+		cmd := script.Run(ctx, c.rdb, keys, args...)
+		if len(keys) > 1 && runsAlone(script) && redis.HasErrorPrefix(cmd.Err(), "TRYAGAIN") {
+			cmd = script.Run(ctx, c.rdb, keys[:1], args...)
+		}
+		return cmd
+	})
+}
+
+// runsAlone reports whether script also runs with its first key alone, the
+// lock's hash. A Mutex's scripts declare the lock and its waiter queue; a
+// Cluster refuses the two with TRYAGAIN while their slot migrates and one
+// of them is on neither master (a free lock, an empty queue) or they are on
+// different ones — until the whole slot moved, indefinitely if a reshard
+// stopped half-way (issue 24). One key is never refused so: the master that
+// has it runs the script, and the importing master one that neither has
+// (ASK). Without its queue the lock is taken and given up as Redisson's is,
+// with an unlock message to every waiter (lock.lua, release.lua).
+func runsAlone(script *redis.Script) bool {
+	return script == lockScript || script == releaseScript
 }
 
 // acquiredOK is the reply of the reentrant locks' acquisition scripts when
@@ -416,11 +491,27 @@ func (c *Client) ttlArg(d time.Duration) any {
 	return ms(d)
 }
 
+// cleanupGrace is how long a cleanup may run once its caller's context
+// has ended: long enough to be sent and answered once.
+const cleanupGrace = 500 * time.Millisecond
+
 // cleanupContext bounds what must still be sent to Redis after ctx ended —
-// a release that undoes an acquisition its caller will not use — by the
-// watchdog timeout, after which such a lock has expired anyway.
+// a release that undoes an acquisition its caller will not use, a waiter's
+// leave — by the caller's deadline (cleanupGrace past it, if it has passed
+// or ctx was cancelled), and never by more than the watchdog timeout, after
+// which such a lock has expired anyway. While a lock's slot migrates, Redis
+// may refuse such a call (TRYAGAIN) for as long as the migration lasts; the
+// caller does not wait for that (a TryLock with a 1 s context returned
+// after 31 s, issue 24): a queue place it could not leave lapses on its
+// own, and a lost attempt's hold with its lease.
 func (c *Client) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), c.opts.watchdogTimeout)
+	bound := c.opts.watchdogTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		bound = min(bound, max(time.Until(deadline), cleanupGrace))
+	} else if ctx.Err() != nil {
+		bound = min(bound, cleanupGrace)
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), bound)
 }
 
 // replyLost reports whether err leaves it unknown whether a command ran: it

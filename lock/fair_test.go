@@ -3,13 +3,13 @@ package lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockstep/lockstep/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 func queueLen(t *testing.T, srv *redistest.Server, m *FairMutex) int64 {
@@ -171,7 +171,7 @@ func TestFairMutexDeadWaiterDoesNotBlockTheQueue(t *testing.T) {
 	// A waiter joins the queue and dies without leaving it.
 	ghost := c.FairMutex("fair-dead")
 	ops := ghost.ops.(*fairOps)
-	if ok, _, err := ops.acquire(ctx, time.Second, true); ok || err != nil {
+	if ok, _, err := ops.acquire(ctx, time.Second, true, c.newToken(), 1); ok || err != nil {
 		t.Fatalf("ghost joining the queue: %v, %v", ok, err)
 	}
 	behind := c.FairMutex("fair-dead")
@@ -322,13 +322,15 @@ func TestRWMutex(t *testing.T) {
 func TestRWMutexWatchdogRenewsReadLevels(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	c := newClient(t, srv, WithWatchdogTimeout(300*time.Millisecond))
+	// 900 ms, not less: a loaded 2-core machine delays a renewal (sent every
+	// 300 ms) by more than a 300 ms timeout now and then.
+	c := newClient(t, srv, WithWatchdogTimeout(900*time.Millisecond))
 	ctx := ctxTimeout(t, 10*time.Second)
 	rw := c.RWMutex("rw-watch")
 	if err := rw.ReadLocker().Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(3 * time.Second)
 	levels := rdb.Keys(ctx, "{rw-watch}:*:rwlock_timeout:*").Val()
 	if rdb.Exists(ctx, "{rw-watch}").Val() != 1 || len(levels) != 1 {
 		t.Fatalf("after three watchdog timeouts: lock exists %d, read levels %v", rdb.Exists(ctx, "{rw-watch}").Val(), levels)
@@ -336,7 +338,19 @@ func TestRWMutexWatchdogRenewsReadLevels(t *testing.T) {
 	if err := rw.ReadLocker().Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(rdb.Keys(ctx, "{rw-watch}*").Val()); n != 0 {
-		t.Fatal(fmt.Sprintf("%d keys left after unlock", n))
+	if left := lockKeysLeft(ctx, rdb, "{rw-watch}"); len(left) != 0 {
+		t.Fatalf("keys left after unlock: %v", left)
 	}
+}
+
+// lockKeysLeft are the keys of the lock key but its release latches, which
+// outlive a release on purpose (doc.go, "Unknown outcomes").
+func lockKeysLeft(ctx context.Context, rdb *redis.Client, key string) []string {
+	var left []string
+	for _, k := range rdb.Keys(ctx, key+"*").Val() {
+		if !strings.Contains(k, ":released:") {
+			left = append(left, k)
+		}
+	}
+	return left
 }

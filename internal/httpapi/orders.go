@@ -27,9 +27,16 @@ type ordersBody struct {
 // orders pages through an order stage's orders of a SKU (admin):
 // GET /api/orders?stage=S&sku=K&after=<id>&limit=N.
 func (s *Server) orders(c *gin.Context) {
-	stage, sku, after := c.Query("stage"), c.DefaultQuery("sku", inventory.DefaultSKU), c.Query("after")
+	query, ok := s.query(c)
+	if !ok {
+		return
+	}
+	stage, sku, after := query["stage"], query["sku"], query["after"]
+	if _, given := query["sku"]; !given {
+		sku = inventory.DefaultSKU
+	}
 	limit := defaultOrderPage
-	if l, given := c.GetQuery("limit"); given {
+	if l, given := query["limit"]; given {
 		n, err := strconv.Atoi(l)
 		if err != nil {
 			s.failWith(c, fmt.Errorf("%w: limit %q is not an integer", inventory.ErrInvalid, l))

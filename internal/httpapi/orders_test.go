@@ -79,8 +79,21 @@ func TestTheBuyerOfASale(t *testing.T) {
 	if code, body := sale(ts, t, "one-per-user-lua", "user="+url.QueryEscape("李雷")); code != http.StatusConflict || errorCode(body) != "already_bought" {
 		t.Fatalf("second sale of one buyer: %d %v, want 409 already_bought", code, body)
 	}
+	// The buyer in a JSON body, as sku and qty may be; query and body must agree.
+	post := func(query, body string) (int, map[string]any) {
+		req := httptest.NewRequest(http.MethodPost, "/api/stages/one-per-user-lua/deduct"+query, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := ts.serve(req)
+		return rec.Code, checkShape(t, rec)
+	}
+	if code, body := post("", `{"user":"hanmeimei"}`); code != http.StatusOK || body["user"] != "hanmeimei" {
+		t.Fatalf("a buyer in the body: %d %v", code, body)
+	}
+	if code, body := post("?user=lily", `{"user":"lucy"}`); code != http.StatusBadRequest {
+		t.Fatalf("query and body name two buyers: %d %v, want 400", code, body)
+	}
 	a := ts.audit(t, "one-per-user-lua", "sku-1")
-	if a.Stock != 4 || a.Orders.Orders != 1 || a.Orders.Undersold != 0 {
+	if a.Stock != 3 || a.Orders.Orders != 2 || a.Orders.Undersold != 0 {
 		t.Fatalf("audit %+v, orders %+v", a.Counts, *a.Orders)
 	}
 }
@@ -104,7 +117,7 @@ func TestOrdersArePaged(t *testing.T) {
 	if rec := get("stage=optimistic-mysql", false); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("without the token: %d", rec.Code)
 	}
-	for _, bad := range []string{"stage=atomic", "stage=optimistic-mysql&limit=0", "stage=optimistic-mysql&limit=x", "stage=optimistic-mysql&sku=a{b"} {
+	for _, bad := range []string{"stage=atomic", "stage=optimistic-mysql&page=2", "stage=optimistic-mysql&limit=0", "stage=optimistic-mysql&limit=x", "stage=optimistic-mysql&sku=a{b"} {
 		if rec := get(bad, true); rec.Code != http.StatusBadRequest {
 			t.Errorf("%s: %d %s, want 400", bad, rec.Code, rec.Body)
 		}
@@ -127,5 +140,30 @@ func TestOrdersArePaged(t *testing.T) {
 	}
 	if seen != 3 {
 		t.Fatalf("pages held %d orders, want 3", seen)
+	}
+}
+
+// /metrics reports an order stage's orders, duplicate orders and undersold
+// units beside its stock.
+func TestOrderMetrics(t *testing.T) {
+	ts := startOrderShop(t)
+	ts.reset(t, "one-per-user-naive", "sku-1", 5)
+	for range 2 {
+		if code, body := sale(ts, t, "one-per-user-naive", "user=bob"); code != http.StatusOK && code != http.StatusConflict {
+			t.Fatalf("sale: %d %v", code, body)
+		}
+	}
+	rec := ts.serve(httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, series := range []string{
+		`lockstep_orders{sku="sku-1",stage="one-per-user-naive"} 1`,
+		`lockstep_duplicate_orders{sku="sku-1",stage="one-per-user-naive"} 0`,
+		`lockstep_undersold{sku="sku-1",stage="one-per-user-naive"} 0`,
+	} {
+		if !strings.Contains(rec.Body.String(), series) {
+			t.Errorf("/metrics lacks %s", series)
+		}
+	}
+	if strings.Contains(rec.Body.String(), `lockstep_orders{sku="sku-1",stage="atomic"}`) {
+		t.Error("a stage without orders reports orders")
 	}
 }

@@ -71,6 +71,8 @@ func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
 		return givesUpWithin, true
 	case "stuck-at-least":
 		return stuckAtLeast, true
+	case "gap-at-most":
+		return gapAtMost, true
 	case "fails-fast":
 		return failsFast, true
 	case "loses-everything":
@@ -137,7 +139,7 @@ func checkOversells(r *StageRun, _ []StageRun) (bool, string) {
 }
 
 func checkConsistent(r *StageRun, _ []StageRun) (bool, string) {
-	return r.Consistent, fmt.Sprintf("stock %d + sold %d vs initial %d", r.Audit.Stock, r.Audit.Sold, r.Audit.Initial)
+	return r.Consistent, consistencyDetail(r)
 }
 
 // checkNoOversell needs sales: a run that sold nothing proves nothing.
