@@ -100,28 +100,21 @@ func (s *asyncStage) audit(ctx context.Context, sku string) (Audit, error) {
 		return Audit{}, err
 	}
 	a.Stream = &st
+	if s.payments != nil {
+		pc, err := s.payments.Counts(ctx, s.id, sku)
+		if err != nil {
+			return Audit{}, ordersUnavailable("count payments", err)
+		}
+		a.Payments = &pc
+	}
 	return a, nil
 }
 
-// paymentsTimeout bounds creating the payment table at start.
-const paymentsTimeout = 10 * time.Second
-
 // addAsyncStages adds the async stages: their workers are other processes.
-// Payments come with an order table in SQL (orders.SQLStore); without
-// them Pay is unavailable.
 func (inv *Inventory) addAsyncStages(seller func(id string) *orderSeller) {
-	var payments *orders.Payments
-	if sqlStore, ok := inv.cfg.Orders.(*orders.SQLStore); ok {
-		ctx, cancel := context.WithTimeout(context.Background(), paymentsTimeout)
-		defer cancel()
-		var err error
-		if payments, err = sqlStore.Payments(ctx); err != nil {
-			inv.cfg.Logger.Warn("payments unavailable", "err", err)
-		}
-	}
 	for _, id := range asyncorders.Stages() {
 		inv.stages[id] = &asyncStage{orderSeller: seller(id), queue: asyncorders.NewQueue(inv.cfg.Redis, id),
-			twoSteps: id == asyncorders.StageTwoSteps, payments: payments}
+			twoSteps: id == asyncorders.StageTwoSteps, payments: inv.cfg.Payments}
 	}
 }
 

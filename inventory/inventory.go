@@ -118,6 +118,9 @@ type Config struct {
 	// Orders, optional, is the order table of the order stages (the
 	// one-per-user and optimistic rungs); without it they are unavailable.
 	Orders orders.Store
+	// Payments, optional, are the async stages' payment states (in the
+	// order table's database); without them Pay is unavailable.
+	Payments *orders.Payments
 	// HoldersRedis keeps the holder counts of track_holders (default Redis):
 	// a Redis apart from the stock's keeps them across a restart or a
 	// failover of the stock's Redis.

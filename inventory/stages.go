@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/lock"
+	"github.com/lockstep/lockstep/orders"
 )
 
 // releaseTimeout bounds the unlock after a sale; it runs on a context
@@ -48,6 +49,8 @@ type Audit struct {
 	Orders *OrderCounts `json:"orders,omitempty"`
 	// Stream is an async stage's order stream.
 	Stream *asyncorders.Stats `json:"stream,omitempty"`
+	// Payments are an async stage's payment states, when payments are on.
+	Payments *orders.PaymentCounts `json:"payments,omitempty"`
 }
 
 func auditOf(c Counts, segments []Counts) Audit {

@@ -81,6 +81,20 @@ func startOrderWorkers(ctx context.Context, sc *loadgen.Scenario, redisAddr stri
 	if len(stages) == 0 {
 		return nil, nil
 	}
+	paying, async := 0, 0
+	for _, r := range sc.Runs {
+		if _, ok := asyncorders.ModeOf(r.Stage); ok {
+			async++
+			if r.Payment != nil {
+				paying++
+			}
+		}
+	}
+	if paying > 0 && paying < async {
+		// The workers' payment deadline holds for every order they write:
+		// a run without a payment step would see its orders cancelled.
+		return nil, fmt.Errorf("a scenario with a payment step runs async stages with payment steps only; run payment-timeout on its own")
+	}
 	bin := filepath.Join(dir, "orderworker")
 	if msg, err := exec.CommandContext(ctx, "go", "build", "-o", bin, orderWorkerPackage).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build %s: %w\n%s", orderWorkerPackage, err, msg)

@@ -41,12 +41,17 @@ type PaymentReport struct {
 	Paid    int `json:"paid"`
 	Refused int `json:"refused"`
 	Failed  int `json:"failed"`
+	// FirstFailure is the first failed payment's error.
+	FirstFailure string `json:"first_failure,omitempty"`
 	// LiveUnits and Remaining are the audit's after the sweep.
 	LiveUnits int64 `json:"live_units"`
 	Remaining int   `json:"remaining"`
 	// Resold are the given-back units sold again after the sweep.
 	Resold int `json:"resold"`
 }
+
+// settleBound bounds the wait for the sweepers after the payments.
+const settleBound = 10 * time.Second
 
 // maxPaymentOrders bounds the orders one step pays (a page each).
 const maxPaymentOrders = 5000
@@ -82,7 +87,9 @@ func (r *runner) paymentStep(ctx context.Context, run RunSpec, base, sku string)
 			case errors.As(err, &api) && api.Status == http.StatusConflict:
 				rep.Refused++
 			default:
-				rep.Failed++
+				if rep.Failed++; rep.FirstFailure == "" {
+					rep.FirstFailure = err.Error()
+				}
 			}
 		})
 	}
@@ -93,9 +100,22 @@ func (r *runner) paymentStep(ctx context.Context, run RunSpec, base, sku string)
 		return rep, ctx.Err()
 	case <-time.After(p.PayWithin.D() + time.Second):
 	}
-	a, err := r.shop.audit(ctx, base, run.Stage, sku)
-	if err != nil {
-		return rep, err
+	// The sweeper cancels in the database first and gives the units back
+	// after: wait until nothing expired is left unpaid or unreturned.
+	var a Audit
+	for deadline := time.Now().Add(settleBound); ; {
+		var err error
+		if a, err = r.shop.audit(ctx, base, run.Stage, sku); err != nil {
+			return rep, err
+		}
+		if p := a.Payments; p == nil || p.Unpaid == 0 && p.Unreturned == 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return rep, ctx.Err()
+		case <-time.After(drainPoll):
+		}
 	}
 	rep.Remaining = a.Stock
 	if a.Orders != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/inventory"
+	"github.com/lockstep/lockstep/orders"
 )
 
 // Report is everything a run measured; it is written as report.json and
@@ -210,6 +211,8 @@ type Audit struct {
 	Orders *inventory.OrderCounts `json:"orders,omitempty"`
 	// Stream is an async stage's order stream, read after draining.
 	Stream *asyncorders.Stats `json:"stream,omitempty"`
+	// Payments are an async stage's payment states, when payments are on.
+	Payments *orders.PaymentCounts `json:"payments,omitempty"`
 }
 
 // CrashReport is what the crash step saw.

@@ -255,6 +255,7 @@ func (s *Shop) openOrders(cfg Config, inv *inventory.Config) error {
 			return nil
 		}
 		inv.Orders = tracedOrders{Store: store, db: "mysql"}
+		inv.Payments = openPayments(ctx, store, cfg.Logger)
 	case cfg.OrdersSQLite != "":
 		store, err := orders.OpenSQLite(ctx, cfg.OrdersSQLite)
 		if err != nil {
@@ -262,8 +263,20 @@ func (s *Shop) openOrders(cfg Config, inv *inventory.Config) error {
 		}
 		s.closers = append(s.closers, store)
 		inv.Orders = tracedOrders{Store: store, db: "sqlite"}
+		inv.Payments = openPayments(ctx, store, cfg.Logger)
 	}
 	return nil
+}
+
+// openPayments gives the async stages their payments table; without it
+// payments answer stage_unavailable (said in the log).
+func openPayments(ctx context.Context, store *orders.SQLStore, log *slog.Logger) *orders.Payments {
+	p, err := store.Payments(ctx)
+	if err != nil {
+		log.Warn("payments unavailable: cannot create the payment table", "err", err)
+		return nil
+	}
+	return p
 }
 
 // lateAuditor lets the metrics, which the inventory reports to, read the
