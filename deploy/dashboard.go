@@ -312,8 +312,8 @@ func rows() []rowSpec {
 			{kind: "stat", title: "Duplicate orders", width: 8, height: 8, fields: redAbove,
 				description: "Orders beyond each buyer's first. Red on a one-per-user stage: its check did not hold (一人一单 broken); the optimistic stages promise nothing per buyer.",
 				targets:     []Target{query(`max by (stage) (lockstep_duplicate_orders{`+stageFilter+`})`, "{{stage}}")}},
-			{kind: "stat", title: "Undersold units (少卖)", width: 8, height: 8, fields: redAbove,
-				description: "Units gone from the stock that no order holds: initial - remaining - units ordered (a replica killed between the deduction and the order insert, a database that could not be told to void an order).",
+			{kind: "stat", title: "Undersold units", width: 8, height: 8, fields: redAbove,
+				description: "少卖: units gone from the stock that no order holds: initial - remaining - units ordered (a replica killed between the deduction and the order insert, a database that could not be told to void an order).",
 				targets:     []Target{query(`max by (stage) (lockstep_undersold{`+stageFilter+`})`, "{{stage}}")}},
 		}},
 		{"Redis", []panelSpec{

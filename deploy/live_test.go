@@ -42,7 +42,7 @@ var panelStages = map[string][]string{
 	"Empty segments (segmented)":                   {"segmented"},
 	"Orders/s by stage":                            {"one-per-user-naive"},
 	"Duplicate orders":                             {"one-per-user-naive"},
-	"Undersold units (少卖)":                         {"one-per-user-naive"},
+	"Undersold units":                              {"one-per-user-naive"},
 }
 
 // TestLiveStack is issue 5's proof with real programs: the stack of
