@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +94,17 @@ func TestPayingAnAsyncOrder(t *testing.T) {
 	}
 	if after := ts.digest(t); after == before {
 		t.Fatal("the sweep returned nothing to Redis") // bob's unit went back
+	}
+	rec := ts.serve(httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, series := range []string{
+		`lockstep_stream_pending{sku="sku-1",stage="async-stream"} 0`,
+		`lockstep_stream_undelivered{sku="sku-1",stage="async-stream"} 0`,
+		`lockstep_dead_letters{sku="sku-1",stage="async-stream"} 0`,
+		`lockstep_order_lag_seconds{quantile="0.99",sku="sku-1",stage="async-stream"} `,
+	} {
+		if !strings.Contains(rec.Body.String(), series) {
+			t.Errorf("/metrics lacks %s", series)
+		}
 	}
 	a := ts.audit(t, asyncorders.StageStream, "sku-1")
 	if a.Stock != 4 || a.Orders.Orders != 1 || a.Orders.Undersold != 0 || a.Stream == nil || !a.Stream.Drained() {

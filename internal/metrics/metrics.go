@@ -165,6 +165,12 @@ var (
 	ordersDesc     = prometheus.NewDesc("lockstep_orders", "Live orders of an order stage, from its order table.", []string{"stage", "sku"}, nil)
 	duplicatesDesc = prometheus.NewDesc("lockstep_duplicate_orders", "Orders beyond each buyer's first, on an order stage.", []string{"stage", "sku"}, nil)
 	undersoldDesc  = prometheus.NewDesc("lockstep_undersold", "Units gone from an order stage's stock that no order holds: initial - remaining - units ordered.", []string{"stage", "sku"}, nil)
+	// The async stages' order stream, from Redis.
+	pendingDesc     = prometheus.NewDesc("lockstep_stream_pending", "Entries of an async stage's order stream read by a worker and not acknowledged.", []string{"stage", "sku"}, nil)
+	undeliveredDesc = prometheus.NewDesc("lockstep_stream_undelivered", "Entries of an async stage's order stream no worker has read yet.", []string{"stage", "sku"}, nil)
+	oldestDesc      = prometheus.NewDesc("lockstep_stream_oldest_pending_seconds", "Age of the oldest pending entry of an async stage's order stream (0: none).", []string{"stage", "sku"}, nil)
+	deadDesc        = prometheus.NewDesc("lockstep_dead_letters", "Entries of an async stage moved to its dead-letter stream.", []string{"stage", "sku"}, nil)
+	lagDesc         = prometheus.NewDesc("lockstep_order_lag_seconds", "Time from an async sale to its order row, over the last orders the workers wrote.", []string{"stage", "sku", "quantile"}, nil)
 )
 
 // stockCollector reads the audit of every available stage's tracked SKUs
@@ -175,7 +181,8 @@ type stockCollector struct {
 }
 
 func (c *stockCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{stockDesc, soldDesc, oversoldDesc, consistDesc, emptyDesc, ordersDesc, duplicatesDesc, undersoldDesc} {
+	for _, d := range []*prometheus.Desc{stockDesc, soldDesc, oversoldDesc, consistDesc, emptyDesc, ordersDesc, duplicatesDesc, undersoldDesc,
+		pendingDesc, undeliveredDesc, oldestDesc, deadDesc, lagDesc} {
 		ch <- d
 	}
 }
@@ -213,6 +220,14 @@ func (c *stockCollector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(ordersDesc, prometheus.GaugeValue, float64(o.Orders), info.ID, sku)
 				ch <- prometheus.MustNewConstMetric(duplicatesDesc, prometheus.GaugeValue, float64(o.DuplicateOrders), info.ID, sku)
 				ch <- prometheus.MustNewConstMetric(undersoldDesc, prometheus.GaugeValue, float64(o.Undersold), info.ID, sku)
+			}
+			if st := a.Stream; st != nil {
+				ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(st.Pending), info.ID, sku)
+				ch <- prometheus.MustNewConstMetric(undeliveredDesc, prometheus.GaugeValue, float64(st.Undelivered), info.ID, sku)
+				ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, st.OldestPending.Seconds(), info.ID, sku)
+				ch <- prometheus.MustNewConstMetric(deadDesc, prometheus.GaugeValue, float64(st.DeadLetters), info.ID, sku)
+				ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, st.LagP50.Seconds(), info.ID, sku, "0.5")
+				ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, st.LagP99.Seconds(), info.ID, sku, "0.99")
 			}
 		}
 	}
