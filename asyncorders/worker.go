@@ -114,8 +114,11 @@ func (w *Worker) serve(ctx context.Context, sku string) {
 			continue
 		case err != nil:
 			if ctx.Err() == nil {
-				failures++
-				w.log.Warn("read the order stream", "sku", sku, "err", err)
+				// Said once a minute while it lasts: a stage nobody reset
+				// yet has no stream (NOGROUP) until its first sale.
+				if failures++; failures%60 == 1 {
+					w.log.Warn("read the order stream", "sku", sku, "err", err, "failures", failures)
+				}
 				pause(ctx, failures)
 			}
 			continue
@@ -137,7 +140,7 @@ func (w *Worker) own(ctx context.Context, sku string) {
 		streams, err := w.q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: w.cfg.Consumer,
 			Streams: []string{w.q.Stream(sku), start}, Count: w.cfg.Batch}).Result()
 		if err != nil || len(streams) == 0 || len(streams[0].Messages) == 0 {
-			if err != nil && !errors.Is(err, redis.Nil) {
+			if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "NOGROUP") {
 				w.log.Warn("read own pending entries", "sku", sku, "err", err)
 			}
 			return
@@ -156,7 +159,7 @@ func (w *Worker) claim(ctx context.Context, sku string) {
 		msgs, next, err := w.q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: w.q.Stream(sku), Group: Group,
 			Consumer: w.cfg.Consumer, MinIdle: w.cfg.ClaimIdle, Start: start, Count: w.cfg.Batch}).Result()
 		if err != nil {
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !redis.HasErrorPrefix(err, "NOGROUP") { // the read loop says NOGROUP
 				w.log.Warn("claim idle entries", "sku", sku, "err", err)
 			}
 			return
