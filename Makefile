@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test deps vet bench fuzz-short
+.PHONY: test deps vet bench fuzz-short check-lock mutate
 
 ARTIFACTS ?= $(CURDIR)/out/test-artifacts
 
@@ -38,3 +38,18 @@ fuzz-short: deps
 		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./$$pkg/ || exit 1; \
 	done
+
+# The lock library's randomized fault checker (lock/checker_test.go) for
+# CHECKER_TIME; make test runs it for its short default. A failure prints its
+# seed: make check-lock CHECKER_SEED=N CHECKER_TIME=1m runs it again.
+CHECKER_TIME ?= 10m
+CHECKER_SEED ?= 0
+check-lock: deps
+	$(GO) test -race -count=1 -timeout 0 -run '^TestLockChecker$$' ./lock/ -checker.time $(CHECKER_TIME) -checker.seed $(CHECKER_SEED)
+
+# Mutation testing of lock/ (not part of make test; about an hour here):
+# each mutant of lock/mutants.txt alone against go test ./lock/, then the
+# score and the survivors (lock/MUTANTS.md says why they stand). One mutant:
+# make mutate MUTATE_ARGS='-run u04'.
+mutate: deps
+	$(GO) run ./internal/mutate $(MUTATE_ARGS)
