@@ -51,6 +51,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,7 +71,32 @@ var (
 	checkerSeed  = flag.Uint64("checker.seed", 0, "the lock checker's seed (env LOCK_CHECKER_SEED; 0: a new one)")
 	checkerTime  = flag.Duration("checker.time", 0, "how long the lock checker runs (env LOCK_CHECKER_TIME; default 15s)")
 	checkerProcs = flag.Int("checker.procs", 2, "processes the lock checker's Clients run in (at least 2)")
+	checkerFault = flag.String("checker.faults", "all", "the faults the lock checker injects, comma separated: "+strings.Join(ckAllFaults, ","))
 )
+
+// ckAllFaults are the checker's faults: replies cut after the script ran
+// (and whole connections), replies and pub/sub messages delayed, requests
+// delayed, Redis wiped, Redis restarted, Clients closed, holders paused
+// past their lease.
+var ckAllFaults = []string{"cut", "delay", "late", "wipe", "restart", "close", "pause"}
+
+// ckFaultSet parses -checker.faults.
+func ckFaultSet(list string) (map[string]bool, error) {
+	set := map[string]bool{}
+	if list == "all" {
+		list = strings.Join(ckAllFaults, ",")
+	}
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if !slices.Contains(ckAllFaults, f) {
+			return nil, fmt.Errorf("-checker.faults: unknown fault %q (known: %s)", f, strings.Join(ckAllFaults, ","))
+		}
+		set[f] = true
+	}
+	return set, nil
+}
 
 const (
 	ckDefaultTime = 15 * time.Second
@@ -105,6 +131,7 @@ type ckSpec struct {
 	Workers int   // per Client
 	Until   int64 // ckNow() at which no new operation starts
 	Out     string
+	Faults  map[string]bool
 }
 
 // ckRecord is one line of a process's record file.
@@ -252,7 +279,7 @@ func runCkProc(ctx context.Context, spec ckSpec) error {
 // closeClients closes a random Client now and then, and puts a new one in
 // its place: its holders' and waiters' operations end with ErrClosed.
 func (p *ckProc) closeClients(ctx context.Context, rng *rand.Rand) {
-	for {
+	for p.spec.Faults["close"] {
 		if !ckSleep(ctx, time.Duration(2000+rng.IntN(4000))*time.Millisecond) || ckNow() > p.spec.Until {
 			return
 		}
@@ -355,7 +382,7 @@ func (p *ckProc) cycle(ctx context.Context, rng *rand.Rand, cl *ckClient) {
 	levels := 1
 	for steps := rng.IntN(5); steps > 0; steps-- {
 		pause := time.Duration(rng.IntN(400)) * time.Millisecond
-		if lease > 0 && rng.IntN(12) == 0 {
+		if lease > 0 && rng.IntN(12) == 0 && p.spec.Faults["pause"] {
 			pause = lease + 300*time.Millisecond // a holder paused past its lease
 		}
 		ckSleep(ctx, pause)
@@ -463,6 +490,7 @@ func (p *ckProc) field(ctx context.Context, h ckHandle) (int, error) {
 
 // ckFaults is the proxy's policy, from the run's seed.
 type ckFaults struct {
+	on                  map[string]bool
 	mu                  sync.Mutex
 	rng                 *rand.Rand
 	cuts, delays, lates atomic.Int64
@@ -482,7 +510,7 @@ func ckScript(chunk []byte) bool {
 }
 
 func (f *ckFaults) Request(chunk []byte) time.Duration {
-	if !ckScript(chunk) {
+	if !ckScript(chunk) || !f.on["late"] {
 		return 0
 	}
 	if ok, d := f.roll(30, ckMaxDelay); ok { // a request that arrives late
@@ -495,16 +523,16 @@ func (f *ckFaults) Request(chunk []byte) time.Duration {
 func (f *ckFaults) Reply(chunk, last []byte) (time.Duration, bool) {
 	switch {
 	case ckScript(last):
-		if ok, _ := f.roll(30, 1); ok { // the script ran; its reply is lost
+		if ok, _ := f.roll(30, 1); ok && f.on["cut"] { // the script ran; its reply is lost
 			f.cuts.Add(1)
 			return 0, true
 		}
-		if ok, d := f.roll(50, ckMaxDelay); ok {
+		if ok, d := f.roll(50, ckMaxDelay); ok && f.on["delay"] {
 			f.delays.Add(1)
 			return d, false
 		}
 	case bytes.Contains(chunk, []byte("message")): // pub/sub
-		if ok, d := f.roll(100, ckMaxDelay); ok {
+		if ok, d := f.roll(100, ckMaxDelay); ok && f.on["delay"] {
 			f.delays.Add(1)
 			return d, false
 		}
@@ -547,12 +575,16 @@ func TestLockChecker(t *testing.T) {
 		t.Fatal(err)
 	}
 	procs := max(*checkerProcs, 2)
-	t.Logf("lock checker: seed %d for %v in %d processes", seed, runFor, procs)
-	repro := fmt.Sprintf("go test -race -run '^TestLockChecker$' ./lock/ -checker.seed=%d -checker.time=%v", seed, runFor)
+	t.Logf("lock checker: seed %d for %v in %d processes, faults %s", seed, runFor, procs, *checkerFault)
+	repro := fmt.Sprintf("go test -race -run '^TestLockChecker$' ./lock/ -checker.seed=%d -checker.time=%v -checker.faults=%s", seed, runFor, *checkerFault)
 
 	srv := redistest.Start(t)
 	admin := srv.Client(t)
-	faults := &ckFaults{rng: rand.New(rand.NewPCG(seed, 0))}
+	on, err := ckFaultSet(*checkerFault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := &ckFaults{on: on, rng: rand.New(rand.NewPCG(seed, 0))}
 	proxy, err := faultproxy.Start(srv.Addr, faults)
 	if err != nil {
 		t.Fatal(err)
@@ -564,7 +596,7 @@ func TestLockChecker(t *testing.T) {
 	dir := t.TempDir()
 	until := ckNow() + ckDur(runFor)
 	spec := func(proc int) ckSpec {
-		return ckSpec{Addr: proxy.Addr(), Seed: seed, Proc: proc, Clients: 2, Workers: 3, Until: until,
+		return ckSpec{Addr: proxy.Addr(), Seed: seed, Proc: proc, Clients: 2, Workers: 3, Until: until, Faults: on,
 			Out: filepath.Join(dir, fmt.Sprintf("proc%d.jsonl", proc))}
 	}
 
@@ -588,7 +620,7 @@ func TestLockChecker(t *testing.T) {
 
 	var events []ckEvent
 	var wg sync.WaitGroup
-	wg.Go(func() { events = ckInject(ctx, t, seed, srv, admin, proxy, until) })
+	wg.Go(func() { events = ckInject(ctx, t, seed, on, srv, admin, proxy, until) })
 	procErr := runCkProc(ctx, spec(0))
 	wg.Wait()
 	for i, cmd := range children {
@@ -626,7 +658,7 @@ func TestLockChecker(t *testing.T) {
 // ckInject is the fault injector's schedule of whole-server faults: every
 // one to four seconds a FLUSHALL, a restart, every connection cut, or
 // nothing. It returns the wipes and restarts.
-func ckInject(ctx context.Context, t *testing.T, seed uint64, srv *redistest.Server, admin *redis.Client, proxy *faultproxy.Proxy, until int64) []ckEvent {
+func ckInject(ctx context.Context, t *testing.T, seed uint64, on map[string]bool, srv *redistest.Server, admin *redis.Client, proxy *faultproxy.Proxy, until int64) []ckEvent {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var events []ckEvent
 	for {
@@ -635,17 +667,25 @@ func ckInject(ctx context.Context, t *testing.T, seed uint64, srv *redistest.Ser
 		}
 		switch rng.IntN(10) {
 		case 0, 1:
+			if !on["wipe"] {
+				continue
+			}
 			at := ckNow()
 			if err := admin.FlushAll(ctx).Err(); err != nil {
 				t.Errorf("FLUSHALL: %v", err)
 			}
 			events = append(events, ckEvent{At: at, Ready: ckNow()})
 		case 2:
+			if !on["restart"] {
+				continue
+			}
 			at := ckNow()
 			srv.Restart()
 			events = append(events, ckEvent{At: at, Ready: ckNow()})
 		case 3, 4, 5:
-			proxy.CutAll()
+			if on["cut"] {
+				proxy.CutAll()
+			}
 		}
 	}
 }
