@@ -102,7 +102,7 @@ const (
 	ckDefaultTime = 15 * time.Second
 	ckWatchdog    = 4 * time.Second // the Clients' watchdog timeout, and so a grant's lease
 	ckFairTTL     = time.Second     // the Clients' fair-waiter timeout
-	ckMaxLease    = 2 * time.Second
+	ckMaxLease    = 3 * time.Second
 	ckMaxDelay    = 500 * time.Millisecond // the longest the proxy holds a chunk back
 	// ckTolerance is how late an end may be seen: a goroutine woken by a
 	// held context on a loaded two-core machine under -race.
@@ -398,12 +398,12 @@ func (p *ckProc) cycle(ctx context.Context, rng *rand.Rand, cl *ckClient) {
 				}
 			}
 		case levels > 1:
-			log("unlock=" + errString(p.unlockInner(ctx, h, held, owner)))
+			log("unlock=" + errString(p.unlockInner(ctx, h, held, owner, hr.Deadline)))
 			levels--
 		}
 	}
 	for ; levels > 1; levels-- {
-		log("unlock=" + errString(p.unlockInner(ctx, h, held, owner)))
+		log("unlock=" + errString(p.unlockInner(ctx, h, held, owner, hr.Deadline)))
 	}
 	log("last unlock")
 	hr.UnlockAt = ckNow()
@@ -435,12 +435,24 @@ func levelLease(level, hold time.Duration) time.Duration {
 }
 
 // unlockInner releases an inner level and checks that the owner still
+// holds a level in Redis while its held context is live, and (a lease hold,
+// whose lease ends at deadline at the latest) that the lock's TTL was not
+// cut below that lease.
 // holds one in Redis while its held context is live.
-func (p *ckProc) unlockInner(ctx context.Context, h ckHandle, held context.Context, owner string) error {
+func (p *ckProc) unlockInner(ctx context.Context, h ckHandle, held context.Context, owner string, deadline int64) error {
 	if err := h.unlock(ctx); err != nil {
 		return err
 	}
 	at := ckNow()
+	if deadline > 0 {
+		// The recorded deadline counts from the reply, Redis's lease from
+		// the request's arrival: a reply delay apart at most.
+		want := time.Duration(deadline-at) - ckMaxDelay - ckTolerance
+		if ttl, err := p.clients[0].Load().rdb.PTTL(ctx, h.key).Result(); err == nil && ttl < want && context.Cause(held) == nil {
+			p.rec.add(ckRecord{Kind: "bad", Lock: h.lock, Owner: owner, Start: at,
+				What: fmt.Sprintf("an inner Unlock left the lock a TTL of %v while its live hold's lease runs %v more", ttl, time.Duration(deadline-at).Round(time.Millisecond))})
+		}
+	}
 	n, err := p.field(ctx, h)
 	if err != nil || n > 0 {
 		return nil
@@ -726,6 +738,13 @@ func ckCheck(records []ckRecord, events []ckEvent) (violations []string, stats s
 	dead := map[string][]ckSpan{}
 	var closes []int64
 	holds, waited := 0, 0
+	origin := int64(0) // times are shown from the first record on
+	for _, r := range records {
+		if r.Start > 0 && (origin == 0 || r.Start < origin) {
+			origin = r.Start
+		}
+	}
+	at := func(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns-origin)/1e9) }
 	for _, r := range records {
 		switch r.Kind {
 		case "hold":
@@ -740,19 +759,10 @@ func ckCheck(records []ckRecord, events []ckEvent) (violations []string, stats s
 			closes = append(closes, r.Start)
 		case "bad":
 			if !ckWipedAround(events, r.Start, tol) {
-				violations = append(violations, fmt.Sprintf("%s, %s: %s", r.Lock, r.Owner, r.What))
+				violations = append(violations, fmt.Sprintf("%s, %s at %s: %s", r.Lock, r.Owner, at(r.Start), r.What))
 			}
 		}
 	}
-	origin := int64(0)
-	for _, hs := range byLock {
-		for _, h := range hs {
-			if origin == 0 || h.Start < origin {
-				origin = h.Start
-			}
-		}
-	}
-	at := func(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns-origin)/1e9) }
 
 	// No two live held contexts of one lock overlap.
 	for lock, hs := range byLock {
