@@ -27,6 +27,12 @@ const (
 	defaultFairWaiterTimeout = 5 * time.Second
 	// renewRetry is the pause between renewals that failed on a Redis error.
 	renewRetry = 100 * time.Millisecond
+	// go-redis's defaults, for a client whose options the Client cannot
+	// read (v9.23): 3 retries, 5 s read and write timeouts, 1 s at most
+	// between tries.
+	defaultRedisRetries = 3
+	defaultRedisTimeout = 5 * time.Second
+	defaultRedisBackoff = time.Second
 )
 
 // Option configures a Client.
@@ -119,9 +125,10 @@ type Client struct {
 	id   string
 	opts options
 
-	// The Mutex scripts' owner and watchdog-lease arguments, boxed once:
-	// go-redis takes arguments as any, and boxing a string allocates.
-	idArg, watchdogTTLArg any
+	// The Mutex scripts' owner and watchdog-lease arguments, and how long a
+	// release latch lasts (replayWindow), boxed once: go-redis takes
+	// arguments as any, and boxing a string allocates.
+	idArg, watchdogTTLArg, latchTTLArg any
 	// publishArg is the command the unlock scripts publish with: "publish",
 	// or "spublish" where the subscriptions are sharded.
 	publishArg any
@@ -130,6 +137,7 @@ type Client struct {
 	closeLife  context.CancelCauseFunc
 	goroutines sync.WaitGroup
 	handles    atomic.Uint64
+	holds      atomic.Uint64
 
 	mu      sync.Mutex
 	closed  bool
@@ -159,6 +167,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		cohorts:   make(map[string]*cohort),
 	}
 	c.idArg, c.watchdogTTLArg = c.id, ms(o.watchdogTimeout)
+	c.latchTTLArg = ms(replayWindow(rdb, o.watchdogTimeout))
 	c.publishArg = "publish"
 	if cluster, ok := rdb.(*redis.ClusterClient); ok && !o.plainPubSub {
 		c.subs.sharded = cluster
@@ -174,7 +183,10 @@ func (c *Client) ID() string { return c.id }
 
 // Close stops the watchdogs and the pub/sub connection and cancels every held
 // context with ErrClosed. It does not unlock: the locks this Client holds
-// expire after their lease, exactly as when a process crashes.
+// expire after their lease, exactly as when a process crashes. It returns
+// once its waiters have left the locks' queues, so a program may close its
+// Redis client next: a place left queued would be granted the lock, which
+// would then wait out a grant lease with nobody to take it.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -212,6 +224,44 @@ func (c *Client) Mutex(name string) *Mutex {
 // newOwner names a new owner of this Client: Redisson's client-id:thread-id.
 func (c *Client) newOwner() string {
 	return c.id + ":" + strconv.FormatUint(c.handles.Add(1), 10)
+}
+
+// newToken names a new hold of this Client (see doc.go, "Unknown
+// outcomes"). It is never a number, so the read and write scripts, which
+// count levels in numeric fields, never take it for one.
+func (c *Client) newToken() string {
+	return c.id + ":h" + strconv.FormatUint(c.holds.Add(1), 10)
+}
+
+// latchKey is where the release of the hold named token leaves its answer
+// for a retry of the same request; it shares key's hash tag.
+func latchKey(key, token string) string { return key + ":released:" + token }
+
+// replayWindow is how long after a request was first sent the Redis client
+// may still send it again: each of its tries may take a write and a read
+// timeout, with a backoff between tries. A release latch lasts that long.
+// A timeout the client does not set counts as the watchdog timeout.
+func replayWindow(rdb redis.UniversalClient, watchdog time.Duration) time.Duration {
+	tries, read, write, backoff := defaultRedisRetries+1, defaultRedisTimeout, defaultRedisTimeout, defaultRedisBackoff
+	switch r := rdb.(type) {
+	case *redis.Client:
+		o := r.Options()
+		tries, read, write, backoff = o.MaxRetries+1, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
+	case *redis.ClusterClient:
+		// A Cluster client tries again on another node up to MaxRedirects
+		// times, each node's client with its own retries.
+		o := r.Options()
+		tries = (max(o.MaxRetries, 0) + 1) * (o.MaxRedirects + 1)
+		read, write, backoff = o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
+	}
+	if read <= 0 {
+		read = watchdog
+	}
+	if write <= 0 {
+		write = watchdog
+	}
+	tries = max(tries, 1)
+	return time.Duration(tries)*(read+write) + time.Duration(tries-1)*max(backoff, 0)
 }
 
 // cohort returns the cohort of m's key, pinned until unpin. When there is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -195,15 +196,23 @@ func (co *cohort) evict(h *hold) {
 // the holder's release hands the lock to the queue's head; a leader that
 // gives up leaves the queue, handing on a grant that came meanwhile. So does
 // one whose attempt's reply was lost: the attempt may have taken the lock,
-// and nobody else would release it before its lease ran out.
+// and nobody else would release it before its lease ran out. Every attempt
+// of one call names the same hold, so a retried attempt finds its first
+// run's acquisition and the leave hands on what any of them took. Close
+// waits for the leave (startTask).
 func (co *cohort) acquireRedis(ctx context.Context, start time.Time, wait, lease time.Duration) (*hold, error) {
+	if !co.c.startTask() {
+		return nil, ErrClosed
+	}
+	defer co.c.goroutines.Done()
 	var h *hold
+	token := co.c.newToken()
 	queued, lost := false, false
 	_, err := co.c.waitFor(ctx, co.waker, co.channel, start, wait, forever,
 		func(ctx context.Context, waiting bool) (bool, time.Duration, error) {
 			var ttl time.Duration
 			var err error
-			h, ttl, err = co.attempt(ctx, lease, waiting)
+			h, ttl, err = co.attempt(ctx, token, lease, waiting)
 			queued = queued || waiting
 			lost = lost || (h == nil && replyLost(err))
 			return h != nil, ttl, err
@@ -213,7 +222,7 @@ func (co *cohort) acquireRedis(ctx context.Context, start time.Time, wait, lease
 	if h == nil && (queued || lost) {
 		leaveCtx, cancel := co.c.cleanupContext(ctx)
 		defer cancel()
-		if leaveErr := co.runRelease(leaveCtx, releaseLeave).Err(); leaveErr != nil && !errors.Is(leaveErr, redis.Nil) {
+		if leaveErr := co.runRelease(leaveCtx, releaseLeave, token).Err(); leaveErr != nil && !errors.Is(leaveErr, redis.Nil) {
 			// The place lapses with the queue's TTL, a grant with its lease.
 			err = errors.Join(err, fmt.Errorf("leave the queue of %s: %w", co.key, leaveErr))
 		}
@@ -228,23 +237,32 @@ const (
 	releaseLeave = "leave"   // leave the queue; hand on a grant that came meanwhile
 )
 
-func (co *cohort) runRelease(ctx context.Context, mode string) *redis.Cmd {
-	return co.c.eval(ctx, releaseScript, co.keys, co.c.idArg, co.c.watchdogTTLArg, mode, co.channel, co.c.publishArg)
+// runRelease runs release.lua in mode for the hold named token.
+func (co *cohort) runRelease(ctx context.Context, mode, token string) *redis.Cmd {
+	return co.c.eval(ctx, releaseScript, co.keys, co.c.idArg, co.c.watchdogTTLArg, mode, co.channel, co.c.publishArg,
+		token, latchKey(co.key, token), co.c.latchTTLArg)
 }
 
-// attempt runs the acquire script once for the cohort's Client. A waiting
-// attempt queues the Client, or takes the lock granted to it.
-func (co *cohort) attempt(ctx context.Context, lease time.Duration, waiting bool) (*hold, time.Duration, error) {
+// The scripts' flag and level arguments, boxed once (see Client.idArg).
+var (
+	argZero any = "0"
+	argOne  any = "1"
+)
+
+// attempt runs the acquire script once for the cohort's Client, for a new
+// hold named token. A waiting attempt queues the Client, or takes the lock
+// granted to it.
+func (co *cohort) attempt(ctx context.Context, token string, lease time.Duration, waiting bool) (*hold, time.Duration, error) {
 	ttl := lease
 	if ttl <= 0 {
 		ttl = co.c.opts.watchdogTimeout
 	}
-	args := []any{co.c.ttlArg(ttl), co.c.idArg}
+	waitingArg := argZero
 	if waiting {
-		args = append(args, "1")
+		waitingArg = argOne
 	}
 	sent := time.Now()
-	acquired, pttl, err := co.c.attempt(ctx, lockScript, co.keys, args...)
+	acquired, pttl, err := co.c.attempt(ctx, lockScript, co.keys, co.c.ttlArg(ttl), co.c.idArg, waitingArg, token, argOne)
 	if !acquired {
 		return nil, pttl, err
 	}
@@ -254,21 +272,23 @@ func (co *cohort) attempt(ctx context.Context, lease time.Duration, waiting bool
 	if err != nil { // not replicated, or expired before we knew: give it back
 		cleanupCtx, cancel := co.c.cleanupContext(ctx)
 		defer cancel()
-		_ = co.runRelease(cleanupCtx, releaseGive).Err()
+		_ = co.runRelease(cleanupCtx, releaseGive, token).Err()
 		return nil, 0, err
 	}
-	return co.c.newHold(co.key, sent, lease, co), 0, nil
+	return co.c.newHold(co.key, token, sent, lease, co), 0, nil
 }
 
-func (co *cohort) renew(ctx context.Context) (bool, error) {
-	return renewOwner(ctx, co.c, co.key, co.c.id, co.c.opts.watchdogTimeout)
+func (co *cohort) renew(ctx context.Context, h *hold) (bool, error) {
+	return renewHold(ctx, co.c, co.key, holdField, h.token, co.c.opts.watchdogTimeout)
 }
 
 // reenter adds one level to m's hold, in Redis too (the hash field counts
-// levels, as in Redisson), so a reentrant lease also renews the TTL.
+// levels, as in Redisson), so a reentrant lease also renews the TTL. The
+// script finds the hold by its token or fails: a hold Redis lost is never
+// re-created under a holder that believes it held on.
 func (co *cohort) reenter(ctx context.Context, m *Mutex, lease time.Duration) (bool, error) {
 	co.mu.Lock()
-	h := co.hold
+	h, levels := co.hold, m.depth
 	co.mu.Unlock()
 	if !h.alive() {
 		return false, fmt.Errorf("lock %s: reentrant acquisition: %w", co.key, ErrLockLost)
@@ -278,15 +298,15 @@ func (co *cohort) reenter(ctx context.Context, m *Mutex, lease time.Duration) (b
 		ttl = h.lease
 	}
 	sent := time.Now()
-	acquired, _, err := co.c.attempt(ctx, lockScript, co.keys, co.c.ttlArg(ttl), co.c.idArg)
+	acquired, _, err := co.c.attempt(ctx, lockScript, co.keys, co.c.ttlArg(ttl), co.c.idArg, argZero, h.token, strconv.Itoa(levels+1))
 	switch {
 	case acquired && err != nil: // the level is not replicated: give it back
 		cleanupCtx, cancel := co.c.cleanupContext(ctx)
 		defer cancel()
-		return false, errors.Join(err, co.releaseLevel(cleanupCtx, h))
+		return false, errors.Join(err, co.releaseLevel(cleanupCtx, h, levels))
 	case err != nil:
-		// A lost reply may have added a level in Redis: harmless, since the
-		// last level's release deletes the Client's field whatever it counts.
+		// A lost reply may have set the level count in Redis: harmless,
+		// since the last level's release deletes the hold whatever it counts.
 		return false, err
 	case !acquired:
 		h.end(ErrLockLost)
@@ -315,8 +335,9 @@ func (co *cohort) release(ctx context.Context, m *Mutex) error {
 	h := co.hold
 	if m.depth > 1 {
 		m.depth--
+		left := m.depth
 		co.mu.Unlock()
-		return co.releaseLevel(ctx, h)
+		return co.releaseLevel(ctx, h, left)
 	}
 	m.depth = 0
 	m.endHeld(releaseCause(h))
@@ -335,7 +356,7 @@ func (co *cohort) release(ctx context.Context, m *Mutex) error {
 		// At the bound: other Clients get their turn, if any waits.
 		co.holder, co.releasing = nil, true
 		co.mu.Unlock()
-		kept, err := co.runRelease(ctx, releaseKeep).Int()
+		kept, err := co.runRelease(ctx, releaseKeep, h.token).Int()
 		co.mu.Lock()
 		co.releasing = false
 		if err == nil && kept == 0 {
@@ -367,7 +388,7 @@ func (co *cohort) releaseRedisLocked(ctx context.Context, h *hold) error {
 	co.mu.Unlock()
 
 	h.end(ErrReleased) // stops the watchdog before the unlock is sent
-	err := co.runRelease(ctx, releaseGive).Err()
+	err := co.runRelease(ctx, releaseGive, h.token).Err()
 
 	co.mu.Lock()
 	co.releasing = false
@@ -391,12 +412,14 @@ func (co *cohort) mayPassLocked(h *hold, next *waiter) bool {
 	return h.watchdog && next.lease <= 0 && h.alive() && co.c.opts.maxLocalPasses > 0
 }
 
-// releaseLevel releases an inner reentrant level in Redis.
-func (co *cohort) releaseLevel(ctx context.Context, h *hold) error {
+// releaseLevel releases an inner reentrant level of h in Redis, leaving
+// left levels.
+func (co *cohort) releaseLevel(ctx context.Context, h *hold, left int) error {
 	if !h.alive() {
 		return fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
 	}
-	return unlockResult(co.key, co.c.eval(ctx, unlockScript, co.keys[:1], co.c.ttlArg(h.lease), co.c.idArg, co.channel, co.c.publishArg).Err())
+	return unlockResult(co.key, co.c.eval(ctx, unlockScript, co.keys[:1], co.c.ttlArg(h.lease), co.c.idArg, co.channel, co.c.publishArg,
+		h.token, strconv.Itoa(left), latchKey(co.key, h.token), co.c.latchTTLArg).Err())
 }
 
 func unlockResult(key string, err error) error {

@@ -26,4 +26,87 @@
 // Every Lua script lives in scripts/ and runs with EVALSHA, falling back to
 // EVAL when Redis does not have it cached. All keys and the pub/sub channel of
 // one lock share a hash tag, so a lock works on Redis Cluster.
+//
+// # Unknown outcomes
+//
+// Any request may run in Redis and lose its reply, run twice (go-redis
+// sends it again after a dropped connection or a read timeout: with its
+// default options up to three times more), or arrive late, after a later
+// request of the same owner. The library is correct with a go-redis client
+// built with its default options; it needs nothing of the client. Three
+// rules make it so:
+//
+//   - Every hold has a token, new for each acquisition (the Client's id and
+//     a sequence number), written into Redis with the hold: the field
+//     "hold" of a Mutex, FairMutex or FencedMutex hash, "<write field>:hold"
+//     of a write lock, and a read hold's own field of a read lock. Every
+//     script that acts on a hold names it by its token, so a renewal, a
+//     reentrant level, a release or a leave of one hold can never act on a
+//     later hold of the same owner.
+//   - Every script is idempotent. An acquisition run again finds its own
+//     token and changes nothing. Levels are counted by the Client, which
+//     sends the count a level leaves (an acquisition: the levels it makes;
+//     a release: the levels left), so a level added or released twice is
+//     one level, and the last level's release deletes the hold whatever
+//     Redis counts. The last release leaves a latch, a key named after the
+//     token beside the lock ("<key>:released:<token>"), for as long as the
+//     go-redis client may send the request again (its tries × its read and
+//     write timeouts, plus the backoffs: 43 s for default options), so a
+//     release run again answers "released" as its first run did (Redisson's
+//     unlockInnerAsync keeps its unlock latch the same way).
+//   - A reentrant level finds its hold or fails: when Redis lost the hold
+//     (it expired, Redis restarted without it, a failover lost it), the
+//     level fails with ErrLockLost and the held context ends with it. It
+//     never creates the lock again under a holder that believes it held on.
+//
+// Levels never cut a lease: a reentrant level and an inner release extend
+// the TTL to their lease but never shorten it, and a read level's release
+// hands its remaining time to the level below, so Redis keeps a hold at
+// least as long as its holder's held context lasts. Close returns once its
+// waiters have left the queues they joined, so a program that closes its
+// go-redis client after Close leaves no place behind to be granted the
+// lock.
+//
+// What each script does when it runs twice, runs late (after its caller
+// gave up on it, and the owner went on), or ran but its reply was lost (the
+// caller gets an error):
+//
+//	script             twice                     late                          reply lost
+//	lock.lua (new)     finds its token: OK,      takes a free lock or a grant  the leader leaves with
+//	fair_lock.lua,     nothing changes; the      for a hold nobody has: idle   the token: release.lua
+//	fenced_lock.lua,   fenced token is the same  until its lease ends          ('leave') hands on or
+//	write_lock.lua                               (no second owner)             frees what it took
+//	read_lock.lua      same read level again     as above                      the hold's level is
+//	                                                                           released by token
+//	reentrant level    sets the same count;      token gone: nothing; same     depth unchanged; a
+//	(all kinds)        TTL never shortened       hold: a stale count, which    stale count in Redis
+//	                                             no release depends on         is harmless
+//	release.lua        token gone: the latch     token gone: latch or nil,     Unlock returns the
+//	(last level)       answers 1, as the first   nothing changes               error; the lock is
+//	                   run did                                                 free, or expires after
+//	                                                                           its lease (watchdog
+//	                                                                           stopped first)
+//	release.lua keep   kept again, or handed to  token gone: nothing           as release
+//	                   a Client queued since
+//	                   (that answer is used)
+//	release.lua leave  the place is gone; the    removes a later place of the  the place lapses with
+//	                   grant was handed on       Client (it queues again); a   the queue's TTL, a
+//	                   already: nothing          grant to a later leader is    grant after one lease
+//	                                             handed on (it waits longer)
+//	unlock.lua,        sets the same count       token gone: nothing; same     as reentrant level;
+//	fair_unlock.lua,   (inner level); latch      hold: a stale count           last level: as
+//	read_unlock.lua,   answers 1 (last level):                                 release.lua
+//	write_unlock.lua   no second wake-up
+//	renew.lua,         TTL set again, never      token gone: 0, nothing        retried every 100 ms
+//	read_renew.lua     shortened                 (the watchdog ignores a       until the hold's
+//	                                             renewal of an ended hold)     expiry, which ends it
+//	fair_leave.lua,    removes nothing more      removes a later place of the  the place lapses after
+//	write_leave.lua                              handle: it is re-added at     the waiter timeout
+//	                                             the next refresh (tail)
+//
+// The latch is best effort: while the lock's Cluster slot migrates, a key
+// not yet on the node can be neither read nor written, and a release run
+// twice then answers ErrNotHeld although it released. A release's own keys
+// are all declared and exist when it runs; the latch, like a read level's
+// timeout key, is named in ARGV with the lock's hash tag.
 package lock

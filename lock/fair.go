@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -40,28 +41,33 @@ type fairOps struct {
 	owner   string
 }
 
-func (f *fairOps) acquire(ctx context.Context, ttl time.Duration, waiting bool) (bool, time.Duration, error) {
+func (f *fairOps) acquire(ctx context.Context, ttl time.Duration, waiting bool, token string, levels int) (bool, time.Duration, error) {
 	queue := "0"
 	if waiting {
 		queue = "1"
 	}
-	return f.c.attempt(ctx, fairLockScript, f.keys, ms(ttl), f.owner, ms(f.c.opts.fairWaiterTTL), queue)
+	return f.c.attempt(ctx, fairLockScript, f.keys, ms(ttl), f.owner, ms(f.c.opts.fairWaiterTTL), queue, token, strconv.Itoa(levels))
 }
 
-func (f *fairOps) release(ctx context.Context, ttl time.Duration) error {
-	return unlockResult(f.keys[0], f.c.eval(ctx, fairUnlockScript, f.keys, ms(ttl), f.owner, f.channel, f.c.publishArg).Err())
+func (f *fairOps) release(ctx context.Context, ttl time.Duration, token string, left int) error {
+	return unlockResult(f.keys[0], f.c.eval(ctx, fairUnlockScript, f.keys, ms(ttl), f.owner, f.channel, f.c.publishArg,
+		token, strconv.Itoa(left), latchKey(f.keys[0], token), f.c.latchTTLArg).Err())
 }
 
-func (f *fairOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {
-	return renewOwner(ctx, f.c, f.keys[0], f.owner, ttl)
+func (f *fairOps) renew(ctx context.Context, ttl time.Duration, token string) (bool, error) {
+	return renewHold(ctx, f.c, f.keys[0], holdField, token, ttl)
 }
 
 func (f *fairOps) abandon(ctx context.Context) error {
 	return f.c.eval(ctx, fairLeaveScript, f.keys, f.owner, f.channel, f.c.publishArg).Err()
 }
 
-// renewOwner extends key while owner's field is in it.
-func renewOwner(ctx context.Context, c *Client, key, owner string, ttl time.Duration) (bool, error) {
-	n, err := c.eval(ctx, renewScript, []string{key}, ms(ttl), owner).Int()
+// holdField is the field of an exclusive lock's hash that names its hold
+// (see doc.go, "Unknown outcomes").
+const holdField = "hold"
+
+// renewHold extends key while its field holds the hold's token.
+func renewHold(ctx context.Context, c *Client, key, field, token string, ttl time.Duration) (bool, error) {
+	n, err := c.eval(ctx, renewScript, []string{key}, ms(ttl), field, token).Int()
 	return n == 1, err
 }

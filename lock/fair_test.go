@@ -3,13 +3,13 @@ package lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockstep/lockstep/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 func queueLen(t *testing.T, srv *redistest.Server, m *FairMutex) int64 {
@@ -171,7 +171,7 @@ func TestFairMutexDeadWaiterDoesNotBlockTheQueue(t *testing.T) {
 	// A waiter joins the queue and dies without leaving it.
 	ghost := c.FairMutex("fair-dead")
 	ops := ghost.ops.(*fairOps)
-	if ok, _, err := ops.acquire(ctx, time.Second, true); ok || err != nil {
+	if ok, _, err := ops.acquire(ctx, time.Second, true, c.newToken(), 1); ok || err != nil {
 		t.Fatalf("ghost joining the queue: %v, %v", ok, err)
 	}
 	behind := c.FairMutex("fair-dead")
@@ -336,7 +336,19 @@ func TestRWMutexWatchdogRenewsReadLevels(t *testing.T) {
 	if err := rw.ReadLocker().Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(rdb.Keys(ctx, "{rw-watch}*").Val()); n != 0 {
-		t.Fatal(fmt.Sprintf("%d keys left after unlock", n))
+	if left := lockKeysLeft(ctx, rdb, "{rw-watch}"); len(left) != 0 {
+		t.Fatalf("keys left after unlock: %v", left)
 	}
+}
+
+// lockKeysLeft are the keys of the lock key but its release latches, which
+// outlive a release on purpose (doc.go, "Unknown outcomes").
+func lockKeysLeft(ctx context.Context, rdb *redis.Client, key string) []string {
+	var left []string
+	for _, k := range rdb.Keys(ctx, key+"*").Val() {
+		if !strings.Contains(k, ":released:") {
+			left = append(left, k)
+		}
+	}
+	return left
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -53,8 +54,8 @@ type fencedOps struct {
 	token   atomic.Int64
 }
 
-func (f *fencedOps) acquire(ctx context.Context, ttl time.Duration, _ bool) (bool, time.Duration, error) {
-	res, err := f.c.runAcquire(ctx, fencedLockScript, f.keys, []any{ms(ttl), f.owner})
+func (f *fencedOps) acquire(ctx context.Context, ttl time.Duration, _ bool, token string, levels int) (bool, time.Duration, error) {
+	res, err := f.c.runAcquire(ctx, fencedLockScript, f.keys, []any{ms(ttl), f.owner, token, strconv.Itoa(levels)})
 	if errors.Is(err, ErrNotReplicated) {
 		return true, 0, fmt.Errorf("lock %s: %w", f.keys[0], err) // held: the caller releases it
 	}
@@ -73,12 +74,13 @@ func (f *fencedOps) acquire(ctx context.Context, ttl time.Duration, _ bool) (boo
 	return false, 0, fmt.Errorf("lock %s: unexpected reply %v", f.keys[0], res)
 }
 
-func (f *fencedOps) release(ctx context.Context, ttl time.Duration) error {
-	return unlockResult(f.keys[0], f.c.eval(ctx, unlockScript, f.keys[:1], ms(ttl), f.owner, f.channel, f.c.publishArg).Err())
+func (f *fencedOps) release(ctx context.Context, ttl time.Duration, token string, left int) error {
+	return unlockResult(f.keys[0], f.c.eval(ctx, unlockScript, f.keys[:1], ms(ttl), f.owner, f.channel, f.c.publishArg,
+		token, strconv.Itoa(left), latchKey(f.keys[0], token), f.c.latchTTLArg).Err())
 }
 
-func (f *fencedOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {
-	return renewOwner(ctx, f.c, f.keys[0], f.owner, ttl)
+func (f *fencedOps) renew(ctx context.Context, ttl time.Duration, token string) (bool, error) {
+	return renewHold(ctx, f.c, f.keys[0], holdField, token, ttl)
 }
 
 func (f *fencedOps) abandon(context.Context) error { return nil }

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,8 +60,8 @@ func TestReleaseHandsTheLockToTheQueuedClient(t *testing.T) {
 	if err := <-bDone; err != nil {
 		t.Fatalf("first queued Client: %v", err)
 	}
-	if owners := rdb.HGetAll(ctx, ma.Key()).Val(); len(owners) != 1 || owners[b.ID()] != "1" {
-		t.Fatalf("lock hash %v, want only %s at one level", owners, b.ID())
+	if owners := rdb.HGetAll(ctx, ma.Key()).Val(); len(owners) != 2 || owners[b.ID()] != "1" || !strings.HasPrefix(owners[holdField], b.ID()) {
+		t.Fatalf("lock hash %v, want only %s at one level, and its hold", owners, b.ID())
 	}
 	if ttl := rdb.PTTL(ctx, ma.Key()).Val(); ttl < defaultWatchdogTimeout-5*time.Second {
 		t.Fatalf("TTL %v after the grant was taken, want the grantee's watchdog lease", ttl)
@@ -132,7 +133,7 @@ func TestGrantToALeavingWaiterIsHandedOn(t *testing.T) {
 	if owners := rdb.HGetAll(ctx, ma.Key()).Val(); owners["gone"] != "1" {
 		t.Fatalf("lock hash %v, want the grant to gone", owners)
 	}
-	if err := releaseScript.Run(ctx, rdb, keys, "gone", 30_000, releaseLeave, ma.channel, "publish").Err(); err != nil {
+	if err := releaseScript.Run(ctx, rdb, keys, "gone", 30_000, releaseLeave, ma.channel, "publish", "gone:h1", latchKey(ma.Key(), "gone:h1"), 1000).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-bDone; err != nil {
@@ -156,7 +157,7 @@ func TestDeadQueuedClientHoldsTheLockAtMostOneLease(t *testing.T) {
 	// A waiting attempt of a Client that then crashed: it queued, and will
 	// never take a grant nor leave.
 	keys := []string{ma.Key(), ma.Key() + ":queue"}
-	if _, err := lockScript.Run(ctx, rdb, keys, lease.Milliseconds(), "dead", "1").Result(); err != nil {
+	if _, err := lockScript.Run(ctx, rdb, keys, lease.Milliseconds(), "dead", "1", "dead:h1", "1").Result(); err != nil {
 		t.Fatal(err)
 	}
 	bDone := lockAsync(ctx, b.Mutex("crash"))

@@ -14,6 +14,7 @@ type hold struct {
 	c        *Client
 	name     string
 	owner    holdOwner
+	token    string        // names this hold in Redis (see doc.go, "Unknown outcomes")
 	lease    time.Duration // the TTL written to Redis: the caller's lease, or the watchdog timeout
 	watchdog bool          // renewed by a watchdog until released
 	ended    atomic.Bool   // cause is set
@@ -41,13 +42,13 @@ type hold struct {
 
 // holdOwner is the lock a hold belongs to.
 type holdOwner interface {
-	// renew extends the hold in Redis; false when the lock is no longer held.
-	renew(ctx context.Context) (bool, error)
+	// renew extends h in Redis; false when the lock no longer holds h.
+	renew(ctx context.Context, h *hold) (bool, error)
 	// evict forgets a hold that was lost.
 	evict(h *hold)
 }
 
-// newHold starts a hold acquired by a request sent at sent. Both kinds of
+// newHold starts the hold named token, acquired by a request sent at sent. Both kinds of
 // hold end with ErrLockLost, and are evicted from their owner, the moment the
 // lock may have expired in Redis: a lease hold when its lease runs out, a
 // watchdog hold when a whole lease passed since the last renewal Redis
@@ -58,8 +59,8 @@ type holdOwner interface {
 // and watchdog holds wait in the Client's renewalQueue, which costs them no
 // timer of their own until they are renewed. Timer callbacks register with
 // the Client so that Close waits for them.
-func (c *Client) newHold(name string, sent time.Time, lease time.Duration, owner holdOwner) *hold {
-	h := &hold{c: c, name: name, owner: owner, lease: lease}
+func (c *Client) newHold(name, token string, sent time.Time, lease time.Duration, owner holdOwner) *hold {
+	h := &hold{c: c, name: name, owner: owner, token: token, lease: lease}
 	if lease > 0 {
 		h.deadline = sent.Add(lease)
 		h.expiry = time.AfterFunc(time.Until(h.deadline), h.expire)
@@ -181,7 +182,7 @@ func (h *hold) renew() {
 	// whatever the call does.
 	expiry := time.AfterFunc(time.Until(h.expires), h.expire)
 	ctx, cancel := context.WithDeadline(h.context(), h.expires)
-	renewed, err := h.owner.renew(ctx)
+	renewed, err := h.owner.renew(ctx, h)
 	cancel()
 	expiry.Stop()
 	if !h.alive() {

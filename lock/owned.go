@@ -28,14 +28,17 @@ type ownedLock struct {
 	lost     bool
 }
 
-// ownedOps are the scripts of one kind of owned lock.
+// ownedOps are the scripts of one kind of owned lock. Each names the hold
+// it acts on by its token (see doc.go, "Unknown outcomes").
 type ownedOps interface {
-	// acquire makes one attempt with the lock's TTL (see attemptFunc).
-	acquire(ctx context.Context, ttl time.Duration, waiting bool) (bool, time.Duration, error)
-	// release gives up one level; unlockResult's errors.
-	release(ctx context.Context, ttl time.Duration) error
-	// renew extends a watchdog hold; false when the owner no longer holds.
-	renew(ctx context.Context, ttl time.Duration) (bool, error)
+	// acquire makes one attempt with the lock's TTL (see attemptFunc) for
+	// the hold token, which then has levels levels (1: a new hold).
+	acquire(ctx context.Context, ttl time.Duration, waiting bool, token string, levels int) (bool, time.Duration, error)
+	// release gives up one level of the hold token, leaving left;
+	// unlockResult's errors.
+	release(ctx context.Context, ttl time.Duration, token string, left int) error
+	// renew extends a watchdog hold; false when Redis no longer has it.
+	renew(ctx context.Context, ttl time.Duration, token string) (bool, error)
 	// abandon cleans up after a wait that did not acquire.
 	abandon(ctx context.Context) error
 }
@@ -94,17 +97,24 @@ func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 		ttl = o.c.opts.watchdogTimeout
 	}
 	o.mu.Lock()
-	h := o.hold
+	h, levels := o.hold, o.depth
 	o.mu.Unlock()
 	if h != nil {
-		return o.reenter(ctx, h, ttl)
+		return o.reenter(ctx, h, levels, ttl)
 	}
+	// Close waits for the cleanup below: a waiter's place must not stay
+	// queued once the program closes its Redis client.
+	if !o.c.startTask() {
+		return false, ErrClosed
+	}
+	defer o.c.goroutines.Done()
+	token := o.c.newToken()
 	var sent time.Time
 	lost := false
 	ok, err := o.c.waitFor(ctx, o.waker, o.channel, time.Now(), wait, o.maxSleep,
 		func(ctx context.Context, waiting bool) (bool, time.Duration, error) {
 			sent = time.Now()
-			ok, ttl, err := o.ops.acquire(ctx, ttl, waiting)
+			ok, ttl, err := o.ops.acquire(ctx, ttl, waiting, token, 1)
 			lost = lost || (!ok && replyLost(err))
 			return ok, ttl, err
 		})
@@ -115,16 +125,15 @@ func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 	cleanupCtx, cancel := o.c.cleanupContext(ctx)
 	defer cancel()
 	if ok && err != nil { // not replicated, or expired before we knew: give it back
-		if releaseErr := o.ops.release(cleanupCtx, ttl); !errors.Is(releaseErr, ErrNotHeld) {
+		if releaseErr := o.ops.release(cleanupCtx, ttl, token, 0); !errors.Is(releaseErr, ErrNotHeld) {
 			err = errors.Join(err, releaseErr)
 		}
 		return false, err
 	}
 	if !ok {
 		if lost {
-			// The owner is this handle, which holds nothing: a level of it
-			// in Redis is the lost attempt's.
-			_ = o.ops.release(cleanupCtx, ttl)
+			// The hold named token, if Redis has it, is the lost attempt's.
+			_ = o.ops.release(cleanupCtx, ttl, token, 0)
 		}
 		if abandonErr := o.ops.abandon(cleanupCtx); err == nil {
 			err = abandonErr
@@ -134,13 +143,15 @@ func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	// Under mu, so that a loss reported at once finds the hold in place.
-	o.hold, o.depth, o.lost = o.c.newHold(o.name, sent, lease, o), 1, false
+	o.hold, o.depth, o.lost = o.c.newHold(o.name, token, sent, lease, o), 1, false
 	return true, nil
 }
 
-func (o *ownedLock) reenter(ctx context.Context, h *hold, ttl time.Duration) (bool, error) {
+// reenter adds a level to h, which has levels: the script finds h by its
+// token or fails, and never re-creates a hold Redis lost.
+func (o *ownedLock) reenter(ctx context.Context, h *hold, levels int, ttl time.Duration) (bool, error) {
 	sent := time.Now()
-	ok, _, err := o.ops.acquire(ctx, ttl, false)
+	ok, _, err := o.ops.acquire(ctx, ttl, false, h.token, levels+1)
 	if ok && err == nil && !h.extend(sent, ttl) {
 		// The hold expired as the level was added; its eviction is under way.
 		err = fmt.Errorf("reentrant acquisition: %w", ErrLockLost)
@@ -148,11 +159,12 @@ func (o *ownedLock) reenter(ctx context.Context, h *hold, ttl time.Duration) (bo
 	if ok && err != nil { // not confirmed by the replicas, or lost: give the level back
 		cleanupCtx, cancel := o.c.cleanupContext(ctx)
 		defer cancel()
-		return false, errors.Join(err, o.ops.release(cleanupCtx, ttl))
+		return false, errors.Join(err, o.ops.release(cleanupCtx, ttl, h.token, levels))
 	}
 	if err != nil {
-		// A lost reply may have added a level that nobody will release:
-		// the lock then stays until its TTL after the last Unlock.
+		// A lost reply may have set the level count in Redis: harmless,
+		// since the last level's release deletes the hold whatever it
+		// counts.
 		return false, err
 	}
 	if !ok {
@@ -167,8 +179,8 @@ func (o *ownedLock) reenter(ctx context.Context, h *hold, ttl time.Duration) (bo
 }
 
 // renew extends a watchdog hold.
-func (o *ownedLock) renew(ctx context.Context) (bool, error) {
-	return o.ops.renew(ctx, o.c.opts.watchdogTimeout)
+func (o *ownedLock) renew(ctx context.Context, h *hold) (bool, error) {
+	return o.ops.renew(ctx, o.c.opts.watchdogTimeout, h.token)
 }
 
 // evict forgets a hold that was lost; the next Unlock reports it.
@@ -198,14 +210,15 @@ func (o *ownedLock) Unlock(ctx context.Context) error {
 	}
 	if o.depth > 1 {
 		o.depth--
+		left := o.depth
 		o.mu.Unlock()
-		return o.ops.release(ctx, h.lease)
+		return o.ops.release(ctx, h.lease, h.token, left)
 	}
 	o.hold, o.depth = nil, 0
 	o.endHeldLocked(releaseCause(h))
 	o.mu.Unlock()
 	h.end(ErrReleased) // stops the watchdog before the unlock is sent
-	return o.ops.release(ctx, h.lease)
+	return o.ops.release(ctx, h.lease, h.token, 0)
 }
 
 func (o *ownedLock) endHeldLocked(cause error) {

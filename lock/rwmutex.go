@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -38,8 +39,7 @@ func (c *Client) RWMutex(name string) *RWMutex {
 	key, channel := lockKeys(name)
 	owner := c.newOwner()
 	writers := key + ":writers"
-	read := &readOps{c: c, owner: owner, writeField: owner + ":write", channel: channel,
-		keys: []string{key, writers}, levelPrefix: key + ":" + owner + ":rwlock_timeout"}
+	read := &readOps{c: c, writeField: owner + ":write", channel: channel, keys: []string{key, writers}}
 	write := &writeOps{c: c, field: owner + ":write", keys: []string{key, writers}, channel: channel}
 	// A reader held back by a writer wakes by the writer's place lapsing at
 	// the latest (the script's answer); a waiting writer refreshes its place.
@@ -54,28 +54,35 @@ func (rw *RWMutex) ReadLocker() Locker { return rw.read }
 // WriteLocker returns the exclusive side of the lock.
 func (rw *RWMutex) WriteLocker() Locker { return rw.write }
 
+// readOps are the read side's scripts. A read hold's field in the hash is
+// its token, so every hold has its own field and level keys.
 type readOps struct {
-	c                 *Client
-	owner, writeField string
-	keys              []string // lock, waiting writers
-	channel           string
-	levelPrefix       string // of the keys that time each of the owner's read levels
+	c          *Client
+	writeField string   // the owner's write side's field
+	keys       []string // lock, waiting writers
+	channel    string
 }
 
-func (r *readOps) acquire(ctx context.Context, ttl time.Duration, _ bool) (bool, time.Duration, error) {
+// levelPrefix names the keys that time each level of the read hold token.
+func (r *readOps) levelPrefix(token string) string {
+	return r.keys[0] + ":" + token + ":rwlock_timeout"
+}
+
+func (r *readOps) acquire(ctx context.Context, ttl time.Duration, _ bool, token string, levels int) (bool, time.Duration, error) {
 	writersFirst := "1"
 	if r.c.opts.readersFirst {
 		writersFirst = "0"
 	}
-	return r.c.attempt(ctx, readLockScript, r.keys, ms(ttl), r.owner, r.writeField, writersFirst, r.levelPrefix)
+	return r.c.attempt(ctx, readLockScript, r.keys, ms(ttl), token, r.writeField, writersFirst, r.levelPrefix(token), strconv.Itoa(levels))
 }
 
-func (r *readOps) release(ctx context.Context, _ time.Duration) error {
-	return unlockResult(r.keys[0], r.c.eval(ctx, readUnlockScript, r.keys[:1], r.owner, r.channel, r.levelPrefix, r.keys[0], r.c.publishArg).Err())
+func (r *readOps) release(ctx context.Context, _ time.Duration, token string, left int) error {
+	return unlockResult(r.keys[0], r.c.eval(ctx, readUnlockScript, r.keys[:1], token, r.channel, r.levelPrefix(token), r.keys[0], r.c.publishArg,
+		strconv.Itoa(left), latchKey(r.keys[0], token), r.c.latchTTLArg).Err())
 }
 
-func (r *readOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {
-	n, err := r.c.eval(ctx, readRenewScript, r.keys[:1], ms(ttl), r.owner, r.keys[0]).Int()
+func (r *readOps) renew(ctx context.Context, ttl time.Duration, token string) (bool, error) {
+	n, err := r.c.eval(ctx, readRenewScript, r.keys[:1], ms(ttl), token, r.keys[0]).Int()
 	return n == 1, err
 }
 
@@ -88,20 +95,22 @@ type writeOps struct {
 	channel string
 }
 
-func (w *writeOps) acquire(ctx context.Context, ttl time.Duration, waiting bool) (bool, time.Duration, error) {
+func (w *writeOps) acquire(ctx context.Context, ttl time.Duration, waiting bool, token string, levels int) (bool, time.Duration, error) {
 	wait := "0"
 	if waiting {
 		wait = "1"
 	}
-	return w.c.attempt(ctx, writeLockScript, w.keys, ms(ttl), w.field, wait, ms(w.c.opts.fairWaiterTTL))
+	return w.c.attempt(ctx, writeLockScript, w.keys, ms(ttl), w.field, wait, ms(w.c.opts.fairWaiterTTL), token, strconv.Itoa(levels))
 }
 
-func (w *writeOps) release(ctx context.Context, ttl time.Duration) error {
-	return unlockResult(w.keys[0], w.c.eval(ctx, writeUnlockScript, w.keys[:1], ms(ttl), w.field, w.channel, w.c.publishArg).Err())
+func (w *writeOps) release(ctx context.Context, ttl time.Duration, token string, left int) error {
+	return unlockResult(w.keys[0], w.c.eval(ctx, writeUnlockScript, w.keys[:1], ms(ttl), w.field, w.channel, w.c.publishArg,
+		token, strconv.Itoa(left), latchKey(w.keys[0], token), w.c.latchTTLArg).Err())
 }
 
-func (w *writeOps) renew(ctx context.Context, ttl time.Duration) (bool, error) {
-	return renewOwner(ctx, w.c, w.keys[0], w.field, ttl)
+// renew extends the write hold; its token is in the write field's ":hold".
+func (w *writeOps) renew(ctx context.Context, ttl time.Duration, token string) (bool, error) {
+	return renewHold(ctx, w.c, w.keys[0], w.field+":hold", token, ttl)
 }
 
 // abandon gives up the writer's place, waking the readers it held back.

@@ -143,47 +143,6 @@ func TestAcquisitionExpiredOnArrivalFails(t *testing.T) {
 	}
 }
 
-// A watchdog renewal that reaches Redis after its hold was released must not
-// touch a later hold of the same Client.
-func TestLateRenewalLeavesALaterHoldAlone(t *testing.T) {
-	srv := redistest.Start(t)
-	ctx := ctxTimeout(t, 10*time.Second)
-	inFlight, proceed, ran := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	var delayed atomic.Bool
-	lateRenewal := scriptHook{sha: renewScript.Hash(), around: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
-		if !delayed.CompareAndSwap(false, true) {
-			return next(ctx, cmd)
-		}
-		close(inFlight)
-		<-proceed
-		defer close(ran)
-		return next(ctx, cmd)
-	}}
-	c := hookedClient(t, srv, lateRenewal, WithWatchdogTimeout(time.Second))
-
-	m1, m2 := c.Mutex("late-renewal"), c.Mutex("late-renewal")
-	if err := m1.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	<-inFlight // the first renewal is on its way
-	if err := m1.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	held, ok, err := m2.TryLockContext(ctx, 0, 5*time.Second)
-	if !ok || err != nil {
-		close(proceed)
-		t.Fatalf("m2 TryLock = %v, %v", ok, err)
-	}
-	close(proceed)
-	<-ran
-	if ttl := srv.Client(t).PTTL(ctx, m2.Key()).Val(); ttl < 4*time.Second {
-		t.Fatalf("m2's 5s lease cut to %v by an earlier hold's renewal", ttl)
-	}
-	time.Sleep(1200 * time.Millisecond) // past the watchdog timeout the renewal would have set
-	assertLive(t, held)
-	assertBusy(t, newClient(t, srv).Mutex("late-renewal"), "m2's lease runs 5s")
-}
-
 // A MultiLock that fails must leave alone a lock its caller held before.
 func TestMultiLockLeavesLocksHeldOutsideIt(t *testing.T) {
 	srv := redistest.Start(t)

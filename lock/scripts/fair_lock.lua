@@ -1,8 +1,23 @@
 -- Acquire a fair lock: Redisson's RedissonFairLock, with waiter deadlines
--- taken from Redis TIME rather than the client's clock.
+-- taken from Redis TIME rather than the client's clock, and a hold token
+-- that names the acquisition (lock.lua).
 -- KEYS[1] lock hash, KEYS[2] waiter queue (list), KEYS[3] waiter deadlines (zset)
--- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] waiter timeout ms, ARGV[4] '1' to queue
--- Returns 'OK' when acquired (not nil: see lock.lua), else how long to sleep at most (ms).
+-- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] waiter timeout ms, ARGV[4] '1' to queue,
+-- ARGV[5] the hold's token, ARGV[6] the hold's levels once this one is added
+-- ('1': a new hold)
+-- Returns 'OK' when acquired (not nil: see lock.lua), else how long to sleep
+-- at most (ms); for a reentrant level, a hold Redis no longer has.
+if redis.call('hget', KEYS[1], 'hold') == ARGV[5] then
+    -- A reentrant level, or this acquisition run again (lock.lua).
+    redis.call('hset', KEYS[1], ARGV[2], ARGV[6])
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+        redis.call('pexpire', KEYS[1], ARGV[1])
+    end
+    return 'OK'
+end
+if ARGV[6] ~= '1' then
+    return redis.call('pttl', KEYS[1])
+end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- Waiters that stopped refreshing their deadline died or gave up: drop them.
@@ -20,16 +35,8 @@ if redis.call('exists', KEYS[1]) == 0 and (not head or head == ARGV[2]) then
         redis.call('lpop', KEYS[2])
         redis.call('zrem', KEYS[3], ARGV[2])
     end
-    redis.call('hset', KEYS[1], ARGV[2], 1)
+    redis.call('hset', KEYS[1], ARGV[2], 1, 'hold', ARGV[5])
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return 'OK'
-end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    -- A reentrant level extends the lock but never shortens it (lock.lua).
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
-        redis.call('pexpire', KEYS[1], ARGV[1])
-    end
     return 'OK'
 end
 -- Join the queue, or refresh this waiter's deadline in it.

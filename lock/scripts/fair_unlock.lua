@@ -1,16 +1,31 @@
--- Release one level of a fair lock and wake only the next live waiter.
+-- Release one level of a fair lock's hold and wake only the next live
+-- waiter. As unlock.lua: the hold token decides, the levels are the
+-- Client's count, and a release that already ran answers 1 again.
 -- KEYS[1] lock hash, KEYS[2] waiter queue, KEYS[3] waiter deadlines
--- ARGV[1] lease ms to keep after a reentrant release, ARGV[2] owner, ARGV[3] channel prefix,
--- ARGV[4] the publish command ('publish', or 'spublish' on a Redis Cluster)
--- Returns nil when the owner does not hold the lock, 0 when it still holds it, 1 when released.
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+-- ARGV[1] lease ms to keep at least after a reentrant release (a longer TTL
+-- is kept: an inner unlock never cuts the lease), ARGV[2] owner,
+-- ARGV[3] channel prefix, ARGV[4] the publish command ('publish', or
+-- 'spublish' on a Redis Cluster), ARGV[5] the hold's token, ARGV[6] the
+-- levels left once this one is released ('0': the last), ARGV[7] the
+-- hold's release latch, ARGV[8] its lifetime in ms
+-- Returns nil when the hold is not in Redis, 0 when it is still held, 1 when released.
+if redis.call('hget', KEYS[1], 'hold') ~= ARGV[5] then
+    -- The latch is best effort (pcall): while the lock's slot migrates, a
+    -- key that is not on this node cannot be read nor written.
+    if redis.pcall('exists', ARGV[7]) == 1 then
+        return 1
+    end
     return nil
 end
-if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[1])
+if ARGV[6] ~= '0' then
+    redis.call('hset', KEYS[1], ARGV[2], ARGV[6])
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+        redis.call('pexpire', KEYS[1], ARGV[1])
+    end
     return 0
 end
 redis.call('del', KEYS[1])
+redis.pcall('set', ARGV[7], 1, 'px', ARGV[8])
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 while true do

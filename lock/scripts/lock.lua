@@ -1,32 +1,46 @@
 -- Acquire (or re-enter) a reentrant lock: Redisson's RedissonLock.tryLockInnerAsync,
--- with a queue of waiting Clients that release.lua hands the lock to.
+-- with a queue of waiting Clients that release.lua hands the lock to, and a
+-- hold token that names the acquisition (see doc.go, "Unknown outcomes").
 -- KEYS[1] lock hash, KEYS[2] waiter queue (list of owner fields; same hash tag)
 -- ARGV[1] lease in ms, ARGV[2] owner field, ARGV[3] '1' when the caller
--- waits (listens on the channel), absent otherwise
--- Returns 'OK' when acquired, else the lock's PTTL in ms. Redisson returns nil
--- when acquired; go-redis makes a nil reply an error and runs it through its
--- retry checks, which cost ~1.5 µs of client CPU on every acquisition.
-if redis.call('exists', KEYS[1]) == 0 then
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+-- waits (listens on the channel), '0' otherwise, ARGV[4] the hold's token,
+-- ARGV[5] the hold's levels once this one is added ('1': a new hold)
+-- The hash holds the owner's field (its levels, as the Client counts them)
+-- and 'hold' (the token of the hold, '' while granted and not yet taken).
+-- Returns 'OK' when acquired, else the lock's PTTL in ms (for a reentrant
+-- level, a hold Redis no longer has: the caller lost it). Redisson returns
+-- nil when acquired; go-redis makes a nil reply an error and runs it through
+-- its retry checks, which cost ~1.5 µs of client CPU on every acquisition.
+local hold = redis.call('hget', KEYS[1], 'hold')
+if hold == ARGV[4] then
+    -- A reentrant level of this hold, or this acquisition run again (a
+    -- retried request): set the levels the Client counts, so a replay
+    -- changes nothing. A level may extend the lock but never shortens it:
+    -- the levels already held were promised their own lease.
+    redis.call('hset', KEYS[1], ARGV[2], ARGV[5])
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+        redis.call('pexpire', KEYS[1], ARGV[1])
+    end
+    return 'OK'
+end
+if ARGV[5] ~= '1' then
+    -- A reentrant level of a hold that is gone (expired, wiped, failed
+    -- over): never re-create it under a holder that believes it held on.
+    return redis.call('pttl', KEYS[1])
+end
+if hold == false and redis.call('exists', KEYS[1]) == 0 then
+    redis.call('hset', KEYS[1], ARGV[2], 1, 'hold', ARGV[4])
     redis.call('pexpire', KEYS[1], ARGV[1])
     if ARGV[3] == '1' then
         redis.call('lrem', KEYS[2], 0, ARGV[2])
     end
     return 'OK'
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    -- A waiting Client holds no level here: its field is release.lua's grant,
-    -- which it takes as is, with its own lease.
-    if ARGV[3] == '1' then
-        redis.call('pexpire', KEYS[1], ARGV[1])
-        return 'OK'
-    end
-    -- One more reentrant level. Its lease may extend the lock but never
-    -- shortens it: the levels already held were promised their own.
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
-        redis.call('pexpire', KEYS[1], ARGV[1])
-    end
+if hold == '' and ARGV[3] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    -- release.lua's grant to this Client: its waiting attempt takes it as
+    -- its hold, with its own lease.
+    redis.call('hset', KEYS[1], 'hold', ARGV[4])
+    redis.call('pexpire', KEYS[1], ARGV[1])
     return 'OK'
 end
 local ttl = redis.call('pttl', KEYS[1])

@@ -1,6 +1,8 @@
 -- Watchdog renewal of a read lock: the hash and every read level's timeout key.
--- KEYS[1] lock hash; ARGV[1] lease ms, ARGV[2] owner, ARGV[3] key prefix
--- Returns 1 when renewed, 0 when the owner holds no read level.
+-- KEYS[1] lock hash; ARGV[1] lease ms, ARGV[2] the hold's token (its field),
+-- ARGV[3] key prefix
+-- Returns 1 when renewed, 0 when the hold has no read level (a late
+-- renewal of an earlier hold finds nothing: each hold has its own field).
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
     return 0
 end

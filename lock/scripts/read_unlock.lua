@@ -1,17 +1,43 @@
--- Release one level of a read lock: Redisson's RedissonReadLock.unlockInnerAsync (seed 001).
+-- Release one level of a read lock's hold: Redisson's
+-- RedissonReadLock.unlockInnerAsync (seed 001), with the hold's token as
+-- its field and the levels the Client counts, so that running it twice
+-- releases one level; a release that already ran answers 1 again.
 -- KEYS[1] lock hash
--- ARGV[1] owner, ARGV[2] channel, ARGV[3] this owner's read-timeout prefix, ARGV[4] key prefix,
--- ARGV[5] the publish command ('publish', or 'spublish' on a Redis Cluster)
--- Returns nil when the owner holds no read level, 0 when the lock stays held, 1 when released.
+-- ARGV[1] the hold's token (its field), ARGV[2] channel, ARGV[3] the
+-- hold's read-timeout prefix, ARGV[4] key prefix, ARGV[5] the publish
+-- command ('publish', or 'spublish' on a Redis Cluster), ARGV[6] the levels
+-- left once this one is released ('0': the last), ARGV[7] the hold's
+-- release latch, ARGV[8] its lifetime in ms
+-- Returns nil when the hold is not in Redis, 0 when the lock stays held, 1 when released.
 local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+local levels = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
+if mode == false or not levels then
+    -- The latch is best effort (pcall): while the lock's slot migrates, a
+    -- key that is not on this node cannot be read nor written.
+    if redis.pcall('exists', ARGV[7]) == 1 then
+        return 1
+    end
     return nil
 end
-local counter = redis.call('hincrby', KEYS[1], ARGV[1], -1)
-if counter == 0 then
-    redis.call('hdel', KEYS[1], ARGV[1])
+local left = tonumber(ARGV[6])
+if left > 0 then
+    -- An inner level never cuts the lease: its time goes to the level
+    -- below when it is longer, so the hold lasts as long as it did, in
+    -- Redis and in the Client (whose deadline is its longest level's).
+    local top, below = ARGV[3] .. ':' .. (left + 1), ARGV[3] .. ':' .. left
+    local remain = redis.call('pttl', top)
+    if remain > redis.call('pttl', below) then
+        redis.call('set', below, 1, 'px', remain)
+    end
+    redis.call('del', top)
+    redis.call('hset', KEYS[1], ARGV[1], left)
+    return 0
 end
-redis.call('del', ARGV[3] .. ':' .. (counter + 1))
+redis.call('hdel', KEYS[1], ARGV[1])
+for i = math.max(levels, 1), 1, -1 do
+    redis.call('del', ARGV[3] .. ':' .. i)
+end
+redis.pcall('set', ARGV[7], 1, 'px', ARGV[8])
 if redis.call('hlen', KEYS[1]) > 1 then
     -- Other read levels remain: keep the lock as long as the longest of them.
     local maxRemain = -3

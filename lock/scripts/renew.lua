@@ -1,10 +1,13 @@
--- Watchdog renewal: extend the lock only while the owner still holds it.
--- It never shortens the lock: a renewal that reaches Redis late, after its
--- hold was released and the owner took the lock again with a longer lease,
--- must not cut that lease (the owner field is the same).
--- KEYS[1] lock hash; ARGV[1] lease in ms, ARGV[2] owner field
--- Returns 1 when renewed, 0 when the owner no longer holds the lock.
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+-- Watchdog renewal: extend the lock only while it holds the renewing hold.
+-- The hold token, not the owner, decides: a renewal that reaches Redis late,
+-- after its hold was released and the same owner took the lock again, finds
+-- another token and leaves that later hold's TTL alone. It never shortens
+-- the lock either (a reentrant level may hold a longer lease).
+-- KEYS[1] lock hash; ARGV[1] lease in ms, ARGV[2] the field that holds the
+-- hold's token ('hold'; the write lock's is its owner's write field's),
+-- ARGV[3] the hold's token
+-- Returns 1 when renewed, 0 when the lock no longer holds this hold.
+if redis.call('hget', KEYS[1], ARGV[2]) == ARGV[3] then
     if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
         redis.call('pexpire', KEYS[1], ARGV[1])
     end

@@ -1,22 +1,31 @@
 -- Acquire a write lock: Redisson's RedissonWriteLock.tryLockInnerAsync (seed 001).
 -- A waiting writer keeps a place among the waiting writers, which makes new
--- readers wait behind it (read_lock.lua); it leaves when it acquires.
+-- readers wait behind it (read_lock.lua); it leaves when it acquires. The
+-- field "<write field>:hold" holds the hold's token (lock.lua).
 -- KEYS[1] lock hash, KEYS[2] waiting writers (zset: write field -> deadline)
 -- ARGV[1] lease ms, ARGV[2] owner's write field, ARGV[3] '1' when the caller
--- waits, ARGV[4] how long its place lasts unless refreshed (ms)
--- Returns 'OK' when acquired (not nil: see lock.lua), else the lock's PTTL in ms.
+-- waits, ARGV[4] how long its place lasts unless refreshed (ms), ARGV[5] the
+-- hold's token, ARGV[6] the hold's levels once this one is added ('1': a
+-- new hold)
+-- Returns 'OK' when acquired (not nil: see lock.lua), else the lock's PTTL
+-- in ms; for a reentrant level, a hold Redis no longer has.
+local holdField = ARGV[2] .. ':hold'
 local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
-    redis.call('zrem', KEYS[2], ARGV[2])
-    redis.call('hset', KEYS[1], 'mode', 'write')
-    redis.call('hset', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
+if mode == 'write' and redis.call('hget', KEYS[1], holdField) == ARGV[5] then
+    -- A reentrant level, or this acquisition run again: never shortened.
+    redis.call('hset', KEYS[1], ARGV[2], ARGV[6])
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+        redis.call('pexpire', KEYS[1], ARGV[1])
+    end
     return 'OK'
 end
-if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    local current = redis.call('pttl', KEYS[1])
-    redis.call('pexpire', KEYS[1], current + tonumber(ARGV[1]))
+if ARGV[6] ~= '1' then
+    return redis.call('pttl', KEYS[1])
+end
+if mode == false then
+    redis.call('zrem', KEYS[2], ARGV[2])
+    redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1, holdField, ARGV[5])
+    redis.call('pexpire', KEYS[1], ARGV[1])
     return 'OK'
 end
 if ARGV[3] == '1' then

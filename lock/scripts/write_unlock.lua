@@ -1,25 +1,38 @@
--- Release one level of a write lock: Redisson's RedissonWriteLock.unlockInnerAsync (seed 001).
+-- Release one level of a write lock's hold: Redisson's
+-- RedissonWriteLock.unlockInnerAsync (seed 001), with the hold token and
+-- the levels the Client counts (unlock.lua).
 -- KEYS[1] lock hash; ARGV[1] lease ms, ARGV[2] owner's write field, ARGV[3] channel,
--- ARGV[4] the publish command ('publish', or 'spublish' on a Redis Cluster)
--- Returns nil when the owner does not hold the write lock, 0 when it still
--- does (reentrant), 1 when released (to its own read levels, if any).
-if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+-- ARGV[4] the publish command ('publish', or 'spublish' on a Redis Cluster),
+-- ARGV[5] the hold's token, ARGV[6] the levels left once this one is
+-- released ('0': the last), ARGV[7] the hold's release latch, ARGV[8] its
+-- lifetime in ms
+-- Returns nil when the hold is not in Redis, 0 when the owner still holds
+-- the write lock (reentrant), 1 when released (to its own read levels, if
+-- any) — also when this release already ran (its latch says so).
+local holdField = ARGV[2] .. ':hold'
+if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hget', KEYS[1], holdField) ~= ARGV[5] then
+    -- The latch is best effort (pcall): while the lock's slot migrates, a
+    -- key that is not on this node cannot be read nor written.
+    if redis.pcall('exists', ARGV[7]) == 1 then
+        return 1
+    end
     return nil
 end
-if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
+if ARGV[6] ~= '0' then
     -- Extend to the lease at least, never shorten (lock.lua).
+    redis.call('hset', KEYS[1], ARGV[2], ARGV[6])
     if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
         redis.call('pexpire', KEYS[1], ARGV[1])
     end
     return 0
 end
-redis.call('hdel', KEYS[1], ARGV[2])
+redis.call('hdel', KEYS[1], ARGV[2], holdField)
+redis.pcall('set', ARGV[7], 1, 'px', ARGV[8])
 if redis.call('hlen', KEYS[1]) == 1 then
     redis.call('del', KEYS[1])
-    redis.call(ARGV[4], ARGV[3], 'u')
 else
     -- The writer still holds read levels: the lock becomes a read lock.
     redis.call('hset', KEYS[1], 'mode', 'read')
-    redis.call(ARGV[4], ARGV[3], 'u')
 end
+redis.call(ARGV[4], ARGV[3], 'u')
 return 1
