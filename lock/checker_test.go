@@ -213,6 +213,8 @@ type ckHandle struct {
 	// fieldGoes: the owner's field leaves the hash with its last level (not
 	// a Mutex: its Client's field stays when a level is passed in-process).
 	fieldGoes bool
+	// holdField names the field once acquired: a reader's is its hold's token.
+	holdField func() string
 	tryLock   func(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error)
 	unlock    func(ctx context.Context) error
 }
@@ -235,7 +237,14 @@ func ckNewHandle(c *Client, lock, kind string, rng *rand.Rand) ckHandle {
 		side := rw.write
 		if rng.IntN(3) > 0 {
 			side, h.shared = rw.read, true
-			h.field = side.ops.(*readOps).owner
+			h.holdField = func() string {
+				side.mu.Lock()
+				defer side.mu.Unlock()
+				if side.hold == nil {
+					return ""
+				}
+				return side.hold.token
+			}
 		} else {
 			h.field = side.ops.(*writeOps).field
 		}
@@ -365,6 +374,9 @@ func (p *ckProc) cycle(ctx context.Context, rng *rand.Rand, cl *ckClient) {
 	}
 	if !ok {
 		return
+	}
+	if h.holdField != nil {
+		h.field = h.holdField()
 	}
 	hr := ckRecord{Kind: "hold", Lock: h.lock, Owner: owner, Start: acquired, Shared: h.shared, Watchdog: lease == 0,
 		What: fmt.Sprintf("lock(%v)", lease)}
