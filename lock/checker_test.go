@@ -71,6 +71,7 @@ var (
 	checkerSeed  = flag.Uint64("checker.seed", 0, "the lock checker's seed (env LOCK_CHECKER_SEED; 0: a new one)")
 	checkerTime  = flag.Duration("checker.time", 0, "how long the lock checker runs (env LOCK_CHECKER_TIME; default 15s)")
 	checkerProcs = flag.Int("checker.procs", 2, "processes the lock checker's Clients run in (at least 2)")
+	checkerKinds = flag.String("checker.kinds", "mutex,fair,fenced,rw", "the lock kinds the lock checker runs, comma separated")
 	checkerFault = flag.String("checker.faults", "all", "the faults the lock checker injects, comma separated: "+strings.Join(ckAllFaults, ","))
 )
 
@@ -132,6 +133,7 @@ type ckSpec struct {
 	Until   int64 // ckNow() at which no new operation starts
 	Out     string
 	Faults  map[string]bool
+	Locks   [][2]string // name and kind
 }
 
 // ckRecord is one line of a process's record file.
@@ -354,7 +356,7 @@ func ckCause(held context.Context) string {
 // while with random reentrant levels and inner unlocks, then unlocks every
 // level.
 func (p *ckProc) cycle(ctx context.Context, rng *rand.Rand, cl *ckClient) {
-	lk := ckLocks[rng.IntN(len(ckLocks))]
+	lk := p.spec.Locks[rng.IntN(len(p.spec.Locks))]
 	h := ckNewHandle(cl.c, lk[0], lk[1], rng)
 	owner := fmt.Sprintf("p%d-h%d", p.spec.Proc, p.handles.Add(1))
 	lease := ckLease(rng)
@@ -609,7 +611,7 @@ func TestLockChecker(t *testing.T) {
 	}
 	procs := max(*checkerProcs, 2)
 	t.Logf("lock checker: seed %d for %v in %d processes, faults %s", seed, runFor, procs, *checkerFault)
-	repro := fmt.Sprintf("go test -race -run '^TestLockChecker$' ./lock/ -checker.seed=%d -checker.time=%v -checker.faults=%s", seed, runFor, *checkerFault)
+	repro := fmt.Sprintf("go test -race -run '^TestLockChecker$' ./lock/ -checker.seed=%d -checker.time=%v -checker.faults=%s -checker.kinds=%s", seed, runFor, *checkerFault, *checkerKinds)
 
 	srv := redistest.Start(t)
 	admin := srv.Client(t)
@@ -618,6 +620,15 @@ func TestLockChecker(t *testing.T) {
 		t.Fatal(err)
 	}
 	faults := &ckFaults{on: on, rng: rand.New(rand.NewPCG(seed, 0))}
+	var locks [][2]string
+	for _, l := range ckLocks {
+		if slices.Contains(strings.Split(*checkerKinds, ","), l[1]) {
+			locks = append(locks, l)
+		}
+	}
+	if len(locks) == 0 {
+		t.Fatalf("-checker.kinds %q: none of mutex, fair, fenced, rw", *checkerKinds)
+	}
 	proxy, err := faultproxy.Start(srv.Addr, faults)
 	if err != nil {
 		t.Fatal(err)
@@ -629,7 +640,7 @@ func TestLockChecker(t *testing.T) {
 	dir := t.TempDir()
 	until := ckNow() + ckDur(runFor)
 	spec := func(proc int) ckSpec {
-		return ckSpec{Addr: proxy.Addr(), Seed: seed, Proc: proc, Clients: 2, Workers: 3, Until: until, Faults: on,
+		return ckSpec{Addr: proxy.Addr(), Seed: seed, Proc: proc, Clients: 2, Workers: 3, Until: until, Faults: on, Locks: locks,
 			Out: filepath.Join(dir, fmt.Sprintf("proc%d.jsonl", proc))}
 	}
 
