@@ -15,7 +15,7 @@ import (
 	"github.com/lockstep/lockstep/scenarios"
 )
 
-// TestComposeClusterOnEngine runs the cluster profile as the README does,
+// TestComposeClusterOnEngine runs the cluster profile as docs/compose.md does,
 // on a real Docker engine: up (twice: cluster-init leaves the cluster it
 // made be), cluster-nginx spreading over cluster-shop1..3, and the
 // cluster-loadgen's shards scenario, whose report must show every stage

@@ -143,7 +143,7 @@ func (c *composeProject) up(t *testing.T, p *types.Project, profile string) {
 	}
 }
 
-// runLoadgen runs a loadgen service to its end, as the README does
+// runLoadgen runs a loadgen service to its end, as docs/compose.md does
 // (docker compose --profile profile run --rm service), and returns its
 // output. Exit status 3 is the loadgen's "expectations not met": the
 // report says which, and the caller judges them.
@@ -163,7 +163,7 @@ func (c *composeProject) prometheus(t *testing.T) *stack {
 	return &stack{promURL: "http://prometheus:9090", promClient: c.networkClient(), scrape: prometheusScrapeInterval(t)}
 }
 
-// down runs docker compose down, as the README does (with the profile up
+// down runs docker compose down, as docs/compose.md does (with the profile up
 // enabled), and checks that it left no container, network or volume of
 // the project.
 func (c *composeProject) down(t *testing.T, s *stack) {

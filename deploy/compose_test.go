@@ -152,8 +152,9 @@ func TestComposeServices(t *testing.T) {
 		}
 	}
 	if want := map[string]string{"nginx": "8080:80", "grafana": "3000:3000", "prometheus": "9090:9090", "cluster-nginx": "8082:80"}; !maps.Equal(published, want) {
-		t.Errorf("published ports %v, want %v (the README documents them)", published, want)
+		t.Errorf("published ports %v, want %v (docs/compose.md documents them)", published, want)
 	}
+	checkDocumentedPorts(t, published)
 
 	// Start-up order: whatever a service waits for must have a healthcheck,
 	// and it waits for it to be healthy, not merely started; or it is a
@@ -590,5 +591,28 @@ func TestComposeNginxConfig(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkDocumentedPorts: the "open" tables of docs/compose.md list exactly
+// the ports docker-compose.yml publishes.
+func checkDocumentedPorts(t *testing.T, published map[string]string) {
+	t.Helper()
+	page, err := os.ReadFile(repoPath("docs", "compose.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var documented, publishedPorts []string
+	for _, m := range regexp.MustCompile(`(?m)^\| <http://localhost:(\d+)>`).FindAllSubmatch(page, -1) {
+		documented = append(documented, string(m[1]))
+	}
+	for _, hostToContainer := range published {
+		host, _, _ := strings.Cut(hostToContainer, ":")
+		publishedPorts = append(publishedPorts, host)
+	}
+	slices.Sort(documented)
+	slices.Sort(publishedPorts)
+	if !slices.Equal(documented, publishedPorts) {
+		t.Errorf("docs/compose.md lists the ports %v to open, docker-compose.yml publishes %v", documented, publishedPorts)
 	}
 }

@@ -319,7 +319,7 @@ func (b *standInBuilder) build(t *testing.T, s standIn, comment string) {
 	if s.version != "" {
 		got := inRoot(s.version)
 		if !sameVersion(imageVersion(s.image), got) {
-			t.Fatalf("%s: stand-in has version %q (%s): not the tag's; change the image in docker-compose.yml and the README, or the stand-in", s.image, strings.TrimSpace(got), s.version)
+			t.Fatalf("%s: stand-in has version %q (%s): not the tag's; change the image in docker-compose.yml and docs/compose.md, or the stand-in", s.image, strings.TrimSpace(got), s.version)
 		}
 	}
 

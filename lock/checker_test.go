@@ -923,6 +923,9 @@ func ckLongestGap(within ckSpan, spans []ckSpan) (int64, int64) {
 	return longest, start
 }
 
+// CheckerChild is ckChild for TestMain, which is in package lock_test.
+var CheckerChild = ckChild
+
 // ckChild runs a child process's part of a run when the test binary was
 // started as one; it reports whether it was.
 func ckChild() (bool, error) {

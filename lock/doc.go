@@ -27,6 +27,12 @@
 // EVAL when Redis does not have it cached. All keys and the pub/sub channel of
 // one lock share a hash tag, so a lock works on Redis Cluster.
 //
+// The examples (ExampleClient_Mutex, ExampleMutex_LockContext,
+// ExampleMutex_TryLock, ExampleClient_FencedMutex, ExampleNewRedLock,
+// ExampleClient_RWMutex) run against a real Redis under go test; README.md
+// in this directory gives the package at a glance, and docs/lock.md at the
+// repository's root what a holder can rely on.
+//
 // # Unknown outcomes
 //
 // Any request may run in Redis and lose its reply, run twice (go-redis

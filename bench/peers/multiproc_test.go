@@ -57,7 +57,7 @@ func TestProcessesExclude(t *testing.T) {
 			if f.Processes != 2 || len(f.PerProcess) != 2 || f.ProcessFairness <= 0 {
 				t.Errorf("per process %v, fairness %.2f: want two processes' counts", f.PerProcess, f.ProcessFairness)
 			}
-			// lockstep's processes take turns in FIFO order (the README's claim).
+			// lockstep's processes take turns in FIFO order (docs/lock.md's claim).
 			if c.name == lockstepDefault && f.ProcessFairness < 0.9 {
 				t.Errorf("fairness between processes %.2f (per process %v), want ≥ 0.9", f.ProcessFairness, f.PerProcess)
 			}

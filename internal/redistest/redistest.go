@@ -54,24 +54,52 @@ func Start(t testing.TB, extra ...string) *Server {
 	bin := Binary(t)
 	s := &Server{t: t, dir: t.TempDir(), args: extra}
 	t.Cleanup(s.Stop)
-	// FreePort's port can be taken by another test before redis-server binds
-	// it: then pick another.
+	if err := s.startOnFreePort(bin); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// StartMain launches a redis-server for a package's TestMain, which has no
+// testing.TB: a package's Example functions need a server too, and cannot
+// start one themselves. Its data goes to dir, which must exist. The caller
+// stops it after m.Run; Restart needs a server from Start. Without
+// redis-server on PATH the error wraps exec.ErrNotFound.
+func StartMain(dir string, extra ...string) (*Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redis-server: %w", err)
+	}
+	s := &Server{dir: dir, args: extra}
+	if err := s.startOnFreePort(bin); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// startOnFreePort starts the server on a free loopback port. FreePort's
+// port can be taken by another test before redis-server binds it: then it
+// picks another.
+func (s *Server) startOnFreePort(bin string) error {
 	for attempt := 1; ; attempt++ {
-		s.port = FreePort(t)
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		s.port = port
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
-		err := s.start(bin)
+		err = s.start(bin)
 		if err == nil {
-			return s
+			return nil
 		}
 		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
 		if attempt == 5 || !strings.Contains(string(log), "Address already in use") {
-			t.Fatalf("redis-server on %s not ready: %v\n%s", s.Addr, err, log)
+			return fmt.Errorf("redis-server on %s not ready: %w\n%s", s.Addr, err, log)
 		}
 	}
 }
 
 func (s *Server) start(bin string) error {
-	s.t.Helper()
 	args := append([]string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
@@ -85,11 +113,12 @@ func (s *Server) start(bin string) error {
 	cmd := exec.Command(bin, args...)
 	logFile, err := os.Create(filepath.Join(s.dir, "redis.log"))
 	if err != nil {
-		s.t.Fatalf("redis log: %v", err)
+		return fmt.Errorf("redis log: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("start redis-server: %v", err)
+		logFile.Close()
+		return fmt.Errorf("start redis-server: %w", err)
 	}
 	s.cmd, s.done = cmd, make(chan struct{})
 	go func(done chan struct{}) { _ = cmd.Wait(); logFile.Close(); close(done) }(s.done)
@@ -167,10 +196,18 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("free port: %v", err)
+		return 0, fmt.Errorf("free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
