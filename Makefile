@@ -50,6 +50,9 @@ check-lock: deps
 # Mutation testing of lock/ (not part of make test; about an hour here):
 # each mutant of lock/mutants.txt alone against go test ./lock/, then the
 # score and the survivors (lock/MUTANTS.md says why they stand). One mutant:
-# make mutate MUTATE_ARGS='-run u04'.
+# make mutate MUTATE_ARGS='-run u04'. The two Cluster slot-movement tests
+# are left out: no mutant touches what they test, and on a loaded machine
+# they fail now and then, which would stop the run at its baseline.
+MUTATE_TESTARGS ?= -skip=^(TestWaitersFollowTheirSlot|TestLocksWorkWhileTheirSlotMigrates)$$
 mutate: deps
-	$(GO) run ./internal/mutate $(MUTATE_ARGS)
+	$(GO) run ./internal/mutate -testargs '$(MUTATE_TESTARGS)' $(MUTATE_ARGS)
