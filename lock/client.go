@@ -186,7 +186,9 @@ func (c *Client) ID() string { return c.id }
 // expire after their lease, exactly as when a process crashes. It returns
 // once its waiters have left the locks' queues, so a program may close its
 // Redis client next: a place left queued would be granted the lock, which
-// would then wait out a grant lease with nobody to take it.
+// would then wait out a grant lease with nobody to take it. With Redis
+// unreachable, that wait lasts until their requests fail (go-redis's
+// timeouts), and a leave is given the watchdog timeout at most.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
