@@ -75,11 +75,6 @@ func (r *scriptRig) subscribe(channel string) func() string {
 	}
 }
 
-// lockArgs are lock.lua's arguments: lease, owner, waiting, token, levels.
-func lockArgs(lease, owner, waiting, token, levels string) []any {
-	return []any{lease, owner, waiting, token, levels}
-}
-
 const (
 	gKey     = "{g}"
 	gQueue   = "{g}:queue"
@@ -240,11 +235,11 @@ func TestScriptRenew(t *testing.T) {
 
 var fKeys = []string{"{f}", "{f}:queue", "{f}:deadlines"}
 
-func fairArgs(lease, owner, queue, token, levels string) []any {
+func fLockArgs(lease, owner, queue, token, levels string) []any {
 	return []any{lease, owner, "5000", queue, token, levels}
 }
 
-func fairUnlockArgs(lease, owner, token, left string) []any {
+func fUnlockArgs(lease, owner, token, left string) []any {
 	return []any{lease, owner, "{f}:channel", "publish", token, left, "{f}:released:" + token, "10000"}
 }
 
@@ -253,9 +248,9 @@ func fairUnlockArgs(lease, owner, token, left string) []any {
 // unlock wakes the head.
 func TestScriptFairHeadFirst(t *testing.T) {
 	r := newScriptRig(t)
-	r.want(acquiredOK, fairLockScript, fKeys, fairArgs("30000", "X", "0", "tX", "1")...)
+	r.want(acquiredOK, fairLockScript, fKeys, fLockArgs("30000", "X", "0", "tX", "1")...)
 	for _, w := range []string{"A", "B"} {
-		if res, _ := r.run(fairLockScript, fKeys, fairArgs("30000", w, "1", "t"+w, "1")...); res == acquiredOK {
+		if res, _ := r.run(fairLockScript, fKeys, fLockArgs("30000", w, "1", "t"+w, "1")...); res == acquiredOK {
 			t.Fatalf("%s acquired a held fair lock", w)
 		}
 	}
@@ -263,14 +258,14 @@ func TestScriptFairHeadFirst(t *testing.T) {
 		t.Fatalf("queue %v, want [A B]", q)
 	}
 	next := r.subscribe("{f}:channel:A")
-	r.want(int64(1), fairUnlockScript, fKeys, fairUnlockArgs("30000", "X", "tX", "0")...)
+	r.want(int64(1), fairUnlockScript, fKeys, fUnlockArgs("30000", "X", "tX", "0")...)
 	if msg := next(); msg != "u" {
 		t.Fatalf("fair unlock published %q to the head, want u", msg)
 	}
-	if res, _ := r.run(fairLockScript, fKeys, fairArgs("30000", "B", "1", "tB", "1")...); res == acquiredOK {
+	if res, _ := r.run(fairLockScript, fKeys, fLockArgs("30000", "B", "1", "tB", "1")...); res == acquiredOK {
 		t.Fatal("B took the fair lock ahead of A, the queue's head")
 	}
-	r.want(acquiredOK, fairLockScript, fKeys, fairArgs("30000", "A", "1", "tA", "1")...)
+	r.want(acquiredOK, fairLockScript, fKeys, fLockArgs("30000", "A", "1", "tA", "1")...)
 	if err := r.rdb.ZScore(r.ctx, fKeys[2], "A").Err(); !errors.Is(err, redis.Nil) {
 		t.Fatalf("A's deadline entry after it acquired: %v", err)
 	}
@@ -281,21 +276,21 @@ func TestScriptFairDropsADeadHead(t *testing.T) {
 	r := newScriptRig(t)
 	r.rdb.RPush(r.ctx, fKeys[1], "dead")
 	r.rdb.ZAdd(r.ctx, fKeys[2], redis.Z{Score: 1, Member: "dead"}) // long past
-	r.want(acquiredOK, fairLockScript, fKeys, fairArgs("30000", "A", "0", "tA", "1")...)
+	r.want(acquiredOK, fairLockScript, fKeys, fLockArgs("30000", "A", "0", "tA", "1")...)
 }
 
 // u07: a fair unlock checks the hold; fair-inner-cuts: an inner level
 // keeps the longer TTL; fair-reentry-recreates, fair-reentry-shortens.
 func TestScriptFairLevels(t *testing.T) {
 	r := newScriptRig(t)
-	if res, _ := r.run(fairLockScript, fKeys, fairArgs("30000", "A", "0", "tA", "2")...); res == acquiredOK {
+	if res, _ := r.run(fairLockScript, fKeys, fLockArgs("30000", "A", "0", "tA", "2")...); res == acquiredOK {
 		t.Fatal("a fair reentrant level re-created a lost hold")
 	}
-	r.want(acquiredOK, fairLockScript, fKeys, fairArgs("500", "A", "0", "tA", "1")...)
-	r.want(acquiredOK, fairLockScript, fKeys, fairArgs("60000", "A", "0", "tA", "2")...)
-	r.want(acquiredOK, fairLockScript, fKeys, fairArgs("1000", "A", "0", "tA", "3")...)
-	r.want(nil, fairUnlockScript, fKeys, fairUnlockArgs("500", "A", "tOld", "2")...)
-	r.want(int64(0), fairUnlockScript, fKeys, fairUnlockArgs("500", "A", "tA", "2")...)
+	r.want(acquiredOK, fairLockScript, fKeys, fLockArgs("500", "A", "0", "tA", "1")...)
+	r.want(acquiredOK, fairLockScript, fKeys, fLockArgs("60000", "A", "0", "tA", "2")...)
+	r.want(acquiredOK, fairLockScript, fKeys, fLockArgs("1000", "A", "0", "tA", "3")...)
+	r.want(nil, fairUnlockScript, fKeys, fUnlockArgs("500", "A", "tOld", "2")...)
+	r.want(int64(0), fairUnlockScript, fKeys, fUnlockArgs("500", "A", "tA", "2")...)
 	if ttl := r.pttl(fKeys[0]); ttl < 50000 {
 		t.Fatalf("fair levels and an inner unlock left a TTL of %d ms, want the 60s level's", ttl)
 	}
@@ -305,9 +300,9 @@ func TestScriptFairLevels(t *testing.T) {
 // wakes the next.
 func TestScriptFairLeave(t *testing.T) {
 	r := newScriptRig(t)
-	r.want(acquiredOK, fairLockScript, fKeys, fairArgs("30000", "X", "0", "tX", "1")...)
+	r.want(acquiredOK, fairLockScript, fKeys, fLockArgs("30000", "X", "0", "tX", "1")...)
 	for _, w := range []string{"A", "B"} {
-		_, _ = r.run(fairLockScript, fKeys, fairArgs("30000", w, "1", "t"+w, "1")...)
+		_, _ = r.run(fairLockScript, fKeys, fLockArgs("30000", w, "1", "t"+w, "1")...)
 	}
 	r.rdb.Del(r.ctx, fKeys[0]) // expired
 	next := r.subscribe("{f}:channel:B")
