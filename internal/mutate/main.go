@@ -35,7 +35,7 @@ func main() {
 }
 
 type config struct {
-	list, pkg, runIDs, testArgs string
+	list, pkg, runIDs, testArgs, first string
 	timeout                     time.Duration
 	check                       bool
 }
@@ -48,6 +48,7 @@ func run() error {
 	fs.StringVar(&cfg.runIDs, "run", "", "only the mutants whose id matches this regexp")
 	fs.StringVar(&cfg.testArgs, "testargs", "", "more go test arguments, space separated")
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "a mutant's test run is cut (and the mutant counted killed) after this")
+	fs.StringVar(&cfg.first, "first", "^TestScript", "tests run first, alone (-run): a mutant they kill needs no full run")
 	fs.BoolVar(&cfg.check, "check", false, "only check that every mutant applies to the current code")
 	if err := flagenv.Parse(fs, os.Args[1:], os.Getenv); err != nil {
 		return err
@@ -93,7 +94,7 @@ func run() error {
 	}
 	start := time.Now()
 	fmt.Printf("baseline: %s on the unmutated copy\n", cfg.pkg)
-	if res := testOnce(dir, cfg); res.outcome != "survived" {
+	if res := testOnce(dir, cfg, ""); res.outcome != "survived" {
 		return fmt.Errorf("the unmutated tests do not pass (%s):\n%s", res.outcome, res.tail)
 	}
 	killed, survived, invalid := 0, []mutant{}, []string{}
@@ -190,16 +191,29 @@ func runMutant(dir string, cfg config, m mutant) (result, error) {
 		return result{}, err
 	}
 	defer os.WriteFile(path, src, 0o644) //nolint:errcheck // checked by the next mutant's apply
-	return testOnce(dir, cfg), nil
+	start := time.Now()
+	if cfg.first != "" {
+		if res := testOnce(dir, cfg, cfg.first); res.outcome != "survived" {
+			res.took = time.Since(start)
+			return res, nil
+		}
+	}
+	res := testOnce(dir, cfg, "")
+	res.took = time.Since(start)
+	return res, nil
 }
 
 var failingTest = regexp.MustCompile(`--- FAIL: (\S+)`)
 
-func testOnce(dir string, cfg config) result {
+// testOnce runs the package's tests, or only those matching run.
+func testOnce(dir string, cfg config, run string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout+time.Minute)
 	defer cancel()
 	args := []string{"test", "-count=1", "-failfast", "-timeout", cfg.timeout.String()}
 	args = append(args, strings.Fields(cfg.testArgs)...)
+	if run != "" {
+		args = append(args, "-run", run)
+	}
 	args = append(args, cfg.pkg)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
