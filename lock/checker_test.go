@@ -101,13 +101,16 @@ func ckFaultSet(list string) (map[string]bool, error) {
 
 const (
 	ckDefaultTime = 15 * time.Second
-	ckWatchdog    = 4 * time.Second // the Clients' watchdog timeout, and so a grant's lease
+	ckWatchdog    = 6 * time.Second // the Clients' watchdog timeout, and so a grant's lease
 	ckFairTTL     = time.Second     // the Clients' fair-waiter timeout
 	ckMaxLease    = 3 * time.Second
 	ckMaxDelay    = 500 * time.Millisecond // the longest the proxy holds a chunk back
+	// ckLateRenewal is the longest a watchdog renewal is held back: long
+	// enough for its hold to be released and the lock taken again.
+	ckLateRenewal = time.Second
 	// ckTolerance is how late an end may be seen: a goroutine woken by a
 	// held context on a loaded two-core machine under -race.
-	ckTolerance = 250 * time.Millisecond
+	ckTolerance = 400 * time.Millisecond
 	// ckRenewal bounds a renewal's round trip under the injected faults: two
 	// delays and go-redis's retries of a cut connection.
 	ckRenewal = 2*ckMaxDelay + time.Second
@@ -297,7 +300,7 @@ func runCkProc(ctx context.Context, spec ckSpec) error {
 // its place: its holders' and waiters' operations end with ErrClosed.
 func (p *ckProc) closeClients(ctx context.Context, rng *rand.Rand) {
 	for p.spec.Faults["close"] {
-		if !ckSleep(ctx, time.Duration(2000+rng.IntN(4000))*time.Millisecond) || ckNow() > p.spec.Until {
+		if !ckSleep(ctx, time.Duration(4000+rng.IntN(8000))*time.Millisecond) || ckNow() > p.spec.Until {
 			return
 		}
 		old := p.clients[rng.IntN(len(p.clients))].Swap(newCkClient(p.spec.Addr))
@@ -553,6 +556,11 @@ func (f *ckFaults) Request(chunk []byte) time.Duration {
 	if !ckScript(chunk) || !f.on["late"] {
 		return 0
 	}
+	renewal := bytes.Contains(chunk, []byte(renewScript.Hash())) || bytes.Contains(chunk, []byte(readRenewScript.Hash()))
+	if ok, d := f.roll(150, ckLateRenewal); ok && renewal { // a renewal that arrives late
+		f.lates.Add(1)
+		return d
+	}
 	if ok, d := f.roll(30, ckMaxDelay); ok { // a request that arrives late
 		f.lates.Add(1)
 		return d
@@ -752,11 +760,20 @@ func ckRead(path string) ([]ckRecord, error) {
 
 // ckEnd is when a hold stopped being live: its held context's end as seen,
 // or its last Unlock's call, which ends it first.
+//
+// A lease hold that ran out ended at its deadline, by its timer: a loaded
+// machine may run the timer, and the goroutine that sees the end, late,
+// which says nothing of the library's logic. Its deadline is counted from
+// the acquisition's reply, so it is never earlier than the hold's own.
 func ckEnd(h ckRecord) int64 {
-	if h.UnlockAt > 0 && h.UnlockAt < h.End {
-		return h.UnlockAt
+	end := h.End
+	if h.UnlockAt > 0 && h.UnlockAt < end {
+		end = h.UnlockAt
 	}
-	return h.End
+	if h.Cause == "lost" && h.Deadline > 0 && h.Deadline < end {
+		end = h.Deadline
+	}
+	return end
 }
 
 // ckSpan is a stretch of time, in ns of ckNow.
@@ -829,7 +846,9 @@ func ckCheck(records []ckRecord, events []ckEvent) (violations []string, stats s
 		}
 		busy = append(busy, dead[lock]...)
 		for _, c := range closes { // a closed fair waiter's or writer's place lapses
-			busy = append(busy, ckSpan{c, c + ckDur(ckFairTTL+ckMaxDelay) + tol})
+			if lock == "ck-fair" || lock == "ck-rw" {
+				busy = append(busy, ckSpan{c, c + ckDur(ckFairTTL+ckMaxDelay) + tol})
+			}
 		}
 		if lock == "ck-rw" { // a waiting writer holds new readers back
 			for _, w := range ws {
