@@ -55,6 +55,7 @@ check-lock: deps
 # they fail now and then, which would stop the run at its baseline. The
 # lock checker runs with one seed (LOCK_CHECKER_SEED, 9), the same faults
 # for every mutant.
+MUTATE_PARALLEL ?= 2
 MUTATE_TESTARGS ?= -skip=^(TestWaitersFollowTheirSlot|TestLocksWorkWhileTheirSlotMigrates)$$
 mutate: deps
-	LOCK_CHECKER_SEED=$${LOCK_CHECKER_SEED:-9} $(GO) run ./internal/mutate -testargs '$(MUTATE_TESTARGS)' $(MUTATE_ARGS)
+	LOCK_CHECKER_SEED=$${LOCK_CHECKER_SEED:-9} $(GO) run ./internal/mutate -parallel $(MUTATE_PARALLEL) -testargs '$(MUTATE_TESTARGS)' $(MUTATE_ARGS)

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockstep/lockstep/internal/flagenv"
@@ -37,6 +38,7 @@ func main() {
 type config struct {
 	list, pkg, runIDs, testArgs, first string
 	timeout                            time.Duration
+	parallel                           int
 	check                              bool
 }
 
@@ -49,6 +51,7 @@ func run() error {
 	fs.StringVar(&cfg.testArgs, "testargs", "", "more go test arguments, space separated")
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "a mutant's test run is cut (and the mutant counted killed) after this")
 	fs.StringVar(&cfg.first, "first", "^TestScript", "tests run first, alone (-run): a mutant they kill needs no full run")
+	fs.IntVar(&cfg.parallel, "parallel", 1, "mutants tested at once, each in a copy of the module of its own")
 	fs.BoolVar(&cfg.check, "check", false, "only check that every mutant applies to the current code")
 	if err := flagenv.Parse(fs, os.Args[1:], os.Getenv); err != nil {
 		return err
@@ -84,32 +87,59 @@ func run() error {
 		return nil
 	}
 
-	dir, err := os.MkdirTemp("", "mutate-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	if err := copyModule(".", dir); err != nil {
-		return err
+	// One copy of the module per worker: a mutant is applied to its
+	// worker's copy and undone before the next.
+	dirs := make([]string, max(cfg.parallel, 1))
+	for i := range dirs {
+		dir, err := os.MkdirTemp("", "mutate-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if err := copyModule(".", dir); err != nil {
+			return err
+		}
+		dirs[i] = dir
 	}
 	start := time.Now()
 	fmt.Printf("baseline: %s on the unmutated copy\n", cfg.pkg)
 	// Twice at most: a test that fails now and then on a loaded machine
 	// must not cost the whole run.
-	if res := testOnce(dir, cfg, ""); res.outcome != "survived" {
+	if res := testOnce(dirs[0], cfg, ""); res.outcome != "survived" {
 		fmt.Printf("baseline %s, again:\n%s\n", res.outcome, res.tail)
-		if res := testOnce(dir, cfg, ""); res.outcome != "survived" {
+		if res := testOnce(dirs[0], cfg, ""); res.outcome != "survived" {
 			return fmt.Errorf("the unmutated tests do not pass (%s):\n%s", res.outcome, res.tail)
 		}
 	}
+	results := make([]result, len(mutants))
+	errs := make([]error, len(mutants))
+	next := make(chan int)
+	var mu sync.Mutex
+	done := 0
+	var wg sync.WaitGroup
+	for _, dir := range dirs {
+		wg.Go(func() {
+			for i := range next {
+				results[i], errs[i] = runMutant(dir, cfg, mutants[i])
+				mu.Lock()
+				done++
+				m, res := mutants[i], results[i]
+				fmt.Printf("[%2d/%d] %-6s %-9s %6.1fs  %s  %s\n", done, len(mutants), m.id, res.outcome, res.took.Seconds(), m.what, res.by)
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range mutants {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
 	killed, survived, invalid := 0, []mutant{}, []string{}
 	for i, m := range mutants {
-		res, err := runMutant(dir, cfg, m)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("[%2d/%d] %-6s %-9s %6.1fs  %s  %s\n", i+1, len(mutants), m.id, res.outcome, res.took.Seconds(), m.what, res.by)
-		switch res.outcome {
+		switch res := results[i]; res.outcome {
 		case "killed", "timeout":
 			killed++
 		case "survived":
