@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -516,4 +517,33 @@ func TestCloseWakesASleepingWaiter(t *testing.T) {
 		t.Fatal("Close did not wake the sleeping waiter")
 	}
 	<-closed
+}
+
+// wait-no-retry-after-subscribe: an unlock between a waiter's first
+// attempt and its subscription publishes nothing (nobody was queued), so
+// the waiter tries again once subscribed instead of sleeping on the TTL
+// (Redisson #1763).
+func TestUnlockBeforeTheSubscriptionIsNotMissed(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	holder := newClient(t, srv).Mutex("before-subscribe")
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	releaseAfterFirstAttempt := scriptHook{sha: lockScript.Hash(), around: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		err := next(ctx, cmd)
+		once.Do(func() {
+			if err := holder.Unlock(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+		return err
+	}}
+	waiter := hookedClient(t, srv, releaseAfterFirstAttempt).Mutex("before-subscribe")
+	start := time.Now()
+	ok, err := waiter.TryLock(ctx, 5*time.Second, 0)
+	if waited := time.Since(start); !ok || err != nil || waited > 2*time.Second {
+		t.Fatalf("TryLock = %v, %v after %v: the unlock before the subscription was missed", ok, err, waited)
+	}
 }
