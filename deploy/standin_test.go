@@ -3,11 +3,15 @@ package deploy
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +25,13 @@ import (
 // import and tagged with the official name. They exist for the test only:
 // the compose file keeps naming the official images users pull.
 
-// standIn is the recipe of one stand-in image.
+// standIn is the recipe of one stand-in image. What the official image
+// declares (ENTRYPOINT, CMD, USER, WORKDIR, VOLUME, ENV) comes from its
+// facts in deploy/images.json, so a stand-in cannot hide a VOLUME compose
+// leaves uncovered or a user that cannot read a mount; its setup writes
+// the entrypoint those facts name, behaving as the official one does for
+// the commands compose gives it and reading only the variables the
+// official one reads (TestStandInsReadWhatImagesRead).
 type standIn struct {
 	image    string   // the official image's name, which the stand-in takes
 	packages []string // Debian packages installed in the root
@@ -34,8 +44,15 @@ type standIn struct {
 	// (a package's, a program's); empty for alpine, whose tag names no
 	// program.
 	version string
-	changes []string // docker import --change: what the official image's Dockerfile sets
+	// versionOf, when set, is the version the stand-in's program is held
+	// to instead of the tag's, and why: Debian packages no other.
+	versionOf, versionWhy string
 }
+
+// stepDown runs the rest of an entrypoint as user, as the official
+// images' gosu does (util-linux's setpriv, not busybox's: Debian has no
+// gosu).
+const stepDown = `exec /usr/bin/setpriv --reuid=%[1]s --regid=%[1]s --init-groups "$0" "$@"`
 
 // standIns: one entry per image. Grafana has none: Debian does not package
 // it, and a fake Grafana would prove nothing.
@@ -43,16 +60,35 @@ var standIns = []standIn{
 	{
 		image:    "redis:7.0.15-alpine",
 		packages: []string{"redis-server", "redis-tools"},
-		setup:    "mkdir -p /data",
-		version:  "dpkg-query -W -f '${Version}' redis-server",
-		changes:  []string{"WORKDIR /data", "VOLUME /data", `CMD ["redis-server"]`},
+		// The official entrypoint: options alone run redis-server; a
+		// redis-server started as root gets the working directory (/data)
+		// and runs as redis; anything else runs as given.
+		setup: `mkdir -p /data
+cat > /usr/local/bin/docker-entrypoint.sh <<'ENTRY'
+#!/bin/sh
+set -e
+if [ "${1#-}" != "$1" ] || [ "${1%.conf}" != "$1" ]; then
+	set -- redis-server "$@"
+fi
+if [ "$1" = redis-server ] && [ "$(id -u)" = 0 ]; then
+	find . \! -user redis -exec chown redis '{}' +
+	` + fmt.Sprintf(stepDown, "redis") + `
+fi
+um="$(umask)"
+if [ "$um" = 0022 ]; then
+	umask 0077
+fi
+exec "$@"
+ENTRY
+chmod 755 /usr/local/bin/docker-entrypoint.sh`,
+		version: "dpkg-query -W -f '${Version}' redis-server",
 	},
 	{
 		image:    "mariadb:10.11",
 		packages: []string{"mariadb-server", "mariadb-client"},
-		// The official image's entrypoint, as far as the compose file uses
-		// it: a data directory initialised on first start, the root
-		// password and the database from the environment.
+		// The official entrypoint, as far as the compose file uses it: a
+		// data directory initialised on first start, the root password and
+		// the database from the environment.
 		setup: `mkdir -p /run/mysqld /var/lib/mysql && chown mysql:mysql /run/mysqld /var/lib/mysql
 cat > /usr/local/bin/docker-entrypoint.sh <<'ENTRY'
 #!/bin/sh
@@ -75,73 +111,107 @@ exec mariadbd --user=mysql --datadir=/var/lib/mysql --bind-address=0.0.0.0 --ski
 ENTRY
 chmod 755 /usr/local/bin/docker-entrypoint.sh`,
 		version: "dpkg-query -W -f '${Version}' mariadb-server",
-		changes: []string{"EXPOSE 3306", `ENTRYPOINT ["docker-entrypoint.sh"]`, `CMD ["mariadbd"]`},
 	},
 	{
 		image:    "zookeeper:3.8.0",
 		packages: []string{"zookeeper"},
-		// The official image's entrypoint, as far as the compose file uses
-		// it: a standalone server on 2181 with its data in /data and
-		// /datalog, the four-letter words and session bound from the
-		// environment; zkServer.sh on PATH for the healthcheck, reading the
-		// same configuration (a wrapper: Debian's finds zkEnv.sh beside
-		// itself).
-		setup: `mkdir -p /data /datalog /etc/zookeeper/conf
-printf '#!/bin/sh\nexec /usr/share/zookeeper/bin/zkServer.sh "$@"\n' > /usr/local/bin/zkServer.sh
-chmod 755 /usr/local/bin/zkServer.sh
-cat > /usr/local/bin/docker-entrypoint.sh <<'ENTRY'
+		// The official entrypoint, line for line where compose depends on
+		// it: a zkServer.sh command started as root gets the three data
+		// directories and runs as zookeeper; zoo.cfg in /conf, written once
+		// from the image's variables, extra settings only from
+		// ZOO_CFG_EXTRA (no maxSessionTimeout of its own: ZooKeeper's
+		// default, 20 ticks, holds); myid in the data directory. Debian's
+		// zkServer.sh reads /etc/zookeeper/conf, here /conf; started in
+		// the foreground it is java on that zoo.cfg.
+		setup: `mkdir -p /data /datalog /logs /conf /apache-zookeeper-3.8.0-bin
+for f in /etc/zookeeper/conf_example/*; do
+	case "${f##*/}" in zoo.cfg|myid) ;; *) cp "$f" /conf/ ;; esac
+done
+rm /etc/zookeeper/conf && ln -s /conf /etc/zookeeper/conf
+chown zookeeper /data /datalog /logs /conf
+cat > /usr/local/bin/zkServer.sh <<'ZKSERVER'
+#!/bin/sh
+if [ "$1" = start-foreground ]; then
+	exec java -Xmx256m -cp /conf:/usr/share/java/zookeeper.jar -Dzookeeper.log.dir="$ZOO_LOG_DIR" org.apache.zookeeper.server.quorum.QuorumPeerMain "$ZOO_CONF_DIR/zoo.cfg"
+fi
+exec /usr/share/zookeeper/bin/zkServer.sh "$@"
+ZKSERVER
+cat > /docker-entrypoint.sh <<'ENTRY'
 #!/bin/sh
 set -e
-cat > /etc/zookeeper/conf/zoo.cfg <<CFG
-tickTime=${ZOO_TICK_TIME:-2000}
-dataDir=/data
-dataLogDir=/datalog
-clientPort=2181
-admin.enableServer=false
-4lw.commands.whitelist=${ZOO_4LW_COMMANDS_WHITELIST:-srvr}
-maxSessionTimeout=${ZOO_MAX_SESSION_TIMEOUT:-40000}
-CFG
-if [ "$1" = zkServer.sh ]; then
-	exec java -Xmx256m -cp /usr/share/java/zookeeper.jar -Dzookeeper.log.dir=/datalog org.apache.zookeeper.server.quorum.QuorumPeerMain /etc/zookeeper/conf/zoo.cfg
+if [ "$1" = zkServer.sh ] && [ "$(id -u)" = 0 ]; then
+	chown -R zookeeper "$ZOO_DATA_DIR" "$ZOO_DATA_LOG_DIR" "$ZOO_LOG_DIR"
+	` + fmt.Sprintf(stepDown, "zookeeper") + `
+fi
+if [ ! -f "$ZOO_CONF_DIR/zoo.cfg" ]; then
+	config="$ZOO_CONF_DIR/zoo.cfg"
+	{
+		echo "dataDir=$ZOO_DATA_DIR"
+		echo "dataLogDir=$ZOO_DATA_LOG_DIR"
+		echo "tickTime=$ZOO_TICK_TIME"
+		echo "initLimit=$ZOO_INIT_LIMIT"
+		echo "syncLimit=$ZOO_SYNC_LIMIT"
+		echo "autopurge.snapRetainCount=$ZOO_AUTOPURGE_SNAPRETAINCOUNT"
+		echo "autopurge.purgeInterval=$ZOO_AUTOPURGE_PURGEINTERVAL"
+		echo "maxClientCnxns=$ZOO_MAX_CLIENT_CNXNS"
+		echo "standaloneEnabled=$ZOO_STANDALONE_ENABLED"
+		echo "admin.enableServer=$ZOO_ADMINSERVER_ENABLED"
+	} >> "$config"
+	for server in ${ZOO_SERVERS:-server.1=localhost:2888:3888;2181}; do
+		echo "$server" >> "$config"
+	done
+	if [ -n "$ZOO_4LW_COMMANDS_WHITELIST" ]; then
+		echo "4lw.commands.whitelist=$ZOO_4LW_COMMANDS_WHITELIST" >> "$config"
+	fi
+	for entry in $ZOO_CFG_EXTRA; do
+		echo "$entry" >> "$config"
+	done
+fi
+if [ ! -f "$ZOO_DATA_DIR/myid" ]; then
+	echo "${ZOO_MY_ID:-1}" > "$ZOO_DATA_DIR/myid"
 fi
 exec "$@"
 ENTRY
-chmod 755 /usr/local/bin/docker-entrypoint.sh`,
+chmod 755 /usr/local/bin/zkServer.sh /docker-entrypoint.sh`,
 		version: "dpkg-query -W -f '${Version}' zookeeper",
-		changes: []string{"EXPOSE 2181", `ENTRYPOINT ["docker-entrypoint.sh"]`, `CMD ["zkServer.sh", "start-foreground"]`},
 	},
 	{
-		image:    "quay.io/coreos/etcd:v3.4.23",
+		image:    "quay.io/coreos/etcd:v3.5.21",
 		packages: []string{"etcd-server", "etcd-client"},
-		setup:    "ln -s /usr/bin/etcd /usr/local/bin/etcd && ln -s /usr/bin/etcdctl /usr/local/bin/etcdctl",
-		version:  "etcd --version",
-		changes:  []string{"EXPOSE 2379 2380", `CMD ["/usr/local/bin/etcd"]`},
+		setup: `ln -s /usr/bin/etcd /usr/local/bin/etcd && ln -s /usr/bin/etcdctl /usr/local/bin/etcdctl
+mkdir -p /var/etcd /var/lib/etcd`,
+		version:    "etcd --version",
+		versionOf:  "3.4",
+		versionWhy: "Debian packages etcd 3.4 only; the shop's client (3.5) speaks to both, as the lock tests run it against 3.4",
 	},
 	{
 		image:    "nginx:1.22.1-alpine",
 		packages: []string{"nginx"},
-		version:  "dpkg-query -W -f '${Version}' nginx",
-		changes:  []string{"EXPOSE 80", `CMD ["nginx", "-g", "daemon off;"]`},
+		// The official entrypoint runs its configuration scripts for an
+		// nginx command only, which compose never gives (its commands are
+		// sh -c), then the command.
+		setup: `printf '#!/bin/sh\nset -e\nexec "$@"\n' > /docker-entrypoint.sh
+chmod 755 /docker-entrypoint.sh`,
+		version: "dpkg-query -W -f '${Version}' nginx",
 	},
 	{
 		image:    "nginx/nginx-prometheus-exporter:0.11.0",
 		packages: []string{"prometheus-nginx-exporter"},
+		setup:    "ln -s prometheus-nginx-exporter /usr/bin/nginx-prometheus-exporter",
 		version:  "dpkg-query -W -f '${Version}' prometheus-nginx-exporter",
-		changes:  []string{"USER nobody", `ENTRYPOINT ["/usr/bin/prometheus-nginx-exporter"]`},
 	},
 	{
 		image:    "oliver006/redis_exporter:v1.45.0",
 		packages: []string{"prometheus-redis-exporter"},
+		setup:    "ln -s /usr/bin/prometheus-redis-exporter /redis_exporter",
 		version:  "dpkg-query -W -f '${Version}' prometheus-redis-exporter",
-		changes:  []string{"USER nobody", `ENTRYPOINT ["/usr/bin/prometheus-redis-exporter"]`},
 	},
 	{
 		image:    "prom/prometheus:v2.42.0",
 		packages: []string{"prometheus"},
-		setup:    "mkdir -p /prometheus && chown nobody:nogroup /prometheus",
-		version:  "dpkg-query -W -f '${Version}' prometheus",
-		changes: []string{"USER nobody", "WORKDIR /prometheus", "VOLUME /prometheus", "EXPOSE 9090",
-			`ENTRYPOINT ["/usr/bin/prometheus"]`, `CMD ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus"]`},
+		setup: `mkdir -p /prometheus && chown nobody:nogroup /prometheus
+[ -e /bin/prometheus ] || ln -s /usr/bin/prometheus /bin/prometheus`,
+		version: "dpkg-query -W -f '${Version}' prometheus",
 	},
 	{
 		image: "grafana/k6:1.8.1",
@@ -150,7 +220,6 @@ chmod 755 /usr/local/bin/docker-entrypoint.sh`,
 		},
 		setup:   "useradd -u 12345 -m -d /home/k6 k6",
 		version: "k6 version",
-		changes: []string{"USER k6", "WORKDIR /home/k6", `ENTRYPOINT ["k6"]`},
 	},
 	{
 		image: "golang:1.26-alpine",
@@ -161,19 +230,45 @@ chmod 755 /usr/local/bin/docker-entrypoint.sh`,
 		},
 		setup:   "mkdir -p /go/bin /go/src",
 		version: "GOROOT=/usr/local/go GOTELEMETRY=off /usr/local/go/bin/go version",
-		changes: []string{"ENV GOPATH=/go", "ENV GOTOOLCHAIN=local",
-			"ENV PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "WORKDIR /go"},
 	},
 	{
-		image:   "alpine:3.22",
-		changes: []string{`CMD ["/bin/sh"]`},
+		image: "alpine:3.22",
 	},
 }
 
 // unavailableImages are images of docker-compose.yml without a stand-in:
 // the engine test leaves their services out, and says so.
 var unavailableImages = map[string]string{
-	"grafana/grafana:11.6.0": "Grafana is not packaged for Debian",
+	"grafana/grafana:11.6.14": "Grafana is not packaged for Debian",
+}
+
+// importChanges are the docker import --change instructions that give a
+// stand-in what its official image declares.
+func (f imageFacts) importChanges() []string {
+	var changes []string
+	quoted := func(args []string) string {
+		data, _ := json.Marshal(args)
+		return string(data)
+	}
+	if len(f.Entrypoint) > 0 {
+		changes = append(changes, "ENTRYPOINT "+quoted(f.Entrypoint))
+	}
+	if len(f.Cmd) > 0 {
+		changes = append(changes, "CMD "+quoted(f.Cmd))
+	}
+	if f.User != "" {
+		changes = append(changes, "USER "+f.User)
+	}
+	if f.Workdir != "" {
+		changes = append(changes, "WORKDIR "+f.Workdir)
+	}
+	if len(f.Volumes) > 0 {
+		changes = append(changes, "VOLUME "+quoted(f.Volumes))
+	}
+	for _, kv := range f.Env {
+		changes = append(changes, "ENV "+kv)
+	}
+	return changes
 }
 
 // baseRecipe names the root every stand-in starts from; changing it
@@ -227,9 +322,9 @@ func findStandIn(image string) (standIn, bool) {
 
 // recipeHash identifies what a stand-in is made of, the host files by
 // path, size and modification time.
-func (s standIn) recipeHash(t *testing.T) string {
+func (s standIn) recipeHash(t *testing.T, changes []string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n%q\n%s\n%s\n%q\n", baseRecipe, alpineUserland, s.image, s.packages, s.setup, s.version, s.changes)
+	fmt.Fprintf(h, "%s\n%s\n%s\n%q\n%s\n%s\n%s\n%q\n", baseRecipe, alpineUserland, s.image, s.packages, s.setup, s.version, s.versionOf, changes)
 	if s.hostFiles != nil {
 		for dst, src := range s.hostFiles(t) {
 			st, err := os.Stat(src)
@@ -247,6 +342,7 @@ func (s standIn) recipeHash(t *testing.T) string {
 type standInBuilder struct {
 	e        *engine
 	cacheDir string
+	facts    map[string]imageFacts
 }
 
 // ensure makes sure image is there: the official image if the engine has
@@ -258,20 +354,30 @@ func (b *standInBuilder) ensure(t *testing.T, image string) string {
 	if !ok {
 		t.Fatalf("no stand-in for %s: add an entry to standIns (deploy/standin_test.go)", image)
 	}
-	want := standInMark + s.recipeHash(t)
+	changes := b.facts[image].importChanges()
+	want := standInMark + s.recipeHash(t, changes)
 	comment, err := b.e.output("image", "inspect", "--format", "{{.Comment}}", image)
 	switch {
 	case err == nil && strings.TrimSpace(comment) == want:
-		return "stand-in (cached)"
+		return "stand-in (cached)" + s.versionNote()
 	case err == nil && !strings.HasPrefix(comment, standInMark):
 		return "the engine's own image"
 	}
 	start := time.Now()
-	b.build(t, s, want)
-	return fmt.Sprintf("stand-in (built in %s)", time.Since(start).Round(time.Second))
+	b.build(t, s, changes, want)
+	return fmt.Sprintf("stand-in (built in %s)", time.Since(start).Round(time.Second)) + s.versionNote()
 }
 
-func (b *standInBuilder) build(t *testing.T, s standIn, comment string) {
+// versionNote says, when the stand-in's program is another version than
+// the tag's, which and why.
+func (s standIn) versionNote() string {
+	if s.versionOf == "" {
+		return ""
+	}
+	return fmt.Sprintf("; its program is %s, not %s: %s", s.versionOf, imageVersion(s.image), s.versionWhy)
+}
+
+func (b *standInBuilder) build(t *testing.T, s standIn, changes []string, comment string) {
 	t.Helper()
 	base := b.baseRoot(t)
 	root, err := os.MkdirTemp(b.cacheDir, "standin-")
@@ -317,14 +423,17 @@ func (b *standInBuilder) build(t *testing.T, s standIn, comment string) {
 	}
 	inRoot(alpineUserland)
 	if s.version != "" {
-		got := inRoot(s.version)
-		if !sameVersion(imageVersion(s.image), got) {
-			t.Fatalf("%s: stand-in has version %q (%s): not the tag's; change the image in docker-compose.yml and docs/compose.md, or the stand-in", s.image, strings.TrimSpace(got), s.version)
+		got, want := inRoot(s.version), imageVersion(s.image)
+		if s.versionOf != "" {
+			want = s.versionOf
+		}
+		if !sameVersion(want, got) {
+			t.Fatalf("%s: stand-in has version %q (%s), not %s; change the image in docker-compose.yml and docs/compose.md, or the stand-in", s.image, strings.TrimSpace(got), s.version, want)
 		}
 	}
 
 	args := []string{"import", "--message", comment}
-	for _, c := range s.changes {
+	for _, c := range changes {
 		args = append(args, "--change", c)
 	}
 	args = append(args, "-", s.image)
@@ -410,6 +519,68 @@ func TestStandInsCoverCompose(t *testing.T) {
 		if !named[s.image] {
 			t.Errorf("stand-in for %s, which neither docker-compose.yml nor the Dockerfile names", s.image)
 		}
+	}
+}
+
+// TestStandInsReadWhatImagesRead: a stand-in's scripts read only the
+// variables its official image reads or sets (deploy/images.json), so a
+// compose setting the official image ignores is ignored by the stand-in
+// too (the stand-in ZooKeeper once read ZOO_MAX_SESSION_TIMEOUT, which the
+// official image does not: the engine test could not see sessions cut to
+// 4 s). Upper-case names are variables of the environment; the scripts
+// keep their own in lower case.
+func TestStandInsReadWhatImagesRead(t *testing.T) {
+	facts := readImageFacts(t)
+	variable := regexp.MustCompile(`\$\{?([A-Z][A-Z0-9_]*)`)
+	for _, s := range standIns {
+		f := facts[s.image]
+		for _, m := range variable.FindAllStringSubmatch(s.setup, -1) {
+			if name := m[1]; !f.reads(name) && f.envDefault(name) == "" {
+				t.Errorf("%s: the stand-in reads %s, which the official image does not read (deploy/images.json)", s.image, name)
+			}
+		}
+	}
+}
+
+// checkStandIn: a stand-in declares what its official image declares and
+// has the programs compose calls in it.
+func (b *standInBuilder) checkStandIn(t *testing.T, image string) {
+	t.Helper()
+	f := b.facts[image]
+	out, err := b.e.output("image", "inspect", "--format", "{{json .Config}}", image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Entrypoint, Cmd []string
+		User            string
+		WorkingDir      string
+		Volumes         map[string]struct{}
+	}
+	if err := json.Unmarshal([]byte(out), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	clean := func(p string) string {
+		if p == "" {
+			return ""
+		}
+		return path.Clean(p)
+	}
+	if !slices.Equal(cfg.Entrypoint, f.Entrypoint) || !slices.Equal(cfg.Cmd, f.Cmd) || cfg.User != f.User || clean(cfg.WorkingDir) != clean(f.Workdir) ||
+		!slices.Equal(slices.Sorted(maps.Keys(cfg.Volumes)), slices.Sorted(slices.Values(f.Volumes))) {
+		t.Errorf("%s: the stand-in declares %+v, its facts %+v", image, cfg, f)
+	}
+	progs := append(slices.Clone(f.Programs), f.Entrypoint...)
+	if len(progs) == 0 {
+		return
+	}
+	missing, err := b.e.output(append([]string{"run", "--rm", "--user", "0", "--entrypoint", "/bin/busybox", image,
+		"sh", "-c", `for p; do command -v "$p" >/dev/null || echo "$p"; done`, "sh"}, progs...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := strings.Fields(missing); len(m) > 0 {
+		t.Errorf("%s: the stand-in lacks %v, which the official image has", image, m)
 	}
 }
 

@@ -74,10 +74,12 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 			return bare.Run(ctx, rdb, nil).Err()
 		}},
 		{name: "scripts", op: func() error {
-			if err := lockScript.Run(ctx, rdb, scriptKeys, c.watchdogTTLArg, c.idArg).Err(); err != nil {
+			token := c.newToken()
+			if err := lockScript.Run(ctx, rdb, scriptKeys, c.watchdogTTLArg, c.idArg, argZero, token, argOne).Err(); err != nil {
 				return err
 			}
-			return releaseScript.Run(ctx, rdb, scriptKeys, c.idArg, c.watchdogTTLArg, releaseGive, "{bench-side-by-side-scripts}:channel", c.publishArg).Err()
+			return releaseScript.Run(ctx, rdb, scriptKeys, c.idArg, c.watchdogTTLArg, releaseGive, "{bench-side-by-side-scripts}:channel", c.publishArg,
+				token, latchKey(scriptKeys[0], c.id), c.latchTTLArg).Err()
 		}},
 		{name: "lock", op: func() error {
 			if err := m.Lock(ctx); err != nil {

@@ -56,12 +56,14 @@
 //     sends the count a level leaves (an acquisition: the levels it makes;
 //     a release: the levels left), so a level added or released twice is
 //     one level, and the last level's release deletes the hold whatever
-//     Redis counts. The last release leaves a latch, a key named after the
-//     token beside the lock ("<key>:released:<token>"), for as long as the
-//     go-redis client may send the request again (its tries × its read and
-//     write timeouts, plus the backoffs: 43 s for default options), so a
-//     release run again answers "released" as its first run did (Redisson's
-//     unlockInnerAsync keeps its unlock latch the same way).
+//     Redis counts. The last release writes its token into the owner's
+//     latch beside the lock ("<key>:released:<owner>"), kept for as long as
+//     the go-redis client may send the request again (its tries × its read
+//     and write timeouts, plus the backoffs: 43 s for default options), so
+//     a release run again answers "released" as its first run did
+//     (Redisson's unlockInnerAsync keeps its unlock latch the same way).
+//     One latch per owner and lock, not per release: an owner sends one
+//     release of a lock at a time, so a retry finds its own token there.
 //   - A reentrant level finds its hold or fails: when Redis lost the hold
 //     (it expired, Redis restarted without it, a failover lost it), the
 //     level fails with ErrLockLost and the held context ends with it. It
@@ -111,6 +113,10 @@
 //	fair_leave.lua,    removes nothing more      removes a later place of the  the place lapses after
 //	write_leave.lua                              handle: it is re-added at     the waiter timeout
 //	                                             the next refresh (tail)
+//	token_unlock.lua   0: TokenLock's Unlock     compares its token: nothing   the lock expires with
+//	(TokenLock)        says ErrNotHeld though                                  its TTL
+//	                   it released (the simple
+//	                   locks keep no latch)
 //
 // The latch is best effort: while the lock's Cluster slot migrates, a key
 // not yet on the node can be neither read nor written, and a release run

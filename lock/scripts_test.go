@@ -30,7 +30,7 @@ const (
 	tokenA   = "A:h1"
 	tokenA2  = "A:h2"
 	tokenB   = "B:h1"
-	latchA   = "{s}:released:A:h1"
+	latchA   = "{s}:released:A"
 	long     = "60000" // ms, a lease that outlasts the test
 	short    = "100"
 )
@@ -62,11 +62,11 @@ func lockArgs(lease, owner, waiting, token, levels string) []any {
 }
 
 func releaseArgs(owner, mode, token string) []any {
-	return []any{owner, "5000", mode, "{s}:channel", "publish", token, latchKey(sKey, token), long}
+	return []any{owner, "5000", mode, "{s}:channel", "publish", token, latchKey(sKey, owner), long}
 }
 
 func unlockArgs(lease, owner, token, left string) []any {
-	return []any{lease, owner, "{s}:channel", "publish", token, left, latchKey(sKey, token), long}
+	return []any{lease, owner, "{s}:channel", "publish", token, left, latchKey(sKey, owner), long}
 }
 
 func fairLockArgs(lease, owner, queue, token, levels string) []any {
@@ -74,7 +74,7 @@ func fairLockArgs(lease, owner, queue, token, levels string) []any {
 }
 
 func fairUnlockArgs(lease, owner, token, left string) []any {
-	return []any{lease, owner, "{s}:channel", "publish", token, left, latchKey(sKey, token), long}
+	return []any{lease, owner, "{s}:channel", "publish", token, left, latchKey(sKey, owner), long}
 }
 
 // readPrefix is the level-key prefix of read hold token.
@@ -85,7 +85,7 @@ func readLockArgs(lease, token, writersFirst, levels string) []any {
 }
 
 func readUnlockArgs(token, left string) []any {
-	return []any{token, "{s}:channel", readPrefix(token), sKey, "publish", left, latchKey(sKey, token), long}
+	return []any{token, "{s}:channel", readPrefix(token), sKey, "publish", left, latchA, long}
 }
 
 func writeLockArgs(lease, field, waiting, token, levels string) []any {
@@ -93,7 +93,7 @@ func writeLockArgs(lease, field, waiting, token, levels string) []any {
 }
 
 func writeUnlockArgs(lease, field, token, left string) []any {
-	return []any{lease, field, "{s}:channel", "publish", token, left, latchKey(sKey, token), long}
+	return []any{lease, field, "{s}:channel", "publish", token, left, latchA, long}
 }
 
 // heldBy is the hash of an exclusive lock held by owner's hold token.
@@ -149,11 +149,13 @@ func TestScriptGuards(t *testing.T) {
 		}},
 		{releaseScript, []scriptCase{
 			{name: "release: deleted, latched", setup: heldBy(ownerA, tokenA, 3, long), keys: []string{sKey, sQueue},
-				args: releaseArgs(ownerA, releaseGive, tokenA), want: "1", checks: []check{eq("0", "exists", sKey), gt(50000, "pttl", latchA)}},
+				args: releaseArgs(ownerA, releaseGive, tokenA), want: "1", checks: []check{eq("0", "exists", sKey), eq(tokenA, "get", latchA), gt(50000, "pttl", latchA)}},
 			{name: "another hold's token: nothing", setup: heldBy(ownerA, tokenA2, 1, long), keys: []string{sKey, sQueue},
 				args: releaseArgs(ownerA, releaseGive, tokenA), want: "nil", checks: []check{eq(tokenA2, "hget", sKey, "hold")}},
-			{name: "run again: the latch answers released", setup: [][]any{{"set", latchA, 1}}, keys: []string{sKey, sQueue},
+			{name: "run again: the latch answers released", setup: [][]any{{"set", latchA, tokenA}}, keys: []string{sKey, sQueue},
 				args: releaseArgs(ownerA, releaseGive, tokenA), want: "1"},
+			{name: "run again after another release of the owner: not held", setup: [][]any{{"set", latchA, tokenA2}}, keys: []string{sKey, sQueue},
+				args: releaseArgs(ownerA, releaseGive, tokenA), want: "nil"},
 			{name: "a queued Client is granted it for a grant lease", setup: append(heldBy(ownerA, tokenA, 1, long), []any{"rpush", sQueue, ownerB}),
 				keys: []string{sKey, sQueue}, args: releaseArgs(ownerA, releaseGive, tokenA), want: "1",
 				checks: []check{eq("1", "hget", sKey, ownerB), eq("", "hget", sKey, "hold"), eq("0", "hexists", sKey, ownerA), lt(5001, "pttl", sKey), eq("0", "exists", sQueue)}},
@@ -185,8 +187,8 @@ func TestScriptGuards(t *testing.T) {
 			{name: "inner level: extended to the lease", setup: heldBy(ownerA, tokenA, 2, short), keys: []string{sKey},
 				args: unlockArgs(long, ownerA, tokenA, "1"), want: "0", checks: []check{gt(50000, "pttl", sKey)}},
 			{name: "last level: deleted whatever Redis counts, latched", setup: heldBy(ownerA, tokenA, 5, long), keys: []string{sKey},
-				args: unlockArgs(long, ownerA, tokenA, "0"), want: "1", checks: []check{eq("0", "exists", sKey), eq("1", "exists", latchA)}},
-			{name: "run again: the latch answers released", setup: [][]any{{"set", latchA, 1}}, keys: []string{sKey},
+				args: unlockArgs(long, ownerA, tokenA, "0"), want: "1", checks: []check{eq("0", "exists", sKey), eq(tokenA, "get", latchA)}},
+			{name: "run again: the latch answers released", setup: [][]any{{"set", latchA, tokenA}}, keys: []string{sKey},
 				args: unlockArgs(long, ownerA, tokenA, "0"), want: "1"},
 		}},
 		{renewScript, []scriptCase{
@@ -231,8 +233,8 @@ func TestScriptGuards(t *testing.T) {
 			{name: "last level: deleted, dead waiters dropped, latched", setup: append(heldBy(ownerA, tokenA, 1, long),
 				[]any{"rpush", sQueue, "dead", ownerB}, []any{"zadd", sDead, past, "dead", future, ownerB}),
 				keys: []string{sKey, sQueue, sDead}, args: fairUnlockArgs(long, ownerA, tokenA, "0"), want: "1",
-				checks: []check{eq("0", "exists", sKey), eq("[B]", "lrange", sQueue, 0, -1), eq("1", "exists", latchA)}},
-			{name: "run again: the latch answers released", setup: [][]any{{"set", latchA, 1}}, keys: []string{sKey, sQueue, sDead},
+				checks: []check{eq("0", "exists", sKey), eq("[B]", "lrange", sQueue, 0, -1), eq(tokenA, "get", latchA)}},
+			{name: "run again: the latch answers released", setup: [][]any{{"set", latchA, tokenA}}, keys: []string{sKey, sQueue, sDead},
 				args: fairUnlockArgs(long, ownerA, tokenA, "0"), want: "1"},
 		}},
 		{fairLeaveScript, []scriptCase{
@@ -286,8 +288,8 @@ func TestScriptGuards(t *testing.T) {
 				keys: []string{sKey}, args: readUnlockArgs(tokenA, "0"), want: "0",
 				checks: []check{lt(5001, "pttl", sKey), gt(0, "pttl", sKey), eq("0", "hexists", sKey, tokenA), eq("0", "exists", readPrefix(tokenA)+":1")}},
 			{name: "last reader: deleted, latched", setup: [][]any{{"hset", sKey, "mode", "read", tokenA, 1}, {"set", readPrefix(tokenA) + ":1", 1}},
-				keys: []string{sKey}, args: readUnlockArgs(tokenA, "0"), want: "1", checks: []check{eq("0", "exists", sKey, readPrefix(tokenA)+":1"), eq("1", "exists", latchA)}},
-			{name: "run again: the latch answers released", setup: [][]any{{"set", latchA, 1}}, keys: []string{sKey},
+				keys: []string{sKey}, args: readUnlockArgs(tokenA, "0"), want: "1", checks: []check{eq("0", "exists", sKey, readPrefix(tokenA)+":1"), eq(tokenA, "get", latchA)}},
+			{name: "run again: the latch answers released", setup: [][]any{{"set", latchA, tokenA}}, keys: []string{sKey},
 				args: readUnlockArgs(tokenA, "0"), want: "1"},
 			{name: "the writer's last read level: still written", setup: [][]any{{"hset", sKey, "mode", "write", "A:write", 1, "A:write:hold", tokenA2, tokenA, 1}},
 				keys: []string{sKey}, args: readUnlockArgs(tokenA, "0"), want: "0", checks: []check{eq("write", "hget", sKey, "mode")}},
@@ -323,11 +325,11 @@ func TestScriptGuards(t *testing.T) {
 				keys: []string{sKey}, args: writeUnlockArgs(short, "A:write", tokenA, "1"), want: "0",
 				checks: []check{eq("1", "hget", sKey, "A:write"), gt(50000, "pttl", sKey)}},
 			{name: "last level: deleted, latched", setup: [][]any{{"hset", sKey, "mode", "write", "A:write", 3, "A:write:hold", tokenA}},
-				keys: []string{sKey}, args: writeUnlockArgs(long, "A:write", tokenA, "0"), want: "1", checks: []check{eq("0", "exists", sKey), eq("1", "exists", latchA)}},
+				keys: []string{sKey}, args: writeUnlockArgs(long, "A:write", tokenA, "0"), want: "1", checks: []check{eq("0", "exists", sKey), eq(tokenA, "get", latchA)}},
 			{name: "last level with its own read levels: a read lock", setup: [][]any{{"hset", sKey, "mode", "write", "A:write", 1, "A:write:hold", tokenA, tokenA2, 1}},
 				keys: []string{sKey}, args: writeUnlockArgs(long, "A:write", tokenA, "0"), want: "1",
 				checks: []check{eq("read", "hget", sKey, "mode"), eq("0", "hexists", sKey, "A:write:hold")}},
-			{name: "run again: the latch answers released", setup: [][]any{{"set", latchA, 1}}, keys: []string{sKey},
+			{name: "run again: the latch answers released", setup: [][]any{{"set", latchA, tokenA}}, keys: []string{sKey},
 				args: writeUnlockArgs(long, "A:write", tokenA, "0"), want: "1"},
 		}},
 		{writeLeaveScript, []scriptCase{

@@ -7,12 +7,12 @@
 -- ARGV[3] channel prefix, ARGV[4] the publish command ('publish', or
 -- 'spublish' on a Redis Cluster), ARGV[5] the hold's token, ARGV[6] the
 -- levels left once this one is released ('0': the last), ARGV[7] the
--- hold's release latch, ARGV[8] its lifetime in ms
+-- owner's release latch (release.lua), ARGV[8] its lifetime in ms
 -- Returns nil when the hold is not in Redis, 0 when it is still held, 1 when released.
 if redis.call('hget', KEYS[1], 'hold') ~= ARGV[5] then
     -- The latch is best effort (pcall): while the lock's slot migrates, a
     -- key that is not on this node cannot be read nor written.
-    if redis.pcall('exists', ARGV[7]) == 1 then
+    if redis.pcall('get', ARGV[7]) == ARGV[5] then
         return 1
     end
     return nil
@@ -25,7 +25,7 @@ if ARGV[6] ~= '0' then
     return 0
 end
 redis.call('del', KEYS[1])
-redis.pcall('set', ARGV[7], 1, 'px', ARGV[8])
+redis.pcall('set', ARGV[7], ARGV[5], 'px', ARGV[8])
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 while true do

@@ -11,6 +11,19 @@
 -- level, a hold Redis no longer has: the caller lost it). Redisson returns
 -- nil when acquired; go-redis makes a nil reply an error and runs it through
 -- its retry checks, which cost ~1.5 µs of client CPU on every acquisition.
+if redis.call('exists', KEYS[1]) == 0 then
+    if ARGV[5] ~= '1' then
+        -- A reentrant level of a hold that is gone (expired, wiped, failed
+        -- over): never re-create it under a holder that believes it held on.
+        return -2
+    end
+    redis.call('hset', KEYS[1], ARGV[2], 1, 'hold', ARGV[4])
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    if ARGV[3] == '1' then
+        redis.call('lrem', KEYS[2], 0, ARGV[2])
+    end
+    return 'OK'
+end
 local hold = redis.call('hget', KEYS[1], 'hold')
 if hold == ARGV[4] then
     -- A reentrant level of this hold, or this acquisition run again (a
@@ -24,17 +37,8 @@ if hold == ARGV[4] then
     return 'OK'
 end
 if ARGV[5] ~= '1' then
-    -- A reentrant level of a hold that is gone (expired, wiped, failed
-    -- over): never re-create it under a holder that believes it held on.
+    -- Another hold has the lock: this one is gone.
     return redis.call('pttl', KEYS[1])
-end
-if hold == false and redis.call('exists', KEYS[1]) == 0 then
-    redis.call('hset', KEYS[1], ARGV[2], 1, 'hold', ARGV[4])
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    if ARGV[3] == '1' then
-        redis.call('lrem', KEYS[2], 0, ARGV[2])
-    end
-    return 'OK'
 end
 if hold == '' and ARGV[3] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     -- release.lua's grant to this Client: its waiting attempt takes it as

@@ -6,15 +6,15 @@
 -- ARGV[1] the hold's token (its field), ARGV[2] channel, ARGV[3] the
 -- hold's read-timeout prefix, ARGV[4] key prefix, ARGV[5] the publish
 -- command ('publish', or 'spublish' on a Redis Cluster), ARGV[6] the levels
--- left once this one is released ('0': the last), ARGV[7] the hold's
--- release latch, ARGV[8] its lifetime in ms
+-- left once this one is released ('0': the last), ARGV[7] the owner's
+-- release latch (release.lua), ARGV[8] its lifetime in ms
 -- Returns nil when the hold is not in Redis, 0 when the lock stays held, 1 when released.
 local mode = redis.call('hget', KEYS[1], 'mode')
 local levels = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if mode == false or not levels then
     -- The latch is best effort (pcall): while the lock's slot migrates, a
     -- key that is not on this node cannot be read nor written.
-    if redis.pcall('exists', ARGV[7]) == 1 then
+    if redis.pcall('get', ARGV[7]) == ARGV[1] then
         return 1
     end
     return nil
@@ -37,7 +37,7 @@ redis.call('hdel', KEYS[1], ARGV[1])
 for i = math.max(levels, 1), 1, -1 do
     redis.call('del', ARGV[3] .. ':' .. i)
 end
-redis.pcall('set', ARGV[7], 1, 'px', ARGV[8])
+redis.pcall('set', ARGV[7], ARGV[1], 'px', ARGV[8])
 if redis.call('hlen', KEYS[1]) > 1 then
     -- Other read levels remain: keep the lock as long as the longest of them.
     local maxRemain = -3

@@ -6,8 +6,8 @@
 -- KEYS[1] lock hash, KEYS[2] waiter queue
 -- ARGV[1] owner field, ARGV[2] lease in ms of a grant, ARGV[4] channel,
 -- ARGV[5] the publish command ('publish', or 'spublish' on a Redis Cluster),
--- ARGV[6] the hold's token, ARGV[7] the hold's release latch (a key with
--- the lock's hash tag, named after the token), ARGV[8] how long the latch
+-- ARGV[6] the hold's token, ARGV[7] the owner's release latch (a key with
+-- the lock's hash tag that keeps the token of its last release), ARGV[8] how long the latch
 -- lasts in ms: as long as the Redis client may re-send this request,
 -- ARGV[3] mode:
 --   'release'  give the lock up;
@@ -18,7 +18,7 @@
 --              took it.
 -- Returns nil when the hold is not in Redis, 0 when the owner keeps it,
 -- 1 when released (to the next waiter, if any) — also when this release
--- already ran (its latch says so): a retried request returns the first
+-- already ran (the latch holds its token): a retried request returns the first
 -- answer.
 if ARGV[3] == 'leave' then
     redis.call('lrem', KEYS[2], 0, ARGV[1])
@@ -28,7 +28,7 @@ if not (hold == ARGV[6] or (ARGV[3] == 'leave' and hold == '' and
         redis.call('hexists', KEYS[1], ARGV[1]) == 1)) then
     -- The latch is best effort (pcall): while the lock's slot migrates, a
     -- key that is not on this node cannot be read nor written.
-    if redis.pcall('exists', ARGV[7]) == 1 then
+    if redis.pcall('get', ARGV[7]) == ARGV[6] then
         return 1
     end
     return nil
@@ -41,7 +41,7 @@ end
 if not nextOwner and ARGV[3] == 'keep' then
     return 0
 end
-redis.pcall('set', ARGV[7], 1, 'px', ARGV[8])
+redis.pcall('set', ARGV[7], ARGV[6], 'px', ARGV[8])
 if not nextOwner then
     redis.call('del', KEYS[1])
     return 1

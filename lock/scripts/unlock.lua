@@ -12,14 +12,14 @@
 -- for as long as the lock's slot migrates, Redisson #612), ARGV[4] the
 -- publish command: 'publish', or 'spublish' on a Redis Cluster, ARGV[5] the
 -- hold's token, ARGV[6] the levels left once this one is released ('0':
--- the last), ARGV[7] the hold's release latch, ARGV[8] its lifetime in ms
+-- the last), ARGV[7] the owner's release latch (release.lua), ARGV[8] its lifetime in ms
 -- Returns nil when the hold is not in Redis, 0 when it is still held
 -- (reentrant), 1 when the lock was released and waiters were told — also
--- when this release already ran (its latch says so).
+-- when this release already ran (the latch holds its token).
 if redis.call('hget', KEYS[1], 'hold') ~= ARGV[5] then
     -- The latch is best effort (pcall): while the lock's slot migrates, a
     -- key that is not on this node cannot be read nor written.
-    if redis.pcall('exists', ARGV[7]) == 1 then
+    if redis.pcall('get', ARGV[7]) == ARGV[5] then
         return 1
     end
     return nil
@@ -32,7 +32,7 @@ if ARGV[6] ~= '0' then
     return 0
 end
 redis.call('del', KEYS[1])
-redis.pcall('set', ARGV[7], 1, 'px', ARGV[8])
+redis.pcall('set', ARGV[7], ARGV[5], 'px', ARGV[8])
 -- The message names the releasing owner, so its own waiters can tell
 -- their Client's unlocks from those of others.
 redis.call(ARGV[4], ARGV[3], 'u' .. ARGV[2])

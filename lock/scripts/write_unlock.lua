@@ -4,16 +4,16 @@
 -- KEYS[1] lock hash; ARGV[1] lease ms, ARGV[2] owner's write field, ARGV[3] channel,
 -- ARGV[4] the publish command ('publish', or 'spublish' on a Redis Cluster),
 -- ARGV[5] the hold's token, ARGV[6] the levels left once this one is
--- released ('0': the last), ARGV[7] the hold's release latch, ARGV[8] its
+-- released ('0': the last), ARGV[7] the owner's release latch (release.lua), ARGV[8] its
 -- lifetime in ms
 -- Returns nil when the hold is not in Redis, 0 when the owner still holds
 -- the write lock (reentrant), 1 when released (to its own read levels, if
--- any) — also when this release already ran (its latch says so).
+-- any) — also when this release already ran (the latch holds its token).
 local holdField = ARGV[2] .. ':hold'
 if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hget', KEYS[1], holdField) ~= ARGV[5] then
     -- The latch is best effort (pcall): while the lock's slot migrates, a
     -- key that is not on this node cannot be read nor written.
-    if redis.pcall('exists', ARGV[7]) == 1 then
+    if redis.pcall('get', ARGV[7]) == ARGV[5] then
         return 1
     end
     return nil
@@ -27,7 +27,7 @@ if ARGV[6] ~= '0' then
     return 0
 end
 redis.call('hdel', KEYS[1], ARGV[2], holdField)
-redis.pcall('set', ARGV[7], 1, 'px', ARGV[8])
+redis.pcall('set', ARGV[7], ARGV[5], 'px', ARGV[8])
 if redis.call('hlen', KEYS[1]) == 1 then
     redis.call('del', KEYS[1])
 else
