@@ -120,7 +120,10 @@ var catalogIndex = func() map[string]int {
 	return m
 }()
 
-func stageIDs() []string {
+// StageIDs lists every stage's id, in the order of the progression, as
+// GET /api/stages does (available or not), so a scenario can be checked
+// before a shop runs.
+func StageIDs() []string {
 	ids := make([]string, len(catalog))
 	for i, e := range catalog {
 		ids[i] = e.ID

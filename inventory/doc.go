@@ -11,6 +11,16 @@
 // holds; a stage whose lock does not hold shows it as lost updates: sold grows
 // past what stock lost, and past initial when it oversells.
 //
+// The stages whose lock lives on a lock server (mysql, etcd, zookeeper)
+// keep one rule: every acquire or release whose outcome is unknown — a
+// reply lost, a deadline reached with the request on its way — is
+// resolved. The stage knows the owner it tried, and removes that owner's
+// row, lease or node in the background (resolver), retrying until it is
+// gone or provably someone else's, until Close. And every call is bounded:
+// an acquire by the sale's deadline and the lock wait, a release by the
+// release bound (releaseTimeout). What is left is the seed's flaw on
+// purpose: a crashed process leaves the mysql stage's row (no expiry).
+//
 // Keys are lockstep:<stage>:{<sku>}:<name>; the hash tag keeps the keys one
 // transaction or script touches in one Redis Cluster slot, and segments of
 // the segmented stage use {<sku>:<i>} so they spread over the shards.

@@ -12,7 +12,14 @@ var (
 	ErrLockBusy = errors.New("inventory: lock busy")
 	// ErrUnavailable: Redis did not answer (down, timed out, or refused).
 	// Nothing was sold, unless the error also wraps ErrOutcomeUnknown.
+	// The lock servers' errors wrap it too, with their own name below.
 	ErrUnavailable = errors.New("inventory: redis unavailable")
+	// ErrMySQLUnavailable, ErrEtcdUnavailable and ErrZooKeeperUnavailable:
+	// the lock server of the mysql, etcd or zookeeper stage did not answer.
+	// Each is an ErrUnavailable (errors.Is) whose message names its server.
+	ErrMySQLUnavailable     error = serverUnavailable("mysql")
+	ErrEtcdUnavailable      error = serverUnavailable("etcd")
+	ErrZooKeeperUnavailable error = serverUnavailable("zookeeper")
 	// ErrOutcomeUnknown: the stock write was sent but no answer came back (a
 	// timeout, a dropped connection), so the sale may have happened. The
 	// audit stays consistent either way: the write is one transaction. Every
@@ -30,3 +37,9 @@ var (
 	// with an injected exit (tests) the lock stays held, as after kill -9.
 	ErrCrashed = errors.New("inventory: crashed while holding the lock")
 )
+
+// serverUnavailable is ErrUnavailable for a lock server other than Redis.
+type serverUnavailable string
+
+func (s serverUnavailable) Error() string        { return "inventory: " + string(s) + " unavailable" }
+func (s serverUnavailable) Is(target error) bool { return target == ErrUnavailable }

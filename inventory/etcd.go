@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -25,6 +26,23 @@ const etcdPrefix = "/lockstep/locks/"
 // under the lock's prefix on its session's lease, the lowest create
 // revision holds, and each waiter watches only the key before its own. A
 // holder that dies stops renewing its lease, and its key goes with it.
+//
+// What a live process does not leave behind is a key whose request lost
+// its answer. Each request in its three failures:
+//   - Lock's put, reply lost (or the wait bound reached while it was on its
+//     way), or Lock's own cleanup of a waiter that gave up failed: the key
+//     may exist, kept alive by the session. The session is not pooled
+//     again: its lease is revoked in the background until etcd has it no
+//     more (revoke), which deletes the key, and refuses a put that arrives
+//     late (it names a lease that no longer exists).
+//   - Lock's put run twice: the put is conditional on the key's absence, so
+//     a second one changes nothing; the client retries only what it could
+//     not send.
+//   - Unlock's delete failed or lost: revoked the same way.
+//
+// Every request is bounded: by the sale's deadline and the lock wait, by
+// the release bound for an unlock, and Lock's internal cleanup, which
+// runs on the client's own context, by the release bound too (boundedKV).
 type etcdGuard struct {
 	sessions *etcdSessions
 	wait     time.Duration
@@ -42,15 +60,21 @@ func (g etcdGuard) acquire(ctx context.Context, key string, f Faults) (context.C
 	waitCtx, cancel := context.WithTimeout(ctx, g.wait)
 	err = m.Lock(waitCtx)
 	cancel()
+	if err != nil {
+		// Lock clears its key's name once it deleted it: otherwise the key
+		// may exist, and only the lease's revocation settles it.
+		if m.Key() == etcdNoKey {
+			g.sessions.put(s, ttl)
+		} else {
+			g.sessions.revoke(s)
+		}
+	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		g.sessions.put(s, ttl)
 		return nil, nil, fmt.Errorf("%w: %s not free within %v", ErrLockBusy, key, g.wait)
 	case ctx.Err() != nil:
-		g.sessions.put(s, ttl)
 		return nil, nil, fmt.Errorf("%w: %w", ErrLockBusy, context.Cause(ctx))
 	case err != nil:
-		g.sessions.discard(s)
 		return nil, nil, etcdUnavailable("lock", err)
 	}
 	// The hold lasts as long as the session's lease: when the keep-alive
@@ -73,8 +97,7 @@ func (g etcdGuard) acquire(ctx context.Context, key string, f Faults) (context.C
 		if err != nil || len(resp.Kvs) == 0 {
 			lost(lock.ErrReleased)
 			<-watched
-			_ = m.Unlock(context.WithoutCancel(ctx))
-			g.sessions.discard(s)
+			g.sessions.revoke(s)
 			return nil, nil, etcdUnavailable("read the fencing token", errors.Join(err, lock.ErrLockLost))
 		}
 		answer = withFencingToken(held, resp.Kvs[0].CreateRevision)
@@ -84,7 +107,7 @@ func (g etcdGuard) acquire(ctx context.Context, key string, f Faults) (context.C
 		<-watched
 		err := m.Unlock(ctx)
 		if err != nil {
-			g.sessions.discard(s)
+			g.sessions.revoke(s)
 			return etcdUnavailable("unlock", err)
 		}
 		g.sessions.put(s, ttl)
@@ -92,6 +115,9 @@ func (g etcdGuard) acquire(ctx context.Context, key string, f Faults) (context.C
 	}
 	return answer, release, nil
 }
+
+// etcdNoKey is the key name concurrency.Mutex sets once it deleted its key.
+const etcdNoKey = "\x00"
 
 // drop deletes every waiter's and the holder's key of key's lock, as a
 // reset must: the holder's session lives on, but its key is gone.
@@ -103,16 +129,23 @@ func (g etcdGuard) drop(ctx context.Context, key string) error {
 }
 
 func etcdUnavailable(op string, err error) error {
-	return fmt.Errorf("inventory: etcd: %s: %w: %w", op, ErrUnavailable, err)
+	return fmt.Errorf("inventory: %s: %w: %w", op, ErrEtcdUnavailable, err)
 }
 
 // etcdSessions pools sessions by lease TTL. A concurrency.Mutex's key is
 // its prefix and its session's lease, so two holds of one lock on one
 // session would be one key: each hold takes a session of its own, and
 // returns it for the next sale once released. A session whose lease ended
-// is dropped.
+// is dropped; one whose key's fate is unknown is revoked.
+//
+// The sessions run on a client of their own (scoped): its context, which
+// Lock's cleanup and the keep-alives run on, ends when the pool closes, and
+// its KV bounds every request without a deadline by the release bound.
 type etcdSessions struct {
-	client *clientv3.Client
+	client   *clientv3.Client
+	scoped   *clientv3.Client
+	halt     context.CancelFunc // ends scoped's context
+	resolver *resolver
 
 	mu     sync.Mutex
 	closed bool
@@ -120,10 +153,18 @@ type etcdSessions struct {
 	all    map[*concurrency.Session]struct{}
 }
 
-func newEtcdSessions(client *clientv3.Client) *etcdSessions {
-	return &etcdSessions{client: client, idle: make(map[time.Duration][]*concurrency.Session), all: make(map[*concurrency.Session]struct{})}
+func newEtcdSessions(client *clientv3.Client, r *resolver) *etcdSessions {
+	stop, halt := context.WithCancel(context.Background())
+	scoped := clientv3.NewCtxClient(stop)
+	scoped.KV, scoped.Lease, scoped.Watcher = boundedKV{client.KV}, client.Lease, client.Watcher
+	return &etcdSessions{
+		client: client, scoped: scoped, halt: halt, resolver: r,
+		idle: make(map[time.Duration][]*concurrency.Session), all: make(map[*concurrency.Session]struct{}),
+	}
 }
 
+// get is an idle session of the given lease TTL, or a new one whose lease
+// is granted within ctx.
 func (p *etcdSessions) get(ctx context.Context, ttl time.Duration) (*concurrency.Session, error) {
 	p.mu.Lock()
 	for idle := p.idle[ttl]; len(idle) > 0; idle = p.idle[ttl] {
@@ -143,15 +184,22 @@ func (p *etcdSessions) get(ctx context.Context, ttl time.Duration) (*concurrency
 	if closed {
 		return nil, etcdUnavailable("session", lock.ErrClosed)
 	}
-	seconds := max(1, int(ttl/time.Second)) // etcd leases count whole seconds
-	s, err := concurrency.NewSession(p.client, concurrency.WithTTL(seconds), concurrency.WithContext(context.WithoutCancel(ctx)))
+	// A grant whose reply is lost leaves a lease without keys, which
+	// expires: nothing to resolve.
+	seconds := max(1, int64(ttl/time.Second)) // etcd leases count whole seconds
+	lease, err := p.client.Grant(ctx, seconds)
 	if err != nil {
 		return nil, etcdUnavailable("grant session lease", err)
+	}
+	s, err := concurrency.NewSession(p.scoped, concurrency.WithLease(lease.ID), concurrency.WithTTL(int(seconds)), concurrency.WithContext(p.scoped.Ctx()))
+	if err != nil {
+		return nil, etcdUnavailable("keep the session lease alive", err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		_ = s.Close()
+		s.Orphan()
+		p.revokeLease(s.Lease())
 		return nil, etcdUnavailable("session", lock.ErrClosed)
 	}
 	p.all[s] = struct{}{}
@@ -167,26 +215,64 @@ func (p *etcdSessions) put(s *concurrency.Session, ttl time.Duration) {
 	p.idle[ttl] = append(p.idle[ttl], s)
 }
 
-// discard drops a session whose state is unknown after an error; its lease
-// is revoked in the background of Close, or expires.
-func (p *etcdSessions) discard(s *concurrency.Session) {
+// revoke drops a session whose key's fate is unknown and revokes its
+// lease, deleting every key on it, in the background until etcd has it no
+// more.
+func (p *etcdSessions) revoke(s *concurrency.Session) {
 	p.mu.Lock()
 	delete(p.all, s)
 	p.mu.Unlock()
 	s.Orphan()
+	p.revokeLease(s.Lease())
 }
 
-// close revokes every session's lease (their keys go with them) and stops
-// their keep-alives.
+func (p *etcdSessions) revokeLease(id clientv3.LeaseID) {
+	p.resolver.resolve(fmt.Sprintf("etcd lease %x", id), func(ctx context.Context) (bool, error) {
+		_, err := p.client.Revoke(ctx, id)
+		return err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound), err
+	})
+}
+
+// close revokes every session's lease (their keys go with them), all at
+// once within the release bound, and stops their keep-alives.
 func (p *etcdSessions) close() error {
 	p.mu.Lock()
 	p.closed = true
 	sessions := p.all
 	p.all, p.idle = nil, nil
 	p.mu.Unlock()
-	var errs []error
+	defer p.halt()
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	errs := make(chan error, len(sessions))
+	var revokes sync.WaitGroup
 	for s := range sessions {
-		errs = append(errs, s.Close())
+		s.Orphan()
+		revokes.Go(func() {
+			if _, err := p.client.Revoke(ctx, s.Lease()); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				errs <- err
+			}
+		})
 	}
-	return errors.Join(errs...)
+	revokes.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+// boundedKV bounds by the release bound each request made without a
+// deadline: concurrency.Mutex's Lock deletes the key of a waiter that gave
+// up on the client's context, which has none.
+type boundedKV struct{ clientv3.KV }
+
+func (kv boundedKV) Delete(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.DeleteResponse, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, releaseTimeout)
+		defer cancel()
+	}
+	return kv.KV.Delete(ctx, key, opts...)
 }

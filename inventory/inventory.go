@@ -171,6 +171,9 @@ type Inventory struct {
 	broken     map[string]string
 	sessions   *etcdSessions
 	zkSessions *zkSessions
+	// resolver removes what the lock-server stages' requests without an
+	// answer may have left.
+	resolver *resolver
 }
 
 // New builds every stage and starts following the faults. Close stops it.
@@ -184,8 +187,8 @@ func New(cfg Config) (*Inventory, error) {
 	case cfg.DefaultSegments < 1 || cfg.DefaultSegments > segments.MaxCount:
 		return nil, fmt.Errorf("inventory: default segments %d out of [1, %d]", cfg.DefaultSegments, segments.MaxCount)
 	}
-	inv := &Inventory{cfg: cfg, stages: make(map[string]stage), broken: make(map[string]string)}
-	inv.faults = newFaultBook(cfg.Redis, cfg.Logger, stageIDs(), cfg.FaultRefresh)
+	inv := &Inventory{cfg: cfg, stages: make(map[string]stage), broken: make(map[string]string), resolver: newResolver(cfg.Logger)}
+	inv.faults = newFaultBook(cfg.Redis, cfg.Logger, StageIDs(), cfg.FaultRefresh)
 	inv.health = newHealth(cfg.Redis)
 	seller := func(id string) *seller {
 		return &seller{
@@ -238,7 +241,7 @@ func New(cfg Config) (*Inventory, error) {
 func (inv *Inventory) addLockServerStages(seller func(id string) *seller) {
 	if inv.cfg.MySQL != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		g, err := newMySQLGuard(ctx, inv.cfg.MySQL)
+		g, err := newMySQLGuard(ctx, inv.cfg.MySQL, inv.resolver)
 		cancel()
 		if err != nil {
 			inv.broken["mysql"] = err.Error()
@@ -247,7 +250,7 @@ func (inv *Inventory) addLockServerStages(seller func(id string) *seller) {
 		}
 	}
 	if inv.cfg.Etcd != nil {
-		inv.sessions = newEtcdSessions(inv.cfg.Etcd)
+		inv.sessions = newEtcdSessions(inv.cfg.Etcd, inv.resolver)
 		g := etcdGuard{sessions: inv.sessions, wait: inv.cfg.LockWait}
 		inv.stages["etcd"] = &guardedStage{seller: seller("etcd"), guard: g, locking: true, crashes: true, dropLocks: g.drop}
 	}
@@ -282,6 +285,7 @@ func dropOn(masters []redis.UniversalClient) func(ctx context.Context, key strin
 func (inv *Inventory) Close() error {
 	inv.faults.close()
 	inv.health.close()
+	inv.resolver.close()
 	var errs []error
 	for _, c := range inv.clients {
 		errs = append(errs, c.close())
@@ -372,7 +376,7 @@ func (inv *Inventory) Reset(ctx context.Context, stageID, sku string, stock int6
 		return fmt.Errorf("%w: stock must be within [0, %d], got %d", ErrInvalid, MaxStock, stock)
 	}
 	if segmentCount < 0 || segmentCount > segments.MaxCount {
-		return fmt.Errorf("%w: segments must be within [1, %d], got %d", ErrInvalid, segments.MaxCount, segmentCount)
+		return fmt.Errorf("%w: segments must be within [0, %d] (0: the default), got %d", ErrInvalid, segments.MaxCount, segmentCount)
 	}
 	if err := s.reset(ctx, sku, stock, segmentCount); err != nil {
 		return err

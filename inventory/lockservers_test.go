@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,15 +20,32 @@ import (
 	"github.com/lockstep/lockstep/inventory"
 )
 
-// lockServerStage is one stage whose lock lives beside Redis, with the
-// configuration that enables it on a replica.
+// lockServerStage is one stage whose lock lives beside Redis.
 type lockServerStage struct {
-	id        string
-	configure func(t *testing.T) func(*inventory.Config)
+	id string
+	// requests is how many round trips an acquisition makes: the last one's
+	// reply is the one whose loss matters (go-sql-driver prepares a
+	// statement, then executes it).
+	requests int
+	// failed is what a sale whose acquisition got no answer wraps: the
+	// fail-fast row answers that its server is unavailable, by name; the
+	// waiting locks, that the wait ended (busy).
+	failed error
+	// start starts the stage's server, of n members where it has several,
+	// and returns their addresses and how to configure a replica that
+	// reaches them at addrs: theirs, or a link's.
+	start func(t *testing.T, n int) (addrs []string, configure func(addrs []string) func(*inventory.Config))
+}
+
+// configure starts st's server of n members and configures a replica that
+// reaches it directly.
+func (st lockServerStage) configure(t *testing.T, n int) func(*inventory.Config) {
+	addrs, configure := st.start(t, n)
+	return configure(addrs)
 }
 
 var lockServerStages = []lockServerStage{
-	{"mysql", func(t *testing.T) func(*inventory.Config) {
+	{"mysql", 2, inventory.ErrMySQLUnavailable, func(t *testing.T, _ int) ([]string, func([]string) func(*inventory.Config)) {
 		m := lockservertest.MariaDB(t)
 		root, err := sql.Open("mysql", m.DSN(""))
 		if err != nil {
@@ -37,37 +55,61 @@ var lockServerStages = []lockServerStage{
 		if _, err := root.Exec("CREATE DATABASE IF NOT EXISTS lockstep"); err != nil {
 			t.Fatal(err)
 		}
-		return func(c *inventory.Config) {
-			db, err := sql.Open("mysql", m.DSN("lockstep"))
-			if err != nil {
-				t.Fatal(err)
+		return []string{m.Addr}, func(addrs []string) func(*inventory.Config) {
+			return func(c *inventory.Config) {
+				db, err := sql.Open("mysql", strings.Replace(m.DSN("lockstep"), m.Addr, addrs[0], 1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = db.Close() })
+				c.MySQL = db
 			}
-			t.Cleanup(func() { _ = db.Close() })
-			c.MySQL = db
 		}
 	}},
-	{"zookeeper", func(t *testing.T) func(*inventory.Config) {
-		z := lockservertest.ZooKeeper(t, 3)
-		return func(c *inventory.Config) { c.ZooKeeper = z.Servers }
-	}},
-	{"etcd", func(t *testing.T) func(*inventory.Config) {
-		e := lockservertest.Etcd(t, 3)
-		return func(c *inventory.Config) {
-			client, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 2 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = client.Close() })
-			c.Etcd = client
+	{"zookeeper", 1, inventory.ErrLockBusy, func(t *testing.T, n int) ([]string, func([]string) func(*inventory.Config)) {
+		z := lockservertest.ZooKeeper(t, n)
+		return z.Servers, func(addrs []string) func(*inventory.Config) {
+			return func(c *inventory.Config) { c.ZooKeeper = addrs }
 		}
 	}},
+	{"etcd", 1, inventory.ErrLockBusy, func(t *testing.T, n int) ([]string, func([]string) func(*inventory.Config)) {
+		e := lockservertest.Etcd(t, n)
+		addrs := make([]string, len(e.Endpoints))
+		for i, ep := range e.Endpoints {
+			addrs[i] = strings.TrimPrefix(ep, "http://")
+		}
+		return addrs, func(addrs []string) func(*inventory.Config) {
+			return func(c *inventory.Config) { c.Etcd = etcdClient(t, addrs) }
+		}
+	}},
+}
+
+// etcdClient is a client of the etcd members at addrs, closed when t ends.
+func etcdClient(t *testing.T, addrs []string) *clientv3.Client {
+	t.Helper()
+	endpoints := make([]string, len(addrs))
+	for i, a := range addrs {
+		endpoints[i] = "http://" + a
+	}
+	client, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	return client
 }
 
 // replicasOn builds n inventories on one Redis, each configured by
 // configure: the replicas of one shop.
 func replicasOn(t *testing.T, n int, configure func(*inventory.Config)) []*inventory.Inventory {
 	t.Helper()
-	srv := redistest.Start(t)
+	return replicasOnRedis(t, redistest.Start(t), n, configure)
+}
+
+// replicasOnRedis builds n inventories on srv, each configured by
+// configure.
+func replicasOnRedis(t *testing.T, srv *redistest.Server, n int, configure func(*inventory.Config)) []*inventory.Inventory {
+	t.Helper()
 	invs := make([]*inventory.Inventory, n)
 	for i := range invs {
 		cfg := inventory.Config{
@@ -91,7 +133,7 @@ func replicasOn(t *testing.T, n int, configure func(*inventory.Config)) []*inven
 func TestLockServerStagesNeverOversell(t *testing.T) {
 	for _, st := range lockServerStages {
 		t.Run(st.id, func(t *testing.T) {
-			invs := replicasOn(t, 3, st.configure(t))
+			invs := replicasOn(t, 3, st.configure(t, 3))
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			if err := invs[0].Reset(ctx, st.id, "sku-1", 20, 0); err != nil {
@@ -140,7 +182,7 @@ func TestLockServerStagesNeverOversell(t *testing.T) {
 // A holder killed with its row in the table leaves the mysql stage stuck —
 // the seed's "no expiry" — until a reset deletes the row.
 func TestMySQLStageStuckAfterCrashUntilReset(t *testing.T) {
-	invs := replicasOn(t, 2, lockServerStages[0].configure(t))
+	invs := replicasOn(t, 2, lockServerStages[0].configure(t, 1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := invs[0].Reset(ctx, "mysql", "sku-1", 10, 0); err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -34,29 +35,57 @@ const (
 // it to unlock, busy at once on a duplicate key. It has the flaws the seed
 // lists: no expiry (a holder that dies leaves its row, and the SKU is stuck
 // until a reset), no reentrancy, no waiting.
-type mysqlGuard struct{ db *sql.DB }
+//
+// What a live process does not leave behind is a row whose request lost its
+// answer. Each request, lost, run twice, or arriving late:
+//   - INSERT, reply lost (or the sale's deadline reached, when
+//     go-sql-driver closes the connection and MariaDB completes the INSERT
+//     anyway): the guard answers unavailable and deletes the owner's row in
+//     the background (forget).
+//   - INSERT run twice: the driver retries only a request it could not
+//     send (driver.ErrBadConn), so never; a second INSERT of one owner
+//     would get a duplicate key, and the first is forgotten as above.
+//   - INSERT arriving late, after the connection closed: forget looks for
+//     the row for lateInsert after the failure; one arriving later still
+//     (a partition that held the packet longer) stays like a crashed
+//     holder's row, until a reset.
+//   - DELETE, reply lost or failed: deleted again in the background until
+//     a DELETE has run (it is conditional on the owner, so it never
+//     removes another's row, twice or late).
+type mysqlGuard struct {
+	db       *sql.DB
+	resolver *resolver
+}
+
+// lateInsert is how long after an INSERT without an answer its row is
+// looked for: one sent before the connection closed arrives within it.
+const lateInsert = 5 * time.Second
 
 // newMySQLGuard creates the lock table when it is missing.
-func newMySQLGuard(ctx context.Context, db *sql.DB) (mysqlGuard, error) {
+func newMySQLGuard(ctx context.Context, db *sql.DB, r *resolver) (mysqlGuard, error) {
 	if _, err := db.ExecContext(ctx, mysqlLocksTable); err != nil {
 		return mysqlGuard{}, fmt.Errorf("inventory: create the MySQL lock table: %w", err)
 	}
-	return mysqlGuard{db: db}, nil
+	return mysqlGuard{db: db, resolver: r}, nil
 }
 
 func (g mysqlGuard) acquire(ctx context.Context, key string, _ Faults) (context.Context, func(context.Context) error, error) {
 	owner := randomOwner()
 	_, err := g.db.ExecContext(ctx, "INSERT INTO lockstep_locks (name, owner) VALUES (?, ?)", key, owner)
-	var dup *mysql.MySQLError
+	var answered *mysql.MySQLError
 	switch {
-	case errors.As(err, &dup) && (dup.Number == mysqlDuplicateKey || dup.Number == mysqlDeadlock || dup.Number == mysqlLockWaitTimed):
+	case errors.As(err, &answered) && (answered.Number == mysqlDuplicateKey || answered.Number == mysqlDeadlock || answered.Number == mysqlLockWaitTimed):
 		return nil, nil, fmt.Errorf("%w: row %s is another's: %w", ErrLockBusy, key, err)
+	case errors.As(err, &answered): // MySQL refused it: nothing inserted
+		return nil, nil, mysqlUnavailable("insert lock row", err)
 	case err != nil:
+		g.forget(key, owner, time.Now().Add(lateInsert))
 		return nil, nil, mysqlUnavailable("insert lock row", err)
 	}
 	release := func(ctx context.Context) error {
 		res, err := g.db.ExecContext(ctx, "DELETE FROM lockstep_locks WHERE name = ? AND owner = ?", key, owner)
 		if err != nil {
+			g.forget(key, owner, time.Time{})
 			return mysqlUnavailable("delete lock row", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
@@ -68,6 +97,20 @@ func (g mysqlGuard) acquire(ctx context.Context, key string, _ Faults) (context.
 	return ctx, release, nil
 }
 
+// forget deletes owner's row of key in the background: until a DELETE
+// removed it, or, when it may not exist yet, found none once until is
+// past (some nine DELETEs over lateInsert, the retries backing off).
+func (g mysqlGuard) forget(key, owner string, until time.Time) {
+	g.resolver.resolve("mysql lock row "+key, func(ctx context.Context) (bool, error) {
+		res, err := g.db.ExecContext(ctx, "DELETE FROM lockstep_locks WHERE name = ? AND owner = ?", key, owner)
+		if err != nil {
+			return false, err
+		}
+		n, _ := res.RowsAffected()
+		return n > 0 || time.Now().After(until), nil
+	})
+}
+
 // drop deletes the lock row of key, as a reset (or a DBA) would.
 func (g mysqlGuard) drop(ctx context.Context, key string) error {
 	if _, err := g.db.ExecContext(ctx, "DELETE FROM lockstep_locks WHERE name = ?", key); err != nil {
@@ -76,10 +119,9 @@ func (g mysqlGuard) drop(ctx context.Context, key string) error {
 	return nil
 }
 
-// mysqlUnavailable marks an error of the lock's database. The stock stays
-// in Redis, so ErrUnavailable's "redis" reads "a server the sale needs".
+// mysqlUnavailable marks an error of the lock's database.
 func mysqlUnavailable(op string, err error) error {
-	return fmt.Errorf("inventory: mysql: %s: %w: %w", op, ErrUnavailable, err)
+	return fmt.Errorf("inventory: %s: %w: %w", op, ErrMySQLUnavailable, err)
 }
 
 // randomOwner names one holder of a lock row.

@@ -139,19 +139,25 @@ func (s *segmentedStage) deduct(ctx context.Context, sku string, qty int64, f Fa
 	if err != nil {
 		return sale, err
 	}
-	return s.withSKUStock(ctx, sku, n, sale), nil
+	return s.withSKUStock(ctx, sku, sale), nil
 }
 
 // withSKUStock gives a segment's sale the SKU's stock left, read after the
 // segment's lock is released (one pipelined round trip), beside the
 // segment's own (a sale across segments has none). A failed read leaves the segment's figure, a lower bound
 // of the SKU's, in both: the sale is made and must be answered as such.
-func (s *segmentedStage) withSKUStock(ctx context.Context, sku string, n int, sale Sale) Sale {
+// The segment count is the one the sale last read: a reset while it waited
+// may have changed it.
+func (s *segmentedStage) withSKUStock(ctx context.Context, sku string, sale Sale) Sale {
 	sold := sale.Remaining // what the segments that sold held after it
 	if sale.Segment != nil {
 		sale.SegmentRemaining = &sold
 	}
-	stocks, err := s.segmentStocks(ctx, s.tagsOf(sku, n))
+	n, err := s.segmentCount(ctx, sku, false)
+	var stocks []int64
+	if err == nil {
+		stocks, err = s.segmentStocks(ctx, s.tagsOf(sku, n))
+	}
 	if err != nil {
 		s.log.Warn("stock left of the SKU after a segment's sale", "stage", s.id, "sku", sku, "err", err)
 		return sale
@@ -205,7 +211,10 @@ func (s *segmentedStage) sell(ctx context.Context, sku string, n int, qty int64,
 // sellAcross sells qty that no segment holds alone from several segments at
 // once. Sold out is answered only when the segments' stocks, read after the
 // segments could not serve it, add up to less than qty: stock only falls
-// between resets, so the SKU held less than qty then.
+// between resets, so the SKU held less than qty then. tags are read fresh
+// by the caller, and again after each try: a reset that held a picked
+// segment's lock while this sale waited for it may have changed the
+// segment count, so every tag.
 func (s *segmentedStage) sellAcross(ctx context.Context, sku string, tags []string, qty int64, f Faults) (Sale, error) {
 	for range acrossTries {
 		stocks, err := s.segmentStocks(ctx, tags)
@@ -221,7 +230,12 @@ func (s *segmentedStage) sellAcross(ctx context.Context, sku string, tags []stri
 			return sale, err
 		}
 		// Other sales emptied a picked segment between the read and the
-		// locks: read again.
+		// locks, or a reset rewrote the segments: read again.
+		n, err := s.segmentCount(ctx, sku, true)
+		if err != nil {
+			return Sale{}, err
+		}
+		tags = s.tagsOf(sku, n)
 	}
 	return Sale{}, fmt.Errorf("%w: %s's stock is spread over segments that other sales kept emptying", ErrLockBusy, sku)
 }

@@ -44,7 +44,7 @@ func (s *segmentedAtomicStage) deduct(ctx context.Context, sku string, qty int64
 	if err != nil {
 		return Sale{}, err
 	}
-	return s.withSKUStock(ctx, sku, len(tags), sale), nil
+	return s.withSKUStock(ctx, sku, sale), nil
 }
 
 // sellElsewhere serves a sale the first segment could not: from another
@@ -65,7 +65,7 @@ func (s *segmentedAtomicStage) sellElsewhere(ctx context.Context, sku string, st
 			return sale, err
 		}
 	}
-	return s.takeAcross(ctx, sku, tags, qty, f)
+	return s.takeAcross(ctx, sku, qty, f)
 }
 
 // sellFrom deducts qty from segment i in one script.
@@ -82,12 +82,19 @@ func (s *segmentedAtomicStage) sellFrom(ctx context.Context, tags []string, i in
 
 // takeAcross takes qty from as many segments as it needs, in index order,
 // under the SKU's across lock.
-func (s *segmentedAtomicStage) takeAcross(ctx context.Context, sku string, tags []string, qty int64, f Faults) (Sale, error) {
+func (s *segmentedAtomicStage) takeAcross(ctx context.Context, sku string, qty int64, f Faults) (Sale, error) {
 	_, release, err := s.acquire(ctx, s.guard, sku, f)
 	if err != nil {
 		return Sale{}, err
 	}
 	defer s.release(ctx, sku, release)
+	// The segments as they are under the lock: a reset that held it while
+	// this sale waited may have changed their count, so every tag.
+	n, err := s.segmentCount(ctx, sku, true)
+	if err != nil {
+		return Sale{}, err
+	}
+	tags := s.tagsOf(sku, n)
 	taken := make([]int64, len(tags))
 	need := qty
 	var sold []int

@@ -40,7 +40,7 @@ var errNoStock = errors.New("inventory: no stock yet")
 
 // unavailable wraps a Redis error so callers can branch on ErrUnavailable.
 func unavailable(op string, err error) error {
-	return fmt.Errorf("inventory: %s: %w: %w", op, ErrUnavailable, err)
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err) // ErrUnavailable names the layer
 }
 
 // writeFailed wraps the error of a stock write: ErrOutcomeUnknown too

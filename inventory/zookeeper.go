@@ -51,15 +51,15 @@ func (g zkGuard) acquire(ctx context.Context, key string, f Faults) (context.Con
 	}
 	held := h.Context()
 	if f.Fence {
-		czxid, err := h.Czxid()
+		czxid, err := h.Czxid(ctx)
 		if err != nil {
 			h.Abandon()
 			return nil, nil, zkUnavailable("read the fencing token", err)
 		}
 		held = withFencingToken(held, czxid)
 	}
-	release := func(context.Context) error {
-		err := h.Release()
+	release := func(ctx context.Context) error {
+		err := h.Release(ctx)
 		if err != nil && !errors.Is(err, lock.ErrNotHeld) {
 			return zkUnavailable("release", err)
 		}
@@ -70,19 +70,19 @@ func (g zkGuard) acquire(ctx context.Context, key string, f Faults) (context.Con
 
 // drop deletes every waiter's and the holder's node of key's lock, as a
 // reset must.
-func (g zkGuard) drop(_ context.Context, key string) error {
+func (g zkGuard) drop(ctx context.Context, key string) error {
 	s, err := g.sessions.get(zkSessionTimeout)
 	if err != nil {
 		return err
 	}
-	if err := s.Drop(zkPrefix + "/" + key); err != nil {
+	if err := s.Drop(ctx, zkPrefix+"/"+key); err != nil {
 		return zkUnavailable("drop", err)
 	}
 	return nil
 }
 
 func zkUnavailable(op string, err error) error {
-	return fmt.Errorf("inventory: zookeeper: %s: %w: %w", op, ErrUnavailable, err)
+	return fmt.Errorf("inventory: %s: %w: %w", op, ErrZooKeeperUnavailable, err)
 }
 
 // zkSessions keeps one ZooKeeper session per session timeout.

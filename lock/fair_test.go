@@ -322,13 +322,15 @@ func TestRWMutex(t *testing.T) {
 func TestRWMutexWatchdogRenewsReadLevels(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	c := newClient(t, srv, WithWatchdogTimeout(300*time.Millisecond))
+	// 900 ms, not less: a loaded 2-core machine delays a renewal (sent every
+	// 300 ms) by more than a 300 ms timeout now and then.
+	c := newClient(t, srv, WithWatchdogTimeout(900*time.Millisecond))
 	ctx := ctxTimeout(t, 10*time.Second)
 	rw := c.RWMutex("rw-watch")
 	if err := rw.ReadLocker().Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(3 * time.Second)
 	levels := rdb.Keys(ctx, "{rw-watch}:*:rwlock_timeout:*").Val()
 	if rdb.Exists(ctx, "{rw-watch}").Val() != 1 || len(levels) != 1 {
 		t.Fatalf("after three watchdog timeouts: lock exists %d, read levels %v", rdb.Exists(ctx, "{rw-watch}").Val(), levels)

@@ -43,6 +43,10 @@ type childSpec struct {
 	// hold and acquire: the lock, and how long to try for it.
 	Key   string        `json:"key,omitempty"`
 	Bound time.Duration `json:"bound,omitempty"`
+	// acquire: the deadline of each lock request within Bound (and
+	// ProbeBound), retried after a failure, as etcd's and ZooKeeper's
+	// clients are advised to run through a failover.
+	Attempt time.Duration `json:"attempt,omitempty"`
 	// acquire: first lock and unlock ProbeKey, a free lock, retrying
 	// within ProbeBound, to time how long the system served no one.
 	ProbeKey   string        `json:"probe_key,omitempty"`
@@ -57,11 +61,25 @@ type event struct {
 	Probe *probed   `json:"probe,omitempty"` // the probe's failed attempts
 }
 
-// probed is what a probe's failed attempts were.
+// probed is what an acquisition's failed attempts were: those that ended
+// at their deadline (the lock held, or no answer), and the others.
 type probed struct {
-	Failed        int           `json:"failed"`
+	TimedOut      int           `json:"timed_out"`
+	Failed        int           `json:"failed"`         // before their deadline
 	Slowest       time.Duration `json:"slowest"`        // the longest failed attempt
 	SlowestReason string        `json:"slowest_reason"` // its error
+}
+
+// String says what failed, for a cell.
+func (p probed) String() string {
+	s := fmt.Sprintf("%d ended at their deadline", p.TimedOut)
+	if p.Failed > 0 {
+		s += fmt.Sprintf(", %d failed before it", p.Failed)
+	}
+	if p.SlowestReason != "" {
+		s += fmt.Sprintf(", the longest %.2f s: %s", p.Slowest.Seconds(), p.SlowestReason)
+	}
+	return s
 }
 
 // The events a child prints.
@@ -72,7 +90,8 @@ const (
 	evLeft        = "left"         // left it and unlocked (Err: the unlock's error)
 	evProbed      = "probed"       // the free lock was taken (Err: never, within the bound)
 	evAcquired    = "acquired"     // the lock was taken, and its critical section entered
-	evNotAcquired = "not acquired" // not within the bound (Err: why)
+	evNotAcquired = "not acquired" // not within the bound, every attempt having ended at its deadline: kept out
+	evFailed      = "failed"       // not within the bound, and some attempts failed otherwise (Err, Probe: what)
 )
 
 // The words the parent sends a child, one a line.
@@ -327,8 +346,11 @@ func acquire(ctx context.Context, spec childSpec, conn connection, check *shared
 		return err
 	}
 	if spec.ProbeKey != "" {
-		at, attempts, err := probe(ctx, l, spec.ProbeKey, spec.ProbeBound)
-		ev := event{Name: evProbed, At: at, Probe: &attempts}
+		unlock, attempts, err := tryFor(ctx, l, spec.ProbeKey, spec.ProbeBound, spec.Attempt)
+		ev := event{Name: evProbed, At: time.Now(), Probe: &attempts}
+		if err == nil {
+			err = unlock(ctx)
+		}
 		if err != nil {
 			ev.Err = err.Error()
 		}
@@ -336,11 +358,12 @@ func acquire(ctx context.Context, spec childSpec, conn connection, check *shared
 			return err
 		}
 	}
-	lockCtx, cancel := context.WithTimeout(ctx, spec.Bound)
-	unlock, err := l.lock(lockCtx, spec.Key)
-	cancel()
-	if err != nil {
+	unlock, attempts, err := tryFor(ctx, l, spec.Key, spec.Bound, spec.Attempt)
+	switch {
+	case err != nil && attempts.Failed == 0:
 		return c.emit(evNotAcquired, err)
+	case err != nil:
+		return c.events.Encode(event{Name: evFailed, At: time.Now(), Err: err.Error(), Probe: &attempts})
 	}
 	return c.inside(ctx, check, evAcquired, unlock, spec.Bound)
 }
@@ -359,27 +382,36 @@ func (c *childIO) inside(ctx context.Context, check *sharedcheck.Check, ev strin
 	return c.emit(evLeft, unlockWithin(ctx, unlock, bound))
 }
 
-// probe locks and unlocks key until a lock succeeds, or bound passes, and
-// says when the lock succeeded and what the attempts that failed (no leader
-// yet) were; each is retried after 20 ms.
-func probe(ctx context.Context, l locker, key string, bound time.Duration) (time.Time, probed, error) {
+// tryFor locks key with requests of at most each (none: bound), each
+// retried 20 ms after it failed, until one succeeds or bound passes, and
+// says what the attempts that failed were.
+func tryFor(ctx context.Context, l locker, key string, bound, each time.Duration) (func(context.Context) error, probed, error) {
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
+	if each == 0 {
+		each = bound
+	}
 	var p probed
 	for {
 		start := time.Now()
-		unlock, err := l.lock(ctx, key)
+		attempt, cancelAttempt := context.WithTimeout(ctx, each)
+		unlock, err := l.lock(attempt, key)
+		timedOut := attempt.Err() != nil
+		cancelAttempt()
 		if err == nil {
-			at := time.Now()
-			return at, p, unlock(ctx)
+			return unlock, p, nil
 		}
-		p.Failed++
+		if timedOut {
+			p.TimedOut++
+		} else {
+			p.Failed++
+		}
 		if took := time.Since(start); took > p.Slowest {
 			p.Slowest, p.SlowestReason = took, err.Error()
 		}
 		select {
 		case <-ctx.Done():
-			return time.Now(), p, fmt.Errorf("no lock within %v: %w", bound, err)
+			return nil, p, fmt.Errorf("no lock within %v: %w", bound, err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -11,6 +11,7 @@ type crashed struct {
 	recovered time.Duration // from the kill to another process's acquisition
 	stuck     bool          // no acquisition within the bound
 	kept      bool          // stuck, and the server still kept the dead holder's record
+	failed    string        // none acquired, some attempts failing otherwise than at their deadline
 }
 
 // measureCrash has a child take the lock on the system's fault lease,
@@ -26,7 +27,7 @@ func measureCrash(ctx context.Context, r *run, s system, conn connection) (crash
 	}
 	defer check.Close()
 	const key = "crash"
-	spec := childSpec{System: s.name, Endpoints: r.servers.endpoints, Lease: s.faultLease, Shared: shared, Key: key, Bound: r.cfg.faultWait}
+	spec := childSpec{System: s.name, Endpoints: r.servers.endpoints, Lease: s.faultLease, Shared: shared, Key: key, Bound: r.cfg.faultWait, Attempt: r.cfg.attempt}
 	holder, other, err := startLeaseTest(ctx, spec)
 	if err != nil {
 		return crashed{}, err
@@ -51,6 +52,8 @@ func measureCrash(ctx context.Context, r *run, s system, conn connection) (crash
 			return crashed{}, err
 		}
 		return crashed{recovered: ev.At.Sub(killed)}, nil
+	case evFailed:
+		return crashed{stuck: true, failed: failure(ev)}, nil
 	case evNotAcquired:
 		kept, err := conn.recorded(ctx, key)
 		if err != nil {

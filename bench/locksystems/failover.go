@@ -107,7 +107,8 @@ type failedOver struct {
 	attempts probed        // the attempts at the free lock that failed before
 	elected  time.Duration // from the kill until the survivors agreed on a leader (elects only)
 	elects   bool
-	otherOut bool // the other process did not get the held lock within the bound
+	otherOut bool   // the other process was kept out of the held lock: every attempt ended at its deadline
+	failed   string // the other process did not get it, some attempts failing otherwise
 }
 
 // measureFailover has a child take the lock (steady lease) and enter its
@@ -136,7 +137,7 @@ func measureFailover(ctx context.Context, r *run, s system) (failedOver, error) 
 		return failedOver{}, err
 	}
 	defer check.Close()
-	spec := childSpec{System: s.name, Endpoints: fo.holder, Lease: steadyLease, Shared: shared, Key: "failover", Bound: r.cfg.faultWait}
+	spec := childSpec{System: s.name, Endpoints: fo.holder, Lease: steadyLease, Shared: shared, Key: "failover", Bound: r.cfg.faultWait, Attempt: r.cfg.attempt}
 	otherSpec := spec
 	otherSpec.Endpoints = fo.other
 	if fo.elects {
@@ -189,6 +190,8 @@ func measureFailover(ctx context.Context, r *run, s system) (failedOver, error) 
 		}
 	case evNotAcquired:
 		f.otherOut = true
+	case evFailed:
+		f.failed = failure(ev)
 	default:
 		return failedOver{}, fmt.Errorf("after the failover: %q (%s)", ev.Name, ev.Err)
 	}

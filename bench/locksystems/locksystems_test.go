@@ -37,7 +37,7 @@ func TestTheTableAsTheSeedsSayIt(t *testing.T) {
 	// detector's atexit_sleep_ms) while the run waits for it; its reports
 	// still fail the run (the child's exit status).
 	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	cfg := config{duration: 300 * time.Millisecond, procs: 2, goroutines: 2, keys: 4, uncontended: 20, faultWait: 4 * time.Second}
+	cfg := config{duration: 300 * time.Millisecond, procs: 2, goroutines: 2, keys: 4, uncontended: 20, faultWait: 4 * time.Second, attempt: time.Second}
 	var rows []row
 	last := time.Now()
 	err := measureAll(t.Context(), cfg, func(w row) {
@@ -79,6 +79,9 @@ func TestTheTableAsTheSeedsSayIt(t *testing.T) {
 				t.Errorf("after the crash: %+v, want stuck with the record kept", w.crash)
 			case !exp.stuck && (w.crash.stuck || w.crash.recovered < w.faultLease/2 || w.crash.recovered > cfg.faultWait):
 				t.Errorf("after the crash: %+v, want acquired after about the %v lease", w.crash, w.faultLease)
+			}
+			if failed := w.crash.failed + w.pause.failed + w.failover.failed; failed != "" {
+				t.Errorf("an attempt failed otherwise than at its deadline: %s", failed)
 			}
 			if w.pause.holders != exp.pauseHolders || w.pause.otherOut != (exp.pauseHolders == 1) {
 				t.Errorf("pause: %+v, want %d holders", w.pause, exp.pauseHolders)

@@ -11,7 +11,8 @@ import (
 type paused struct {
 	holders  int64         // the most critical sections under way at once
 	otherIn  time.Duration // from the freeze to another process's acquisition
-	otherOut bool          // the other process did not get the lock within the bound
+	otherOut bool          // the other process was kept out: every attempt ended at its deadline
+	failed   string        // the other process did not get the lock, some attempts failing otherwise
 }
 
 // measurePause has a child take the lock on the system's fault lease and
@@ -28,7 +29,7 @@ func measurePause(ctx context.Context, r *run, s system) (paused, error) {
 		return paused{}, err
 	}
 	defer check.Close()
-	spec := childSpec{System: s.name, Endpoints: r.servers.endpoints, Lease: s.faultLease, Shared: shared, Key: "pause", Bound: r.cfg.faultWait}
+	spec := childSpec{System: s.name, Endpoints: r.servers.endpoints, Lease: s.faultLease, Shared: shared, Key: "pause", Bound: r.cfg.faultWait, Attempt: r.cfg.attempt}
 	holder, other, err := startLeaseTest(ctx, spec)
 	if err != nil {
 		return paused{}, err
@@ -55,6 +56,8 @@ func measurePause(ctx context.Context, r *run, s system) (paused, error) {
 		p.otherIn = ev.At.Sub(frozen)
 	case evNotAcquired:
 		p.otherOut = true
+	case evFailed:
+		p.failed = failure(ev)
 	default:
 		return paused{}, fmt.Errorf("during a pause: %q (%s)", ev.Name, ev.Err)
 	}
@@ -68,7 +71,7 @@ func measurePause(ctx context.Context, r *run, s system) (paused, error) {
 		return paused{}, err
 	}
 	p.holders = check.Peak(0)
-	if !p.otherOut {
+	if !p.otherOut && p.failed == "" {
 		if err := leave(other); err != nil {
 			return paused{}, err
 		}

@@ -29,8 +29,19 @@ func leaseCell(d time.Duration) string {
 	return d.String()
 }
 
+// failure is what an acquisition that failed otherwise than by being
+// kept out saw, for a cell.
+func failure(ev event) string {
+	if ev.Probe == nil {
+		return ev.Err
+	}
+	return ev.Probe.String()
+}
+
 func (c crashed) cell() string {
 	switch {
+	case c.failed != "":
+		return "none acquired, attempts failed: " + c.failed
 	case !c.stuck:
 		return "acquired after " + seconds(c.recovered)
 	case c.kept:
@@ -40,8 +51,11 @@ func (c crashed) cell() string {
 }
 
 func (p paused) cell() string {
-	if p.otherOut {
-		return fmt.Sprintf("%d (the other not in)", p.holders)
+	switch {
+	case p.failed != "":
+		return fmt.Sprintf("%d (the other not in, attempts failed: %s)", p.holders, p.failed)
+	case p.otherOut:
+		return fmt.Sprintf("%d (the other kept out for the whole bound)", p.holders)
 	}
 	return fmt.Sprintf("%d (the other in after %s)", p.holders, seconds(p.otherIn))
 }
@@ -50,8 +64,10 @@ func (f failedOver) holdersCell() string {
 	switch {
 	case f.none != "":
 		return "- (" + f.none + ")"
+	case f.failed != "":
+		return fmt.Sprintf("%d (the other not in, attempts failed: %s)", f.holders, f.failed)
 	case f.otherOut:
-		return fmt.Sprintf("%d (the other not in)", f.holders)
+		return fmt.Sprintf("%d (the other kept out for the whole bound)", f.holders)
 	}
 	return fmt.Sprintf("%d (the other in)", f.holders)
 }
@@ -64,8 +80,8 @@ func (f failedOver) stallCell() string {
 		return "- (replica promoted by the bench at once)"
 	}
 	cell := fmt.Sprintf("%s (a leader after %s", seconds(f.stalled), seconds(f.elected))
-	if a := f.attempts; a.Failed > 0 {
-		cell += fmt.Sprintf("; failed attempts: %d, the longest %s: %s", a.Failed, seconds(a.Slowest), a.SlowestReason)
+	if a := f.attempts; a.Failed+a.TimedOut > 0 {
+		cell += "; attempts before: " + a.String()
 	}
 	return cell + ")"
 }

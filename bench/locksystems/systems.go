@@ -256,11 +256,16 @@ func (m rowConn) lock(ctx context.Context, key string) (func(context.Context) er
 		if errors.As(err, &my) && (my.Number == 1062 || my.Number == 1213 || my.Number == 1205) {
 			return false, nil // duplicate key; a deadlock or lock wait against the holder's DELETE
 		}
-		return err == nil, err
+		if err != nil {
+			return false, fmt.Errorf("mysql: insert the lock row: %w", err)
+		}
+		return true, nil
 	})
 	return func(ctx context.Context) error {
-		_, err := m.db.ExecContext(ctx, "DELETE FROM locks WHERE name = ? AND owner = ?", key, owner)
-		return err
+		if _, err := m.db.ExecContext(ctx, "DELETE FROM locks WHERE name = ? AND owner = ?", key, owner); err != nil {
+			return fmt.Errorf("mysql: delete the lock row: %w", err)
+		}
+		return nil
 	}, err
 }
 
@@ -292,11 +297,11 @@ func (z zkConn) lock(ctx context.Context, key string) (func(context.Context) err
 	if err != nil {
 		return nil, err
 	}
-	return func(context.Context) error { return h.Release() }, nil
+	return h.Release, nil
 }
 
-func (z zkConn) recorded(_ context.Context, key string) (bool, error) {
-	n, err := z.s.Nodes(zkPath(key))
+func (z zkConn) recorded(ctx context.Context, key string) (bool, error) {
+	n, err := z.s.Nodes(ctx, zkPath(key))
 	return n > 0, err
 }
 

@@ -24,18 +24,23 @@ import (
 	"github.com/lockstep/lockstep/scenarios"
 )
 
+// main exits 0 after --help or a run that met its expectations, 1 when
+// the run failed, 2 on a usage error (a flag, a scenario that does not
+// load, a stage the shop does not have), 3 when expectations were not met
+// and 130 when interrupted (the report is written all the same).
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	interrupted := ctx.Err() != nil
 	stop()
+	status := loadgen.ExitStatus(err, interrupted)
 	switch {
-	case errors.Is(err, loadgen.ErrExpectationsNotMet):
+	case interrupted:
+		fmt.Fprintln(os.Stderr, "loadgen: interrupted")
+	case status != 0:
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
-		os.Exit(loadgen.ExitExpectationsNotMet)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "loadgen:", err)
-		os.Exit(1)
 	}
+	os.Exit(status)
 }
 
 type options struct {
@@ -71,17 +76,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if o.render != "" {
 		rep, err := loadgen.ReadReport(o.render)
 		if err != nil {
-			return err
+			return flagenv.Usage(err)
 		}
 		return loadgen.Publish(rep, o.out, stdout)
 	}
 	sc, name, err := scenarios.Load(o.scenario)
 	if err != nil {
-		return err
+		return flagenv.Usage(err)
 	}
 	if o.only != "" {
 		if err := sc.Only(flagenv.List(o.only)); err != nil {
-			return err
+			return flagenv.Usage(err)
 		}
 	}
 	redisAddrs := flagenv.List(o.redisAddr)

@@ -24,10 +24,12 @@ import (
 	"github.com/lockstep/lockstep/internal/shop"
 )
 
+// main exits 0 after --help, 2 on a usage error (flagenv.ExitStatus).
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	err := run(os.Args[1:])
+	if status := flagenv.ExitStatus(err); status != 0 {
 		fmt.Fprintln(os.Stderr, "shop:", err)
-		os.Exit(1)
+		os.Exit(status)
 	}
 }
 
@@ -78,7 +80,7 @@ func run(args []string) error {
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("log level: %w", err)
+		return flagenv.Usage(fmt.Errorf("--log-level: %w", err))
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("replica", o.replica)
 	slog.SetDefault(log)

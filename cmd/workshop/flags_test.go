@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHelpExitsZero: asking for the usage is no failure.
@@ -17,6 +22,38 @@ func TestHelpExitsZero(t *testing.T) {
 	for _, flag := range []string{"-step", "-only", "-live-addr"} {
 		if !strings.Contains(string(out), flag) {
 			t.Errorf("the usage does not mention %s:\n%s", flag, out)
+		}
+	}
+}
+
+// TestUsageErrorExitsTwo: a flag the workshop does not know, a value it
+// refuses, a stray argument or a scenario that names a stage no shop has
+// is a usage error (2, as Go's flag package does), not a failed run (1),
+// and nothing is started.
+func TestUsageErrorExitsTwo(t *testing.T) {
+	bins := buildBinaries(t)
+	misspelt := filepath.Join(t.TempDir(), "misspelt.yaml")
+	if err := os.WriteFile(misspelt, []byte("runs:\n  - stage: atomik\n    expect: [no-oversell]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args     []string
+		mentions string
+	}{
+		{[]string{"--nope"}, "nope"},
+		{[]string{"--replicas", "0"}, "--replicas"},
+		{[]string{"--replicas", "many"}, "many"},
+		{[]string{"stray"}, "stray"},
+		{[]string{"--scenario", "nosuch"}, "nosuch"},
+		{[]string{"--scenario", misspelt}, `"atomik"`},
+	} {
+		// Killed after 30 s, should it run what it should refuse.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, bins.workshop, tc.args...).CombinedOutput()
+		cancel()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), tc.mentions) || strings.Contains(string(out), "workshop: live page:") {
+			t.Errorf("workshop %s: %v, want exit status 2 before anything starts, saying %s:\n%s", strings.Join(tc.args, " "), err, tc.mentions, out)
 		}
 	}
 }

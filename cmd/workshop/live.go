@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
@@ -37,7 +39,8 @@ var (
 	liveMain  = template.Must(template.ParseFS(liveAssets, "live/main.tmpl"))
 )
 
-// liveEvery is how often a connected page is sent the state, when changed.
+// liveEvery is how often the state is rendered, while a page is open, and
+// sent to every open page it changed for.
 const liveEvery = 250 * time.Millisecond
 
 // live serves the page and is the run's loadgen.Watcher.
@@ -51,6 +54,12 @@ type live struct {
 	run      chan struct{}
 	log      *slog.Logger
 	renewals *renewalCounter
+	// token, in the page, must come with POST /run: no other web page open
+	// in the browser can read it, so none can start a stage.
+	token   string
+	frames  *frames
+	renders atomic.Int64 // how often the page's content was rendered
+	loop    sync.WaitGroup
 
 	mu       sync.Mutex
 	scenario string
@@ -85,7 +94,7 @@ func startLive(addr, scenario string, runs int, step bool, log *slog.Logger) (*l
 	l := &live{
 		url: "http://" + ln.Addr().String() + "/", served: make(chan struct{}), quit: make(chan struct{}),
 		step: step, run: make(chan struct{}), log: log, scenario: scenario, runs: runs,
-		renewals: newRenewalCounter(),
+		renewals: newRenewalCounter(), token: randomToken(), frames: newFrames(),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", l.index)
@@ -104,7 +113,8 @@ func startLive(addr, scenario string, runs int, step bool, log *slog.Logger) (*l
 		}
 		mux.HandleFunc("GET /"+name, asset(kind, data))
 	}
-	l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	l.srv = &http.Server{Handler: ownHostOnly(ln.Addr().String(), mux), ReadHeaderTimeout: 5 * time.Second}
+	l.loop.Go(l.renderLoop)
 	go func() {
 		defer close(l.served)
 		if err := l.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -114,6 +124,21 @@ func startLive(addr, scenario string, runs int, step bool, log *slog.Logger) (*l
 	return l, nil
 }
 
+// ownHostOnly answers only requests addressed to the page's own address
+// (or localhost on its port): a site whose name was made to resolve to
+// 127.0.0.1 (DNS rebinding) sends its own name as Host, and could
+// otherwise read the page, and the run's token in it.
+func ownHostOnly(addr string, next http.Handler) http.Handler {
+	_, port, _ := net.SplitHostPort(addr) // a listener's address always splits
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host != addr && r.Host != net.JoinHostPort("localhost", port) {
+			http.Error(w, "the live page answers only at "+addr, http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 func asset(kind string, data []byte) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", kind+"; charset=utf-8")
@@ -121,9 +146,10 @@ func asset(kind string, data []byte) http.HandlerFunc {
 	}
 }
 
-// close ends the event streams, then the server.
+// close ends the render loop and the event streams, then the server.
 func (l *live) close() {
 	close(l.quit)
+	l.loop.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = l.srv.Shutdown(ctx)
@@ -196,7 +222,11 @@ func (l *live) readEnter(in io.Reader) {
 	}
 }
 
-func (l *live) runStage(w http.ResponseWriter, _ *http.Request) {
+func (l *live) runStage(w http.ResponseWriter, r *http.Request) {
+	if subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Run-Token")), []byte(l.token)) != 1 {
+		http.Error(w, "POST /run needs the run's token (the live page's button sends it)", http.StatusForbidden)
+		return
+	}
 	select {
 	case l.run <- struct{}{}:
 		w.WriteHeader(http.StatusNoContent)
@@ -213,9 +243,15 @@ func (l *live) index(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if err := liveIndex.Execute(w, main); err != nil {
+	if err := liveIndex.Execute(w, liveIndexPage{Main: main, Token: l.token}); err != nil {
 		l.log.Warn("live page", "err", err)
 	}
+}
+
+// liveIndexPage is the data of index.html.
+type liveIndexPage struct {
+	Main  template.HTML
+	Token string
 }
 
 // events streams the rendered state, when it changed, until the page goes
@@ -228,34 +264,113 @@ func (l *live) events(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
-	tick := time.NewTicker(liveEvery)
-	defer tick.Stop()
+	next := l.frames.watch()
+	defer l.frames.unwatch()
 	var last template.HTML
 	for {
-		main, err := l.render()
-		if err != nil {
-			l.log.Warn("live page", "err", err)
-			return
-		}
-		if main != last {
-			data, err := json.Marshal(string(main))
-			if err != nil {
-				return
-			}
-			if _, err := fmt.Fprintf(w, "data: %s\n\n", data); err != nil {
-				return
-			}
-			flusher.Flush()
-			last = main
-		}
 		select {
-		case <-tick.C:
+		case <-next:
 		case <-r.Context().Done():
 			return
 		case <-l.quit:
 			return
 		}
+		var main template.HTML
+		main, next = l.frames.latest()
+		if main == last {
+			continue
+		}
+		data, err := json.Marshal(string(main))
+		if err != nil {
+			return
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", data); err != nil {
+			return
+		}
+		flusher.Flush()
+		last = main
 	}
+}
+
+// renderLoop renders the state once per tick while any page is open, and
+// at once when one opens, for every open page to share: the cost of the
+// page does not grow with the pages open (each render takes milliseconds,
+// taken from the benchmark's cores).
+func (l *live) renderLoop() {
+	tick := time.NewTicker(liveEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.quit:
+			return
+		case <-tick.C:
+		case <-l.frames.opened:
+		}
+		if !l.frames.watched() {
+			continue
+		}
+		main, err := l.render()
+		if err != nil {
+			l.log.Warn("live page", "err", err)
+			continue
+		}
+		l.frames.publish(main)
+	}
+}
+
+// frames hands the latest render to the open pages' event streams.
+type frames struct {
+	opened chan struct{} // a page opened: render now (buffered, 1)
+
+	mu      sync.Mutex
+	current template.HTML
+	next    chan struct{} // closed when current is replaced
+	pages   int
+}
+
+func newFrames() *frames {
+	return &frames{opened: make(chan struct{}, 1), next: make(chan struct{})}
+}
+
+// watch counts an open page and returns the channel closed by the next
+// render, which it asks for.
+func (f *frames) watch() <-chan struct{} {
+	f.mu.Lock()
+	f.pages++
+	next := f.next
+	f.mu.Unlock()
+	select {
+	case f.opened <- struct{}{}:
+	default: // a render is already asked for
+	}
+	return next
+}
+
+func (f *frames) unwatch() {
+	f.mu.Lock()
+	f.pages--
+	f.mu.Unlock()
+}
+
+func (f *frames) watched() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pages > 0
+}
+
+func (f *frames) publish(main template.HTML) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.current = main
+	close(f.next)
+	f.next = make(chan struct{})
+}
+
+// latest returns the latest render and the channel closed by the next.
+func (f *frames) latest() (template.HTML, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.current, f.next
 }
 
 // The template's view of the state.
@@ -294,6 +409,7 @@ type liveRow struct {
 }
 
 func (l *live) render() (template.HTML, error) {
+	l.renders.Add(1)
 	l.mu.Lock()
 	page := livePage{Scenario: l.scenario, Runs: l.runs, Finished: l.finished, ReportPath: l.report, Error: l.runErr}
 	if l.waiting != nil {

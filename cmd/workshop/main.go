@@ -30,6 +30,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/inventory"
 	"github.com/lockstep/lockstep/scenarios"
 )
 
@@ -63,16 +64,13 @@ func main() {
 	<-handled
 	signal.Stop(signals)
 	cancel()
-	switch {
-	case interrupted:
-		os.Exit(130)
-	case errors.Is(err, loadgen.ErrExpectationsNotMet):
+	// 0 after --help or a run that met its expectations, 1 when it failed,
+	// 2 on a usage error, 3 when expectations were not met, 130 interrupted.
+	status := loadgen.ExitStatus(err, interrupted)
+	if status != 0 && !interrupted {
 		fmt.Fprintln(os.Stderr, "workshop:", err)
-		os.Exit(loadgen.ExitExpectationsNotMet)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "workshop:", err)
-		os.Exit(1)
 	}
+	os.Exit(status)
 }
 
 type options struct {
@@ -99,11 +97,11 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.only, "only", "", "run only these stages of the scenario, comma-separated (e.g. watchdog,segmented)")
 	fs.StringVar(&o.liveAddr, "live-addr", "127.0.0.1:0", "loopback address of the live page (port 0: a free one)")
 	fs.BoolVar(&o.step, "step", false, "wait before each stage until \"run this stage\" is pressed on the live page, or Enter on the terminal")
-	if err := fs.Parse(args); err != nil {
+	if err := flagenv.ParseArgs(fs, args); err != nil {
 		return o, err
 	}
 	if o.replicas < 1 || o.redisMasters < 1 {
-		return o, errors.New("--replicas and --redis-masters must be at least 1")
+		return o, flagenv.Usage(errors.New("--replicas and --redis-masters must be at least 1"))
 	}
 	return o, nil
 }
@@ -142,11 +140,8 @@ type stateRedis struct {
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil // the usage is printed; asking for it is no failure
-	}
 	if err != nil {
-		return err
+		return err // flag.ErrHelp: the usage is printed, and the exit status 0
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	sc, scenarioName, err := loadScenario(o)
@@ -325,16 +320,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return rep.Verdict()
 }
 
-// loadScenario loads --scenario, keeping the runs of the --only stages.
+// loadScenario loads --scenario, keeping the runs of the --only stages;
+// a stage no shop has is a usage error before anything starts.
 func loadScenario(o options) (*loadgen.Scenario, string, error) {
 	sc, name, err := scenarios.Load(o.scenario)
 	if err != nil {
-		return nil, "", err
+		return nil, "", flagenv.Usage(err)
 	}
 	if o.only != "" {
 		if err := sc.Only(flagenv.List(o.only)); err != nil {
-			return nil, "", err
+			return nil, "", flagenv.Usage(err)
 		}
+	}
+	if err := loadgen.CheckStages(sc, inventory.StageIDs()); err != nil {
+		return nil, "", flagenv.Usage(err)
 	}
 	return sc, name, nil
 }

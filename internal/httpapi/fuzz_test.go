@@ -35,17 +35,32 @@ var (
 )
 
 // saleOracle says what POST deduct?rawQuery asks for: sku (default sku-1)
-// and qty (default 1, a base-10 integer in 1..100), and whether both are
-// valid. Like Go's query parsing, a malformed pair is dropped and the first
-// value of a repeated name counts.
+// and qty (default 1, a base-10 integer in 1..100), and whether the query
+// is valid. The query is taken strictly: it is "&"-separated name=value
+// pairs, each percent-decoding and free of ";", naming sku or qty, each at
+// most once; anything else makes the whole query invalid.
 func saleOracle(rawQuery string) (sku string, qty int64, valid bool) {
-	values, _ := url.ParseQuery(rawQuery)
-	sku, qty, valid = inventory.DefaultSKU, 1, true
-	if v, given := values["sku"]; given {
-		sku = v[0]
+	sku, qty = inventory.DefaultSKU, 1
+	if rawQuery == "" {
+		return sku, qty, true
 	}
-	if v, given := values["qty"]; given {
-		n, err := strconv.ParseInt(v[0], 10, 64)
+	given := map[string]string{}
+	for _, pair := range strings.Split(rawQuery, "&") {
+		rawName, rawValue, ok := strings.Cut(pair, "=")
+		name, nameErr := url.QueryUnescape(rawName)
+		value, valueErr := url.QueryUnescape(rawValue)
+		_, repeated := given[name]
+		if !ok || strings.Contains(pair, ";") || nameErr != nil || valueErr != nil || repeated || (name != "sku" && name != "qty") {
+			return sku, qty, false
+		}
+		given[name] = value
+	}
+	valid = true
+	if v, ok := given["sku"]; ok {
+		sku = v
+	}
+	if v, ok := given["qty"]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
 		qty, valid = n, err == nil && n >= 1 && n <= 100
 	}
 	return sku, qty, valid && validSKU.MatchString(sku)
@@ -54,15 +69,16 @@ func saleOracle(rawQuery string) (sku string, qty int64, valid bool) {
 // FuzzDeduct: POST /api/stages/{stage}/deduct?{query} with any stage and
 // query. A valid sale on an available stage sells exactly qty units (200,
 // echoing sku and qty) or none (409 sold_out); an unknown stage is 404, an
-// unavailable one 503, an invalid sku or qty 400 bad_request; anything that
-// does not sell leaves the audit unchanged, and a 400 or 404 leaves Redis
-// untouched.
+// unavailable one 503, a malformed query (saleOracle) or an invalid sku
+// or qty 400 bad_request; anything that does not sell leaves the audit
+// unchanged, and a 400 or 404 leaves Redis untouched.
 func FuzzDeduct(f *testing.F) {
 	for _, stage := range []string{"naive", "synchronized", "setnx", "setnx-expire", "uuid-lua", "watchdog", "segmented", "atomic", "fenced", "redlock", "mysql", "etcd", "nope", ""} {
 		f.Add(stage, "")
 	}
 	for _, q := range []string{"sku=sku-1&qty=3", "qty=100", "qty=101", "qty=0", "qty=-1", "qty=+7", "qty=007", "qty=1.5", "qty=", "qty=99999999999999999999",
-		"sku=", "sku=%7Bsku-1%7D", "sku=a:b", "sku=" + strings.Repeat("x", 65), "sku=a;qty=2", "sku=%zz&qty=2", "qty=2&qty=500", "sku=s.k_u-9&sku=bad!"} {
+		"sku=", "sku=%7Bsku-1%7D", "sku=a:b", "sku=" + strings.Repeat("x", 65), "sku=a;qty=2", "sku=%zz&qty=2", "qty=2&qty=500", "sku=s.k_u-9&sku=bad!",
+		"sku=sku-2;", "qty=5;", "qty=5%", "qty=%zz", "qty", "sku=sku-2&", "&qty=2", "s%6Bu=sku-2&qty=2", "sku=sku-2&colour=red", "qty=2&qty=2"} {
 		f.Add("atomic", q)
 	}
 	ts := startShop(f, testToken)

@@ -29,17 +29,21 @@ type testShop struct {
 	rdb  *redis.Client
 }
 
-func startShop(tb testing.TB, token string) *testShop {
+func startShop(tb testing.TB, token string, options ...func(*shop.Config)) *testShop {
 	tb.Helper()
 	srv := redistest.Start(tb, "--enable-debug-command", "local")
-	s, err := shop.New(shop.Config{
+	cfg := shop.Config{
 		RedisAddrs: []string{srv.Addr},
 		Replica:    "r0",
 		AdminToken: token,
 		LockWait:   time.Second,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Exit:       func(int) {}, // an armed crash fault must not end the test binary
-	})
+	}
+	for _, option := range options {
+		option(&cfg)
+	}
+	s, err := shop.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -91,8 +95,9 @@ var documentedCodes = map[int][]string{
 	http.StatusMethodNotAllowed:      {"method_not_allowed"},
 	http.StatusConflict:              {"sold_out", "outcome_unknown"},
 	http.StatusRequestEntityTooLarge: {"payload_too_large"},
+	http.StatusUnsupportedMediaType:  {"unsupported_media_type"},
 	http.StatusLocked:                {"lock_busy"},
-	http.StatusServiceUnavailable:    {"redis_unavailable", "stage_unavailable", "not_ready"},
+	http.StatusServiceUnavailable:    {"redis_unavailable", "mysql_unavailable", "etcd_unavailable", "zookeeper_unavailable", "stage_unavailable", "not_ready"},
 }
 
 // checkShape asserts what every answer has: X-Replica, a JSON object body,

@@ -39,12 +39,16 @@ const (
 	CodeUnknownStage     = "unknown_stage"
 	CodeStageUnavailable = "stage_unavailable"
 	CodeRedisUnavailable = "redis_unavailable"
-	CodeUnauthorized     = "unauthorized"
-	CodeForbidden        = "forbidden"
-	CodeNotFound         = "not_found"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeNotReady         = "not_ready"
-	CodeInternal         = "internal"
+	// The lock-server stages name the server that did not answer.
+	CodeMySQLUnavailable     = "mysql_unavailable"
+	CodeEtcdUnavailable      = "etcd_unavailable"
+	CodeZooKeeperUnavailable = "zookeeper_unavailable"
+	CodeUnauthorized         = "unauthorized"
+	CodeForbidden            = "forbidden"
+	CodeNotFound             = "not_found"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeNotReady             = "not_ready"
+	CodeInternal             = "internal"
 	// CodeOutcomeUnknown: an Idempotency-Key whose first request may have
 	// sold, but never recorded its answer; the key never sells again.
 	CodeOutcomeUnknown = "outcome_unknown"
@@ -92,6 +96,8 @@ type Server struct {
 	draining  atomic.Bool
 	handler   http.Handler
 	sampler   *redistrace.Sampler[answer] // nil without Config.Tracer
+	// queryParams: the query parameters of each route (query.go).
+	queryParams map[string][]string
 }
 
 // New builds the routes.
@@ -113,8 +119,9 @@ func New(cfg Config) *Server {
 			// its replica died mid-request.
 			pendingTTL: cfg.RequestTimeout + 5*time.Second,
 		},
-		deducts: make(map[string]*metrics.Deducts),
-		sampler: newSampler(cfg.Tracer),
+		deducts:     make(map[string]*metrics.Deducts),
+		sampler:     newSampler(cfg.Tracer),
+		queryParams: queryParams(),
 	}
 	for _, info := range cfg.Inventory.Stages() {
 		if info.Available {
@@ -190,6 +197,12 @@ func errorStatus(err error) (int, string) {
 		return http.StatusConflict, CodeSoldOut
 	case errors.Is(err, inventory.ErrLockBusy):
 		return http.StatusLocked, CodeLockBusy
+	case errors.Is(err, inventory.ErrMySQLUnavailable):
+		return http.StatusServiceUnavailable, CodeMySQLUnavailable
+	case errors.Is(err, inventory.ErrEtcdUnavailable):
+		return http.StatusServiceUnavailable, CodeEtcdUnavailable
+	case errors.Is(err, inventory.ErrZooKeeperUnavailable):
+		return http.StatusServiceUnavailable, CodeZooKeeperUnavailable
 	case errors.Is(err, inventory.ErrUnavailable):
 		return http.StatusServiceUnavailable, CodeRedisUnavailable
 	default:
@@ -224,6 +237,9 @@ func (s *Server) readyz(c *gin.Context) {
 }
 
 func (s *Server) stages(c *gin.Context) {
+	if _, ok := s.query(c); !ok {
+		return
+	}
 	c.JSON(http.StatusOK, gin.H{"stages": s.inv.Stages()})
 }
 
@@ -249,9 +265,8 @@ func (s *Server) deduct(c *gin.Context) {
 		s.failWith(c, err)
 		return
 	}
-	sku, qty, err := saleArgs(c)
-	if err != nil {
-		s.failWith(c, err)
+	sku, qty, ok := s.saleArgs(c)
+	if !ok {
 		return
 	}
 	ctx := withLazyTimeout(c.Request.Context(), s.cfg.RequestTimeout)
@@ -290,29 +305,6 @@ func (s *Server) deduct(c *gin.Context) {
 		c.Header("Idempotent-Replayed", "true")
 	}
 	c.Data(a.Status, "application/json; charset=utf-8", a.Body)
-}
-
-// saleArgs reads sku (default sku-1) and qty (default 1).
-func saleArgs(c *gin.Context) (string, int64, error) {
-	sku, given := c.GetQuery("sku")
-	if !given {
-		sku = inventory.DefaultSKU
-	}
-	if err := inventory.ValidateSKU(sku); err != nil {
-		return "", 0, err
-	}
-	qty := int64(1)
-	if q, given := c.GetQuery("qty"); given {
-		n, err := strconv.ParseInt(q, 10, 64)
-		if err != nil {
-			return "", 0, fmt.Errorf("%w: qty %q is not an integer", inventory.ErrInvalid, q)
-		}
-		qty = n
-	}
-	if err := inventory.ValidateQty(qty); err != nil {
-		return "", 0, err
-	}
-	return sku, qty, nil
 }
 
 // sell runs one sale and renders its answer.
@@ -405,7 +397,11 @@ type auditBody struct {
 
 func (s *Server) audit(c *gin.Context) {
 	stage := c.Param("stage")
-	sku, given := c.GetQuery("sku")
+	query, ok := s.query(c)
+	if !ok {
+		return
+	}
+	sku, given := query["sku"]
 	if !given {
 		sku = inventory.DefaultSKU
 	}
@@ -433,7 +429,7 @@ func (s *Server) reset(c *gin.Context) {
 		return
 	}
 	var body resetBody
-	if !s.decodeBody(c, &body) {
+	if _, ok := s.query(c); !ok || !s.decodeBody(c, &body) {
 		return
 	}
 	if body.Stock == nil {
@@ -466,7 +462,7 @@ func (s *Server) setFaults(c *gin.Context) {
 		return
 	}
 	var f inventory.Faults
-	if !s.decodeBody(c, &f) {
+	if _, ok := s.query(c); !ok || !s.decodeBody(c, &f) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.RequestTimeout)
@@ -485,14 +481,8 @@ func (s *Server) setFaults(c *gin.Context) {
 // payload_too_large. It answers the failure itself and reports whether v
 // was filled.
 func (s *Server) decodeBody(c *gin.Context, v any) bool {
-	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, MaxBodyBytes))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		s.fail(c, http.StatusRequestEntityTooLarge, CodePayloadTooLarge, fmt.Sprintf("the body must be at most %d bytes", MaxBodyBytes))
-		return false
-	case err != nil:
-		s.fail(c, http.StatusBadRequest, CodeBadRequest, "read body: "+err.Error())
+	raw, ok := s.readBody(c)
+	if !ok {
 		return false
 	}
 	if err := decodeObject(raw, v); err != nil {
@@ -502,17 +492,40 @@ func (s *Server) decodeBody(c *gin.Context, v any) bool {
 	return true
 }
 
+// readBody reads the whole body, refusing one over MaxBodyBytes with 413
+// payload_too_large; it answers the failure itself.
+func (s *Server) readBody(c *gin.Context) ([]byte, bool) {
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		s.fail(c, http.StatusRequestEntityTooLarge, CodePayloadTooLarge, fmt.Sprintf("the body must be at most %d bytes", MaxBodyBytes))
+		return nil, false
+	case err != nil:
+		s.fail(c, http.StatusBadRequest, CodeBadRequest, "read body: "+err.Error())
+		return nil, false
+	}
+	return raw, true
+}
+
+// decodeObject decodes raw, one JSON object, into v. Its errors say
+// "malformed JSON body" only when raw is not JSON; a JSON body of the
+// wrong shape (unknown field, wrong type) is an "invalid body".
 func decodeObject(raw []byte, v any) error {
 	if trimmed := bytes.TrimLeft(raw, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
-		return errors.New("malformed JSON body: want one JSON object")
+		return errors.New("invalid body: want one JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("malformed JSON body: %w", err)
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("malformed JSON body: %w", err)
+		}
+		return fmt.Errorf("invalid body: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("malformed JSON body: data after the object")
+		return errors.New("invalid body: data after the object")
 	}
 	return nil
 }
@@ -560,7 +573,8 @@ func (s *Server) tokenMatches(authorization string) bool {
 // NewHTTPServer is the http.Server of a shop: handler behind header size
 // and read/write time limits, so a slow or oversized client cannot hold a
 // connection or memory. requestTimeout is the deduct bound of Config
-// (0: its default).
+// (0: its default); every request gets it and 5 s more to be answered
+// (trace waits at most requestTimeout for that reason).
 func NewHTTPServer(handler http.Handler, requestTimeout time.Duration) *http.Server {
 	if requestTimeout == 0 {
 		requestTimeout = defaultRequestTimeout

@@ -13,11 +13,11 @@ import (
 // CodeNothingTraced answers a trace request no sale came to in time.
 const CodeNothingTraced = "nothing_traced"
 
-// Bounds of a trace request's wait for a sale.
-const (
-	defaultTraceWait = 5 * time.Second
-	maxTraceWait     = 30 * time.Second
-)
+// defaultTraceWait is a trace request's wait for a sale when it names
+// none. The longest wait is the request timeout: NewHTTPServer's write
+// timeout leaves every request that long and a margin to answer, and a
+// longer wait would end in a closed connection instead of an answer.
+const defaultTraceWait = 5 * time.Second
 
 // newSampler samples sales for POST trace; nil without a tracer.
 func newSampler(t *redistrace.Tracer) *redistrace.Sampler[answer] {
@@ -45,7 +45,7 @@ type traceBody struct {
 	redistrace.Sample[answer]
 }
 
-// trace waits (?wait=, default 5s) for the next sale of the stage on this
+// trace waits (?wait=, default 5s, at most the request timeout) for the next sale of the stage on this
 // replica and answers the Redis commands it sent.
 func (s *Server) trace(c *gin.Context) {
 	stage := c.Param("stage")
@@ -57,11 +57,16 @@ func (s *Server) trace(c *gin.Context) {
 		s.fail(c, http.StatusNotFound, CodeNotFound, "this shop traces no sales")
 		return
 	}
-	wait := defaultTraceWait
-	if w, given := c.GetQuery("wait"); given {
+	query, ok := s.query(c)
+	if !ok {
+		return
+	}
+	longest := s.cfg.RequestTimeout
+	wait := min(defaultTraceWait, longest)
+	if w, given := query["wait"]; given {
 		d, err := time.ParseDuration(w)
-		if err != nil || d <= 0 || d > maxTraceWait {
-			s.fail(c, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("wait must be a duration above 0 and at most %s", maxTraceWait))
+		if err != nil || d <= 0 || d > longest {
+			s.fail(c, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("wait must be a duration above 0 and at most %s (the shop's request timeout)", longest))
 			return
 		}
 		wait = d

@@ -59,7 +59,7 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		r := &rep.Stages[i]
 		row := htmlRow{
 			StageRun:    r,
-			Label:       r.label(),
+			Label:       r.Heading(),
 			NotRun:      r.notRun(),
 			Foreign:     r.foreignText(),
 			CrashText:   r.CrashSummary(),

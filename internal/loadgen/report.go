@@ -8,8 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/flagenv"
 )
 
 // Report is everything a run measured; it is written as report.json and
@@ -63,8 +64,25 @@ func (c Component) String() string {
 var ErrExpectationsNotMet = errors.New("expectations not met")
 
 // ExitExpectationsNotMet is the exit status of a run whose expectations
-// were not met (1 is a run that failed, 130 one interrupted).
+// were not met (1 is a run that failed, 2 a usage error, 130 a run
+// interrupted).
 const ExitExpectationsNotMet = 3
+
+// ExitStatus is the exit status of a command that ran a scenario and ended
+// with err: flagenv.ExitInterrupted when interrupted, ExitExpectationsNotMet,
+// flagenv.ExitUsage for a scenario naming a stage the shop does not have,
+// else flagenv.ExitStatus's.
+func ExitStatus(err error, interrupted bool) int {
+	switch {
+	case interrupted:
+		return flagenv.ExitInterrupted
+	case errors.Is(err, ErrExpectationsNotMet):
+		return ExitExpectationsNotMet
+	case errors.Is(err, ErrUnknownStage):
+		return flagenv.ExitUsage
+	}
+	return flagenv.ExitStatus(err)
+}
 
 // Verdict is nil when every expectation was met, else an error wrapping
 // ErrExpectationsNotMet that names the rows that missed.
@@ -78,7 +96,20 @@ func (rep *Report) Verdict() error {
 			missed = append(missed, r.label())
 		}
 	}
+	if len(missed) == 0 && !rep.judged() {
+		return fmt.Errorf("%w: none was judged (every stage run that had expectations was skipped)", ErrExpectationsNotMet)
+	}
 	return fmt.Errorf("%w: %s", ErrExpectationsNotMet, strings.Join(missed, ", "))
+}
+
+// judged reports whether any expectation was judged.
+func (rep *Report) judged() bool {
+	for i := range rep.Stages {
+		if len(rep.Stages[i].Checks) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // StageRun is one row of the results: one stage under one load shape.
@@ -96,6 +127,9 @@ type StageRun struct {
 	// Error says why it broke off.
 	Skipped string `json:"skipped,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Interrupted: the run was stopped (Ctrl-C) during this stage; its
+	// figures cover the load until then.
+	Interrupted bool `json:"interrupted,omitempty"`
 
 	Replicas int    `json:"replicas"`
 	Rate     string `json:"rate"`
@@ -274,21 +308,36 @@ func Publish(rep *Report, dir string, w io.Writer) error {
 	return err
 }
 
-// WriteTable prints the results table.
+// WriteTable prints the results: the load each stage run took and what
+// it showed, each table within tableWidth columns, the texts that do not
+// fit (why a stage did not run, the checks that missed) whole below it.
 func (rep *Report) WriteTable(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stage\treplicas\trequests\tsales\tsold-out\tbusy\terrors\tsales/s\tp50 ms\tp99 ms\toversold\tconsistent\tforeign unlocks\tafter crash or fault\texpected\t")
+	var notes tableNotes
+	load := textTable{cols: []column{{"stage", name}, {"replicas", figure}, {"requests", figure}, {"sales", figure},
+		{"sold out", figure}, {"busy", figure}, {"errors", figure}, {"sales/s", figure}, {"p50/p99 ms", figure}}}
+	shown := textTable{cols: []column{{"stage", name}, {"oversold", figure}, {"consistent", figure},
+		{"foreign unlocks", figure}, {"after crash or fault", text}, {"expected", text}}}
 	for i := range rep.Stages {
 		r := &rep.Stages[i]
 		if note := r.notRun(); note != "" {
-			fmt.Fprintf(tw, "%s\t-\t\t\t\t\t\t\t\t\t\t\t\t\t%s\t\n", r.label(), note)
+			status, _, _ := strings.Cut(note, ":")
+			load.rows = append(load.rows, []string{r.Heading(), fmt.Sprintf("%s [%d]", status, notes.add(r.Heading()+": "+note)), "", "", "", "", "", "", ""})
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.1f\t%.1f\t%d\t%s\t%s\t%s\t%s\t\n",
-			r.label(), r.Replicas, r.Requests, r.Sales, r.SoldOut, r.Busy, r.Errors, r.SalesPerSec,
-			r.P50MS, r.P99MS, r.Oversold, yesNo(r.Consistent), r.foreignText(), r.CrashSummary(), r.verdict())
+		load.rows = append(load.rows, []string{r.Heading(), fmt.Sprint(r.Replicas), fmt.Sprint(r.Requests), fmt.Sprint(r.Sales),
+			fmt.Sprint(r.SoldOut), fmt.Sprint(r.Busy), fmt.Sprint(r.Errors), fmt.Sprintf("%.0f", r.SalesPerSec), fmt.Sprintf("%.1f/%.1f", r.P50MS, r.P99MS)})
+		shown.rows = append(shown.rows, []string{r.Heading(), fmt.Sprint(r.Oversold), yesNo(r.Consistent), r.foreignText(), r.CrashSummary(), r.verdict()})
 	}
-	if err := tw.Flush(); err != nil {
+	if err := load.write(w, &notes); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	if len(shown.rows) > 0 {
+		fmt.Fprintln(w)
+		if err := shown.write(w, &notes); err != nil {
+			return fmt.Errorf("write table: %w", err)
+		}
+	}
+	if err := notes.write(w); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
 	if err := rep.writeShardTable(w); err != nil {
@@ -309,12 +358,17 @@ func (rep *Report) writeFaultTable(w io.Writer) error {
 		return nil
 	}
 	fmt.Fprintln(w, "\nfailure scenarios:")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "stage\tfault\toversold\tconsistent\ttime stuck\ttime to recover\tmax holders\tthe holder's sale, or what was lost\t")
+	// Oversold and consistent are in the results table above.
+	table := textTable{cols: []column{{"stage", name}, {"fault", name}, {"time stuck", text}, {"time to recover", figure},
+		{"holders", figure}, {"the holder's sale or loss", text}}}
 	for _, f := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", f.Label, f.Kind, f.Oversold, yesNo(f.Consistent), f.StuckText, f.RecoveryText, f.HoldersText, f.VictimText)
+		table.rows = append(table.rows, []string{f.Label, f.Kind, f.StuckText, f.RecoveryText, f.HoldersText, f.VictimText})
 	}
-	if err := tw.Flush(); err != nil {
+	var notes tableNotes
+	if err := table.write(w, &notes); err != nil {
+		return fmt.Errorf("write fault table: %w", err)
+	}
+	if err := notes.write(w); err != nil {
 		return fmt.Errorf("write fault table: %w", err)
 	}
 	return nil

@@ -31,7 +31,7 @@ type Scenario struct {
 // RunConfig is the load shape of one attack; a RunSpec's own values override the
 // scenario defaults field by field.
 type RunConfig struct {
-	Stock        int      `yaml:"stock" json:"stock"`
+	Stock        Stock    `yaml:"stock" json:"stock"`
 	Segments     int      `yaml:"segments" json:"segments,omitempty"`
 	Rate         *Rate    `yaml:"rate" json:"rate,omitempty"`
 	Workers      int      `yaml:"workers" json:"workers"`
@@ -103,6 +103,24 @@ type CrashStep struct {
 	// the same thing on every machine.
 	Rate    Rate `yaml:"rate" json:"rate"`
 	Workers int  `yaml:"workers" json:"workers"`
+}
+
+// Stock is a run's stock. Written in a scenario it is within
+// 1..inventory.MaxStock: an unset one takes the default, so a written 0
+// is refused rather than silently becoming it.
+type Stock int
+
+// UnmarshalYAML accepts a whole number within 1..inventory.MaxStock.
+func (s *Stock) UnmarshalYAML(node *yaml.Node) error {
+	var n int
+	if err := node.Decode(&n); err != nil {
+		return fmt.Errorf("stock %q: want a whole number", node.Value)
+	}
+	if n < 1 || n > inventory.MaxStock {
+		return fmt.Errorf("stock %d: must be within 1..%d (leave it out for the default)", n, inventory.MaxStock)
+	}
+	*s = Stock(n)
+	return nil
 }
 
 // Rate is requests per second; 0 means as fast as the workers go ("max").
@@ -194,6 +212,9 @@ func LoadScenario(path string) (*Scenario, error) {
 	return sc, nil
 }
 
+// defaultStock is a run's stock when neither it nor the defaults set one.
+const defaultStock = 500
+
 // ParseScenario parses a YAML or JSON scenario, fills in defaults and checks
 // it, so a bad file fails before anything is attacked.
 func ParseScenario(data []byte) (*Scenario, error) {
@@ -206,7 +227,7 @@ func ParseScenario(data []byte) (*Scenario, error) {
 	if sc.SKU == "" {
 		sc.SKU = "sku-1"
 	}
-	sc.Defaults = sc.Defaults.merge(RunConfig{Stock: 500, Workers: 32, Duration: Duration(5 * time.Second), Timeout: Duration(10 * time.Second)})
+	sc.Defaults = sc.Defaults.merge(RunConfig{Stock: defaultStock, Workers: 32, Duration: Duration(5 * time.Second), Timeout: Duration(10 * time.Second)})
 	for i := range sc.Runs {
 		run := &sc.Runs[i]
 		run.RunConfig = run.RunConfig.merge(sc.Defaults)
@@ -244,6 +265,11 @@ func (sc *Scenario) Only(stages []string) error {
 	}
 	sc.Runs = kept
 	return nil
+}
+
+// expects reports whether any run has expectations.
+func (sc *Scenario) expects() bool {
+	return slices.ContainsFunc(sc.Runs, func(run RunSpec) bool { return len(run.Expect) > 0 })
 }
 
 // merge returns c with its unset fields taken from defaults.
@@ -295,8 +321,6 @@ func (sc *Scenario) validate() error {
 			errs = append(errs, fmt.Errorf("%s: stage is required", where))
 		case run.Via != ViaProxy && run.Via != ViaOneReplica:
 			errs = append(errs, fmt.Errorf("%s: via %q: want %q or %q", where, run.Via, ViaProxy, ViaOneReplica))
-		case run.Stock < 1 || run.Stock > inventory.MaxStock:
-			errs = append(errs, fmt.Errorf("%s: stock must be within 1..%d", where, inventory.MaxStock))
 		case run.Segments < 0 || run.Segments > segments.MaxCount:
 			errs = append(errs, fmt.Errorf("%s: segments must be within 0..%d (0: the shop's default)", where, segments.MaxCount))
 		case run.Workers < 1:

@@ -52,6 +52,8 @@ func TestParseScenarioRejects(t *testing.T) {
 		{"missing stage", "runs: [{stock: 3}]", "stage is required"},
 		{"bad via", "runs: [{stage: naive, via: direct}]", "via"},
 		{"negative stock", "runs: [{stage: naive, stock: -1}]", "stock"},
+		{"no stock", "runs: [{stage: naive, stock: 0}]", "stock"},
+		{"no stock by default", "defaults: {stock: 0}\nruns: [{stage: naive}]", "stock"},
 		{"bad rate", "runs: [{stage: naive, rate: fast}]", "rate"},
 		{"bad duration", "runs: [{stage: naive, duration: 5}]", "duration"},
 		{"slow ratio", "runs: [{stage: naive, faults: {slow_ratio: 2}}]", "slow_ratio"},

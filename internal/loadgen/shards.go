@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -137,17 +136,12 @@ func (rep *Report) writeShardTable(w io.Writer) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	fmt.Fprintln(w, "\nper shard (masters, busiest first): commands and cores in the load phase, commands per sale, the busiest master's share:")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "\nper shard (the cluster's masters in the load phase, busiest first):")
+	table := textTable{cols: []column{{"stage", name}, {"master", name}, {"commands", figure}, {"cores", figure},
+		{"segments", figure}, {"cmds/sale", figure}, {"busiest", figure}}}
 	for _, r := range rows {
-		var cells []string
 		var total int64
 		for _, s := range r.Shards {
-			cell := fmt.Sprintf("%s %d cmds %.2f cores", s.Addr, s.Commands, s.Cores)
-			if len(s.Segments) > 0 {
-				cell += fmt.Sprintf(" %d segments", len(s.Segments))
-			}
-			cells = append(cells, cell)
 			total += s.Commands
 		}
 		perSale := "-"
@@ -155,9 +149,16 @@ func (rep *Report) writeShardTable(w io.Writer) error {
 			perSale = fmt.Sprintf("%.1f", float64(total)/float64(r.Sales))
 		}
 		share, _ := r.BusiestShare()
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f%%\t\n", r.label(), strings.Join(cells, "\t"), perSale, 100*share)
+		for i, s := range r.Shards {
+			row := []string{"", s.Addr, fmt.Sprint(s.Commands), fmt.Sprintf("%.2f", s.Cores), fmt.Sprint(len(s.Segments)), "", ""}
+			if i == 0 { // the stage's own figures, once
+				row[0], row[5], row[6] = r.label(), perSale, fmt.Sprintf("%.0f%%", 100*share)
+			}
+			table.rows = append(table.rows, row)
+		}
 	}
-	if err := tw.Flush(); err != nil {
+	var notes tableNotes // every cell is a figure or a name: nothing is cut
+	if err := table.write(w, &notes); err != nil {
 		return fmt.Errorf("write shard table: %w", err)
 	}
 	return nil

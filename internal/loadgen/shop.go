@@ -73,7 +73,7 @@ func (c *shopClient) do(ctx context.Context, method, rawURL string, body any, ad
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, rawURL, err)
+		return err // a *url.Error: it names the method and the URL
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
@@ -113,7 +113,7 @@ func (c *shopClient) stages(ctx context.Context, base string) ([]StageInfo, erro
 	return out.Stages, nil
 }
 
-func (c *shopClient) reset(ctx context.Context, base, stage, sku string, stock, segments int) error {
+func (c *shopClient) reset(ctx context.Context, base, stage, sku string, stock Stock, segments int) error {
 	body := map[string]any{"sku": sku, "stock": stock}
 	if segments > 0 {
 		body["segments"] = segments

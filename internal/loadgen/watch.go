@@ -148,7 +148,12 @@ func TimelineChart(row *StageRun) template.HTML { return timelineChart(row) }
 
 // Heading names the row as the table does: its label, or the stage and
 // how it was reached.
-func (r *StageRun) Heading() string { return r.label() }
+func (r *StageRun) Heading() string {
+	if r.Interrupted {
+		return r.label() + " (interrupted)"
+	}
+	return r.label()
+}
 
 // NotRunReason says why the row has no figures, or "" when it has.
 func (r *StageRun) NotRunReason() string { return r.notRun() }

@@ -3,9 +3,6 @@ package zklock_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,9 +18,9 @@ import (
 // 10 s session timeout).
 func TestAGivenUpWaitersNodeGoesAfterAReconnect(t *testing.T) {
 	z := lockservertest.ZooKeeper(t, 1)
-	link := startLink(t, z.Servers[0])
+	link := lockservertest.StartLink(t, z.Servers[0])
 	holder := connect(t, z.Servers, 10*time.Second)
-	waiter := connect(t, []string{link.addr}, 10*time.Second)
+	waiter := connect(t, []string{link.Addr()}, 10*time.Second)
 	const path = "/zklock-test/forget"
 	if _, err := holder.Acquire(t.Context(), path); err != nil {
 		t.Fatal(err)
@@ -39,15 +36,15 @@ func TestAGivenUpWaitersNodeGoesAfterAReconnect(t *testing.T) {
 
 	// The waiter's delete goes into a link that forwards nothing, which is
 	// then cut: the delete was in flight when the connection dropped.
-	link.blackhole()
+	link.Blackhole()
 	giveUp()
 	if err := <-gaveUp; !errors.Is(err, zklock.ErrGaveUp) {
 		t.Fatalf("waiter: %v, want ErrGaveUp", err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	link.cut()
+	link.Cut()
 	time.Sleep(200 * time.Millisecond)
-	link.restore()
+	link.Restore()
 	waitNodes(t, holder, path, 1)
 }
 
@@ -59,17 +56,17 @@ func TestAGivenUpWaitersNodeGoesAfterAReconnect(t *testing.T) {
 // failover row sold nothing for the rest of its run after a leader's kill).
 func TestACreateWhoseReplyWasLostLeavesNoNode(t *testing.T) {
 	z := lockservertest.ZooKeeper(t, 1)
-	link := startLink(t, z.Servers[0])
+	link := lockservertest.StartLink(t, z.Servers[0])
 	holder := connect(t, z.Servers, 10*time.Second)
-	waiter := connect(t, []string{link.addr}, 10*time.Second)
+	waiter := connect(t, []string{link.Addr()}, 10*time.Second)
 	const path = "/zklock-test/lost-create"
 	if _, err := holder.Acquire(t.Context(), path); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := waiter.Nodes(path); err != nil { // the waiter's session is up
+	if _, err := waiter.Nodes(t.Context(), path); err != nil { // the waiter's session is up
 		t.Fatal(err)
 	}
-	link.dropReplies()
+	link.DropReplies()
 	done := make(chan error, 1)
 	go func() {
 		h, err := waiter.Acquire(t.Context(), path)
@@ -80,9 +77,9 @@ func TestACreateWhoseReplyWasLostLeavesNoNode(t *testing.T) {
 		done <- err
 	}()
 	waitNodes(t, holder, path, 2) // the create was done, its reply swallowed
-	link.cut()
+	link.Cut()
 	time.Sleep(1500 * time.Millisecond) // the client finds no server and fails what it queued
-	link.restore()
+	link.Restore()
 	if err := <-done; err == nil || errors.Is(err, zklock.ErrGaveUp) {
 		t.Fatalf("waiter: %v, want the lost connection's error", err)
 	}
@@ -93,7 +90,7 @@ func waitNodes(t *testing.T, s *zklock.Session, path string, want int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		n, err := s.Nodes(path)
+		n, err := s.Nodes(t.Context(), path)
 		if err == nil && n == want {
 			return
 		}
@@ -104,100 +101,56 @@ func waitNodes(t *testing.T, s *zklock.Session, path string, want int) {
 	}
 }
 
-// link is a TCP proxy to a server that can swallow what it carries, cut
-// its connections and refuse new ones, and carry again.
-type link struct {
-	addr string
-	ln   net.Listener
-	to   string
-
-	mu             sync.Mutex
-	dropped        bool // swallow bytes instead of forwarding them
-	repliesDropped bool // forward requests, swallow what the server sends back
-	down           bool // refuse new connections
-	conns          []net.Conn
-}
-
-func startLink(t *testing.T, to string) *link {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// Every call returns when its context ends, however long the server takes
+// to answer: go-zookeeper's requests take no context, and a stalled one
+// waited two thirds of the session timeout and then a reconnection (a
+// zookeeper sale with a 1 s deadline gave no answer after 30 s). What the
+// calls did is resolved once the link is back: no node is left, the one an
+// Acquire created after it returned included.
+func TestCallsReturnWhenTheirContextEnds(t *testing.T) {
+	z := lockservertest.ZooKeeper(t, 1)
+	link := lockservertest.StartLink(t, z.Servers[0])
+	observer := connect(t, z.Servers, 10*time.Second)
+	s := connect(t, []string{link.Addr()}, 30*time.Second)
+	const path = "/zklock-test/bounded"
+	h, err := s.Acquire(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &link{addr: ln.Addr().String(), ln: ln, to: to}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { _ = ln.Close(); l.cut(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			l.mu.Lock()
-			down := l.down
-			l.mu.Unlock()
-			up, err := net.Dial("tcp", to)
-			if down || err != nil {
-				_ = c.Close()
-				continue
-			}
-			l.mu.Lock()
-			l.conns = append(l.conns, c, up)
-			l.mu.Unlock()
-			wg.Go(func() { l.pipe(up, c, false) })
-			wg.Go(func() { l.pipe(c, up, true) })
-		}
-	})
-	return l
-}
-
-func (l *link) pipe(dst, src net.Conn, replies bool) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		l.mu.Lock()
-		dropped := l.dropped || replies && l.repliesDropped
-		l.mu.Unlock()
-		if n > 0 && !dropped {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			_ = dst.Close()
-			if !errors.Is(err, io.EOF) {
-				_ = src.Close()
-			}
-			return
+	waitNodes(t, observer, path, 1)
+	link.DropReplies() // each request runs; no answer comes back
+	calls := []struct {
+		name string
+		call func(context.Context) error
+	}{
+		{"acquire", func(ctx context.Context) error {
+			_, err := s.Acquire(ctx, path) // a waiter behind h: its node created, unknown to it
+			return err
+		}},
+		{"czxid", func(ctx context.Context) error {
+			_, err := h.Czxid(ctx)
+			return err
+		}},
+		{"nodes", func(ctx context.Context) error {
+			_, err := s.Nodes(ctx, path)
+			return err
+		}},
+		{"drop", func(ctx context.Context) error { return s.Drop(ctx, path+"-dropped") }},
+		{"release", h.Release},
+	}
+	const deadline = 300 * time.Millisecond
+	for _, c := range calls {
+		ctx, cancel := context.WithTimeout(t.Context(), deadline)
+		start := time.Now()
+		err := c.call(ctx)
+		took := time.Since(start)
+		cancel()
+		if err == nil || took > deadline+time.Second {
+			t.Errorf("%s with its server silent: %v after %v, want an error within %v", c.name, err, took.Round(time.Millisecond), deadline)
 		}
 	}
-}
-
-func (l *link) blackhole() { l.set(true, false) }
-
-// dropReplies lets requests through to the server and swallows its
-// replies: the server acts on what the client then believes lost.
-func (l *link) dropReplies() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.repliesDropped = true
-}
-
-// cut closes every connection and refuses new ones.
-func (l *link) cut() {
-	l.set(true, true)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, c := range l.conns {
-		_ = c.Close()
-	}
-	l.conns = nil
-}
-
-func (l *link) restore() { l.set(false, false) }
-
-func (l *link) set(dropped, down bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.dropped, l.down, l.repliesDropped = dropped, down, false
+	link.Cut()
+	time.Sleep(200 * time.Millisecond)
+	link.Restore()
+	waitNodes(t, observer, path, 0) // h's, released; the waiter's, forgotten
 }

@@ -6,6 +6,13 @@
 // then — go-zookeeper's own Lock keeps believing it holds, and has no
 // context. The holder's node's czxid is its fencing token.
 //
+// Every call takes a context and returns when it ends: go-zookeeper's
+// requests take none, and when a server stalls a request waits two thirds
+// of the session timeout and then a reconnection whose handshake may take
+// ten times that. So each runs apart from its caller (bounded), and what
+// it leaves once it ends is resolved then: a waiter's node created for a
+// caller that has gone is deleted, a failed delete is retried (forget).
+//
 // The inventory's zookeeper stage and bench/locksystems both take their
 // locks here.
 package zklock
@@ -37,7 +44,7 @@ var ErrGaveUp = errors.New("zklock: gave up waiting")
 type Session struct {
 	conn       *zk.Conn
 	watched    chan struct{}  // closed when the event loop has ended
-	forgetting sync.WaitGroup // deletes of nodes given up (forget)
+	background sync.WaitGroup // requests run apart from their callers, and deletes of nodes given up (forget)
 
 	mu   sync.Mutex
 	life context.Context
@@ -85,14 +92,44 @@ func (s *Session) alive() context.Context {
 	return s.life
 }
 
-// Close ends the session: its nodes, so its locks, go with it.
+// Close ends the session: its nodes, so its locks, go with it. Call it
+// once no call is in flight.
 func (s *Session) Close() {
-	s.conn.Close() // ends the deletes still waiting
-	s.forgetting.Wait()
+	s.conn.Close() // fails the requests still waiting
 	<-s.watched
 	s.mu.Lock()
-	s.end(lock.ErrClosed)
+	s.end(lock.ErrClosed) // ends the waits
 	s.mu.Unlock()
+	s.background.Wait()
+}
+
+// bounded runs op apart from the caller and returns its result, or
+// context.Cause(ctx) as soon as ctx ends; undo, if not nil, then gets what
+// op returns without an error once it does.
+func bounded[T any](ctx context.Context, s *Session, op func() (T, error), undo func(T)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done, gone := make(chan result), make(chan struct{})
+	s.background.Go(func() {
+		v, err := op()
+		select {
+		case done <- result{v, err}:
+		case <-gone:
+			if err == nil && undo != nil {
+				undo(v)
+			}
+		}
+	})
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		close(gone)
+		var zero T
+		return zero, context.Cause(ctx)
+	}
 }
 
 // Hold is one acquisition of a lock.
@@ -105,9 +142,19 @@ type Hold struct {
 }
 
 // Acquire takes the lock whose node is path, waiting until it is free or
-// ctx ends (ErrGaveUp). The hold's context carries ctx's values and ends
-// when the hold is released or the session it was taken in is lost.
+// ctx ends (ErrGaveUp), and returning then even with a request in flight:
+// a node it creates after is deleted. The hold's context carries ctx's
+// values and ends when the hold is released or the session it was taken
+// in is lost.
 func (s *Session) Acquire(ctx context.Context, path string) (*Hold, error) {
+	h, err := bounded(ctx, s, func() (*Hold, error) { return s.acquire(ctx, path) }, (*Hold).Abandon)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ErrGaveUp) {
+		return nil, fmt.Errorf("%w: %w", ErrGaveUp, err)
+	}
+	return h, err
+}
+
+func (s *Session) acquire(ctx context.Context, path string) (*Hold, error) {
 	alive := s.alive() // the session this acquisition runs in
 	node, err := s.createWaiter(path)
 	if err != nil {
@@ -154,19 +201,34 @@ func (h *Hold) Context() context.Context { return h.held }
 // grow (the leader's epoch is their high half), so every later holder's
 // node has a larger one. It costs a round trip; an error wraps
 // lock.ErrLockLost when the node is gone.
-func (h *Hold) Czxid() (int64, error) {
-	exists, stat, err := h.s.conn.Exists(h.node)
-	if err != nil || !exists {
-		return 0, fmt.Errorf("zklock: read the node's czxid: %w", errors.Join(err, lock.ErrLockLost))
+func (h *Hold) Czxid(ctx context.Context) (int64, error) {
+	stat, err := bounded(ctx, h.s, func() (*zk.Stat, error) {
+		exists, stat, err := h.s.conn.Exists(h.node)
+		if err == nil && !exists {
+			err = lock.ErrLockLost
+		}
+		return stat, err
+	}, nil)
+	if err != nil {
+		return 0, fmt.Errorf("zklock: read the node's czxid: %w", err)
 	}
 	return stat.Czxid, nil
 }
 
 // Release deletes the holder's node. An error wrapping lock.ErrNotHeld
 // says the node was already gone (its session expired, or it was
-// dropped); after another error the node is deleted in the background.
-func (h *Hold) Release() error {
+// dropped); after another error, or once ctx ended, the node is deleted in
+// the background.
+func (h *Hold) Release(ctx context.Context) error {
 	h.end()
+	_, err := bounded(ctx, h.s, func() (struct{}, error) { return struct{}{}, h.delete() }, nil)
+	if ctx.Err() != nil && !errors.Is(err, lock.ErrNotHeld) {
+		return fmt.Errorf("zklock: delete the lock node (retried in the background): %w", err)
+	}
+	return err
+}
+
+func (h *Hold) delete() error {
 	err := h.s.conn.Delete(h.node, -1)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
@@ -192,7 +254,12 @@ func (h *Hold) end() {
 
 // Drop deletes every waiter's and the holder's node of the lock at path,
 // as a reset must.
-func (s *Session) Drop(path string) error {
+func (s *Session) Drop(ctx context.Context, path string) error {
+	_, err := bounded(ctx, s, func() (struct{}, error) { return struct{}{}, s.drop(path) }, nil)
+	return err
+}
+
+func (s *Session) drop(path string) error {
 	children, _, err := s.conn.Children(path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
@@ -209,7 +276,11 @@ func (s *Session) Drop(path string) error {
 }
 
 // Nodes is how many waiters' and holders' nodes the lock at path has.
-func (s *Session) Nodes(path string) (int, error) {
+func (s *Session) Nodes(ctx context.Context, path string) (int, error) {
+	return bounded(ctx, s, func() (int, error) { return s.nodes(path) }, nil)
+}
+
+func (s *Session) nodes(path string) (int, error) {
 	children, _, err := s.conn.Children(path)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
@@ -339,7 +410,7 @@ func (s *Session) forgetCreated(path, id string) {
 // node blocking its lock for a whole session timeout after a leader's
 // kill (10 s in a workshop run).
 func (s *Session) untilDone(op func() error) {
-	s.forgetting.Go(func() {
+	s.background.Go(func() {
 		for {
 			err := op()
 			if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrSessionExpired) {

@@ -34,7 +34,7 @@ func TestSessionsTakeTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	firstToken, err := first.Czxid()
+	firstToken, err := first.Czxid(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestSessionsTakeTurns(t *testing.T) {
 		}
 		got <- h
 	}()
-	if err := first.Release(); err != nil {
+	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if cause := context.Cause(first.Context()); !errors.Is(cause, lock.ErrReleased) {
@@ -62,14 +62,14 @@ func TestSessionsTakeTurns(t *testing.T) {
 	if second == nil {
 		t.FailNow()
 	}
-	secondToken, err := second.Czxid()
+	secondToken, err := second.Czxid(ctx)
 	if err != nil || secondToken <= firstToken {
 		t.Fatalf("second czxid %d (%v), first %d: want larger", secondToken, err, firstToken)
 	}
-	if err := a.Drop(path); err != nil {
+	if err := a.Drop(ctx, path); err != nil {
 		t.Fatal(err)
 	}
-	if err := second.Release(); !errors.Is(err, lock.ErrNotHeld) {
+	if err := second.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("release after a drop: %v, want ErrNotHeld", err)
 	}
 }

@@ -5,6 +5,9 @@
 "use strict";
 (function () {
   const main = document.getElementById("live");
+  // The run's token: POST /run is refused without it, so no other page
+  // open in the browser can start a stage.
+  const token = document.querySelector('meta[name="run-token"]').content;
   const events = new EventSource("/events");
   events.onmessage = (e) => {
     main.innerHTML = JSON.parse(e.data);
@@ -14,7 +17,7 @@
     const button = e.target.closest("button[data-run]");
     if (!button) return;
     button.disabled = true;
-    fetch("/run", { method: "POST" }).then((res) => {
+    fetch("/run", { method: "POST", headers: { "X-Run-Token": token } }).then((res) => {
       if (!res.ok) button.disabled = false;
     });
   });
