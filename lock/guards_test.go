@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -545,5 +546,35 @@ func TestUnlockBeforeTheSubscriptionIsNotMissed(t *testing.T) {
 	ok, err := waiter.TryLock(ctx, 5*time.Second, 0)
 	if waited := time.Since(start); !ok || err != nil || waited > 2*time.Second {
 		t.Fatalf("TryLock = %v, %v after %v: the unlock before the subscription was missed", ok, err, waited)
+	}
+}
+
+// renew-expiry-from-reply: a renewal's expiry counts from when it was
+// sent. Redis's TTL runs from the renewal's arrival, so a reply that comes
+// late must not stretch the hold past it.
+func TestLateRenewalReplyDoesNotStretchTheHold(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	const watchdog = 1500 * time.Millisecond
+	var renewals atomic.Int32
+	renewedAt := make(chan time.Time, 1)
+	lateReply := scriptHook{sha: renewScript.Hash(), around: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if renewals.Add(1) > 1 {
+			return errors.New("renewal refused") // every later renewal fails
+		}
+		renewedAt <- time.Now() // before Redis has it: its TTL ends later
+		err := next(ctx, cmd)
+		time.Sleep(800 * time.Millisecond) // the reply comes late
+		return err
+	}}
+	c := hookedClient(t, srv, lateReply, WithWatchdogTimeout(watchdog))
+	held, err := c.Mutex("late-renewal-reply").LockContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := <-renewedAt
+	time.Sleep(time.Until(sent.Add(watchdog + 400*time.Millisecond)))
+	if context.Cause(held) == nil {
+		t.Fatal("the held context is live 400 ms after the TTL its last renewal gave the lock ran out")
 	}
 }
