@@ -47,7 +47,7 @@ CHECKER_SEED ?= 0
 check-lock: deps
 	$(GO) test -race -count=1 -timeout 0 -run '^TestLockChecker$$' ./lock/ -checker.time $(CHECKER_TIME) -checker.seed $(CHECKER_SEED)
 
-# Mutation testing of lock/ (not part of make test; 25 minutes here):
+# Mutation testing of lock/ (not part of make test; 15 minutes here):
 # each mutant of lock/mutants.txt alone against go test ./lock/, then the
 # score and the survivors (lock/MUTANTS.md says why they stand). One mutant:
 # make mutate MUTATE_ARGS='-run u04'. The two Cluster slot-movement tests
