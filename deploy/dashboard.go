@@ -305,6 +305,17 @@ func rows() []rowSpec {
 				description: "Whole deduct requests as the replicas timed them.",
 				targets:     []Target{query(quantile("0.99", "lockstep_request_duration_seconds"), "{{stage}}")}},
 		}},
+		{"Orders (the order stages: one order per buyer, optimistic locks)", []panelSpec{
+			{kind: "timeseries", title: "Orders/s by stage", width: 8, height: 8, unit: "ops",
+				description: "Orders written per second, from each order stage's order table (every replica reports the same table).",
+				targets:     []Target{query(`max by (stage) (deriv(lockstep_orders{`+stageFilter+`}[$__rate_interval]))`, "{{stage}}")}},
+			{kind: "stat", title: "Duplicate orders", width: 8, height: 8, fields: redAbove,
+				description: "Orders beyond each buyer's first. Red on a one-per-user stage: its check did not hold (一人一单 broken); the optimistic stages promise nothing per buyer.",
+				targets:     []Target{query(`max by (stage) (lockstep_duplicate_orders{`+stageFilter+`})`, "{{stage}}")}},
+			{kind: "stat", title: "Undersold units", width: 8, height: 8, fields: redAbove,
+				description: "少卖: units gone from the stock that no order holds: initial - remaining - units ordered (a replica killed between the deduction and the order insert, a database that could not be told to void an order).",
+				targets:     []Target{query(`max by (stage) (lockstep_undersold{`+stageFilter+`})`, "{{stage}}")}},
+		}},
 		{"Redis", []panelSpec{
 			{kind: "timeseries", title: "Redis commands/s", width: 8, height: 8, unit: "ops",
 				targets: []Target{

@@ -40,6 +40,9 @@ var panelStages = map[string][]string{
 	"Watchdog renewals and losses/s":               {"watchdog", "segmented"},
 	"Foreign unlocks (since the replicas started)": {"setnx-expire"},
 	"Empty segments (segmented)":                   {"segmented"},
+	"Orders/s by stage":                            {"one-per-user-naive"},
+	"Duplicate orders":                             {"one-per-user-naive"},
+	"Undersold units":                              {"one-per-user-naive"},
 }
 
 // TestLiveStack is issue 5's proof with real programs: the stack of

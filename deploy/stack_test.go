@@ -174,7 +174,10 @@ func startStack(t *testing.T, compose *types.Project) *stack {
 			}
 		}
 		env = append(env, "LOCKSTEP_ADDR="+addr, "LOCKSTEP_REDIS_ADDR="+s.redisAddr,
-			"LOCKSTEP_REDIS_PASSWORD="+s.redisPassword, "LOCKSTEP_ADMIN_TOKEN="+s.adminToken)
+			"LOCKSTEP_REDIS_PASSWORD="+s.redisPassword, "LOCKSTEP_ADMIN_TOKEN="+s.adminToken,
+			// No MariaDB here: the order stages keep their orders in one
+			// embedded SQLite file the shops share (the last value wins).
+			"LOCKSTEP_MYSQL_DSN=", "LOCKSTEP_ORDERS_SQLITE="+filepath.Join(s.dir, "orders.db"))
 		p := startProcess(t, s.dir, svc.Name, shopBin, nil, env)
 		r := replica{name: svc.Name, url: "http://" + addr}
 		p.waitHTTP(t, r.url+"/readyz", nil)

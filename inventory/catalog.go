@@ -105,6 +105,42 @@ var catalog = []catalogEntry{
 		Lease:     zkSessionTimeout.String(),
 	}, redisLock: true},
 	{Info: Info{
+		ID: "one-per-user-naive", Title: "一人一单: check the buyer's orders, then sell", ArticleCase: "黑马点评 秒杀 (一人一单)",
+		Mechanism: "SELECT the buyer's order of the SKU; none: business work, deduct the stock (atomic's script), INSERT the order. No lock, and no unique index on the buyer.",
+		Defect:    "Concurrent requests of one buyer all find no order before any inserts one: duplicate orders, on one replica as on three.",
+	}, redisLock: true},
+	{Info: Info{
+		ID: "one-per-user-synchronized", Title: "一人一单 under synchronized(userId.intern())", ArticleCase: "黑马点评 秒杀 (一人一单, synchronized)",
+		Mechanism: "The check-deduct-insert of one-per-user-naive under a process-local mutex per buyer.",
+		Defect:    "Correct on one replica; each replica has its own mutexes, so one buyer's requests spread over three replicas still make duplicate orders.",
+	}, redisLock: true},
+	{Info: Info{
+		ID: "one-per-user-lua", Title: "一人一单 in one Lua script, unique index as the backstop", ArticleCase: "黑马点评 秒杀优化 (Lua)",
+		Mechanism: "One script checks the stock and the buyer (a hash of buyer to order id under the SKU's hash tag), deducts and records the buyer; then the order is inserted with the buyer in the unique (stage, sku, buyer) index.",
+		Defect:    "None for orders: one per buyer across replicas. The order insert is a second write after the script: a replica killed between them leaves units taken without an order (undersold); a failed insert voids the order id and gives the units back.",
+	}, redisLock: true},
+	{Info: Info{
+		ID: "one-per-user-lock", Title: "一人一单 under a distributed lock per buyer", ArticleCase: "黑马点评 分布式锁 (一人一单)",
+		Mechanism: "The check-deduct-insert of one-per-user-naive under the library's watchdog Mutex on lockstep:<stage>:{<sku>:buyer:<user>}:lock.",
+		Defect:    "None for orders, at the cost of a lock round trip per sale; as for every sale with the insert after the deduction, a replica killed between them leaves units taken without an order.",
+		Lease:     watchdogTimeout.String(),
+	}, redisLock: true},
+	{Info: Info{
+		ID: "optimistic-redis", Title: "乐观锁 on Redis: WATCH, MULTI, EXEC", ArticleCase: "黑马点评 超卖 (乐观锁, CAS)",
+		Mechanism: "WATCH the stock, GET it, business work, then SET the new stock and INCRBY sold in a MULTI/EXEC that Redis refuses when the stock changed; a refused sale is not retried. The order is inserted after.",
+		Defect:    "No oversell, but under contention most sales are refused (conflicts) and the run ends with stock left while buyers were turned away: it sells too little (少卖).",
+	}, redisLock: true},
+	{Info: Info{
+		ID: "optimistic-mysql-version", Title: "乐观锁 in MySQL: UPDATE … WHERE stock = <read>", ArticleCase: "黑马点评 超卖 (乐观锁, version check)",
+		Mechanism: "The stock is a row of the order database: SELECT it, business work, then in one transaction INSERT the order and UPDATE stock = stock - q WHERE stock = <the stock read>; no row updated rolls the order back.",
+		Defect:    "No oversell, but every sale that raced another is refused: 黑马点评's 100 units of which 13 sold. Sells too little (少卖); the conflicts count what it cost.",
+	}, redisLock: true},
+	{Info: Info{
+		ID: "optimistic-mysql", Title: "乐观锁 fixed: UPDATE … WHERE stock >= q", ArticleCase: "黑马点评 超卖 (乐观锁, stock > 0)",
+		Mechanism: "As optimistic-mysql-version, with the condition stock >= q: the row lock InnoDB takes for the UPDATE serialises the writers, and only a real shortage refuses.",
+		Defect:    "None: no oversell, no undersell, the order and the units in one transaction; every sale is a database write on one hot row.",
+	}, redisLock: true},
+	{Info: Info{
 		ID: "mongodb", Title: "MongoDB findAndModify lock (described, not run)", ArticleCase: "003 (the comparison table)",
 		Mechanism: "findAndModify (findOneAndUpdate with upsert) on a lock document {_id: <sku>, owner, expiresAt}, matched only when absent or expired: one atomic document write per acquisition; release deletes it only while owner is ours; a TTL index sweeps expired documents.",
 		Defect:    "The TTL monitor runs once a minute, so expiry is only exact if every acquisition compares expiresAt itself; no waiting (clients poll), no reentrancy, no fencing unless the document carries a counter, and with w:1 a primary failover can lose the lock document as Redis's replication can. Not a stage: no MongoDB server can be installed on these machines (it is not in Debian, and the npm and PyPI wrappers download binaries at run time), and lockstep ships no lock it cannot test.",

@@ -25,6 +25,9 @@ var (
 	// audit stays consistent either way: the write is one transaction. Every
 	// error without it means nothing was sold.
 	ErrOutcomeUnknown = errors.New("inventory: outcome of the stock write unknown")
+	// ErrAlreadyBought: the buyer has an order of the SKU on a stage that
+	// allows one per buyer (一人一单). Nothing was sold.
+	ErrAlreadyBought = errors.New("inventory: buyer already bought")
 	// ErrInvalid: a request argument is out of range.
 	ErrInvalid = errors.New("inventory: invalid argument")
 	// ErrUnknownStage: no stage has that id.

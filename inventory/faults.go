@@ -34,7 +34,9 @@ type Faults struct {
 	// Zero keeps the article default.
 	LockTTL time.Duration
 	// CrashHoldingLock makes the next replica that acquires the stage's lock
-	// exit at once, like kill -9; the fault disarms itself when claimed.
+	// exit at once, like kill -9; the fault disarms itself when claimed. On
+	// the order stages the replica exits where a crash costs most: after
+	// the stock deduction, before the order insert.
 	CrashHoldingLock bool
 	// PauseBeforeWrite makes the next replica that reaches the stock write
 	// stop itself (SIGSTOP) just before it, after every check its lock makes:

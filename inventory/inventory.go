@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/lock"
+	"github.com/lockstep/lockstep/orders"
 	"github.com/lockstep/lockstep/segments"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -114,6 +115,9 @@ type Config struct {
 	// ZooKeeper, optional, are the servers of the zookeeper stage's
 	// ensemble; without them the stage is unavailable.
 	ZooKeeper []string
+	// Orders, optional, is the order table of the order stages (the
+	// one-per-user and optimistic rungs); without it they are unavailable.
+	Orders orders.Store
 	// HoldersRedis keeps the holder counts of track_holders (default Redis):
 	// a Redis apart from the stock's keeps them across a restart or a
 	// failover of the stock's Redis.
@@ -232,7 +236,27 @@ func New(cfg Config) (*Inventory, error) {
 		}
 	}
 	inv.addLockServerStages(seller)
+	if cfg.Orders != nil {
+		inv.addOrderStages(func(id string) *orderSeller {
+			return &orderSeller{seller: seller(id), orders: cfg.Orders, replica: cfg.Replica}
+		}, watchdog)
+	}
 	return inv, nil
+}
+
+// addOrderStages adds the stages whose sales become orders.
+func (inv *Inventory) addOrderStages(seller func(id string) *orderSeller, watchdog func(id string, rdb redis.UniversalClient) *lockClients) {
+	cfg := inv.cfg
+	inv.stages["one-per-user-naive"] = &onePerUserStage{orderSeller: seller("one-per-user-naive"), guard: noGuard{}}
+	inv.stages["one-per-user-synchronized"] = &onePerUserStage{orderSeller: seller("one-per-user-synchronized"), guard: newKeyedLocalGuard(cfg.LockWait)}
+	inv.stages["one-per-user-lua"] = &onePerUserLuaStage{seller("one-per-user-lua")}
+	inv.stages["one-per-user-lock"] = &onePerUserStage{
+		orderSeller: seller("one-per-user-lock"),
+		guard:       watchdogGuard{clients: watchdog("one-per-user-lock", cfg.Redis), health: inv.health, wait: cfg.LockWait},
+	}
+	inv.stages["optimistic-redis"] = &optimisticRedisStage{seller("optimistic-redis")}
+	inv.stages["optimistic-mysql-version"] = &optimisticSQLStage{orderSeller: seller("optimistic-mysql-version"), cond: orders.SameStock}
+	inv.stages["optimistic-mysql"] = &optimisticSQLStage{orderSeller: seller("optimistic-mysql"), cond: orders.EnoughStock}
 }
 
 // addLockServerStages adds the stages whose lock lives on a server beside
@@ -325,6 +349,9 @@ func (inv *Inventory) unavailableReason(id string) string {
 		return "needs an etcd cluster (--etcd-endpoints)"
 	case "zookeeper":
 		return "needs a ZooKeeper ensemble (--zookeeper-servers)"
+	case "one-per-user-naive", "one-per-user-synchronized", "one-per-user-lua", "one-per-user-lock",
+		"optimistic-redis", "optimistic-mysql-version", "optimistic-mysql":
+		return "needs an order database (--mysql-dsn, or --orders-sqlite for the embedded one)"
 	case "mongodb":
 		return "described, not run: no MongoDB server can be installed on these machines, and no untested lock ships"
 	}
@@ -338,17 +365,66 @@ func (inv *Inventory) Available(stageID string) error {
 	return err
 }
 
-// Deduct makes one sale attempt of qty units of sku on a stage.
+// Deduct makes one sale attempt of qty units of sku on a stage, for no
+// named buyer.
 func (inv *Inventory) Deduct(ctx context.Context, stageID, sku string, qty int64) (Sale, error) {
+	return inv.DeductFor(ctx, stageID, sku, "", qty)
+}
+
+// DeductFor makes one sale attempt of qty units of sku on a stage for user
+// ("": none). The order stages make the sale an order of user, and the
+// one-per-user ones refuse a sale without one (ErrInvalid); the other
+// stages sell as Deduct does.
+func (inv *Inventory) DeductFor(ctx context.Context, stageID, sku, user string, qty int64) (Sale, error) {
 	s, err := inv.stage(stageID)
 	if err != nil {
 		return Sale{}, err
 	}
-	if err := errors.Join(ValidateSKU(sku), ValidateQty(qty)); err != nil {
+	if err := errors.Join(ValidateSKU(sku), ValidateQty(qty), validateUser(user)); err != nil {
 		return Sale{}, err
+	}
+	if b, ok := s.(buyerStage); ok {
+		return b.sell(ctx, sku, user, qty, inv.faults.get(stageID))
 	}
 	return s.deduct(ctx, sku, qty, inv.faults.get(stageID))
 }
+
+// validateUser reports a buyer id the order table cannot hold; "" is none.
+func validateUser(user string) error {
+	if user == "" {
+		return nil
+	}
+	if err := orders.ValidateUser(user); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+// Orders pages through the orders of sku on an order stage, by id after
+// after; limit is 1..1000.
+func (inv *Inventory) Orders(ctx context.Context, stageID, sku, after string, limit int) ([]orders.Order, error) {
+	s, err := inv.stage(stageID)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := s.(buyerStage); !ok {
+		return nil, fmt.Errorf("%w: stage %s makes no orders", ErrInvalid, stageID)
+	}
+	if err := ValidateSKU(sku); err != nil {
+		return nil, err
+	}
+	if limit < 1 || limit > maxOrderPage {
+		return nil, fmt.Errorf("%w: limit must be within [1, %d], got %d", ErrInvalid, maxOrderPage, limit)
+	}
+	list, err := inv.cfg.Orders.List(ctx, stageID, sku, after, limit)
+	if err != nil {
+		return nil, ordersUnavailable("list orders", err)
+	}
+	return list, nil
+}
+
+// maxOrderPage bounds a page of Orders.
+const maxOrderPage = 1000
 
 // Audit reads the accounting of sku on a stage.
 func (inv *Inventory) Audit(ctx context.Context, stageID, sku string) (Audit, error) {

@@ -29,6 +29,8 @@ type Sale struct {
 	// SegmentRemaining is the stock left in the segment that sold
 	// (segmented only).
 	SegmentRemaining *int64
+	// Order is the id of the sale's order (order stages only).
+	Order string
 }
 
 // Audit is the accounting of one SKU of one stage, read from Redis, so it
@@ -41,6 +43,8 @@ type Audit struct {
 	// MaxHolders is the most sales seen inside the critical section at once
 	// (the track_holders fault); absent when none was counted.
 	MaxHolders *int64 `json:"max_holders,omitempty"`
+	// Orders are the orders of an order stage, with the undersold units.
+	Orders *OrderCounts `json:"orders,omitempty"`
 }
 
 func auditOf(c Counts, segments []Counts) Audit {

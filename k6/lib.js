@@ -13,16 +13,22 @@ export const sales = new Counter('sales');
 export const soldOut = new Counter('sold_out');
 export const lockBusy = new Counter('lock_busy');
 export const oversold = new Counter('oversold');
+// The order stages' figures, from the audit: orders beyond each buyer's
+// first, and units gone from the stock that no order holds (少卖).
+export const duplicateOrders = new Counter('duplicate_orders');
+export const undersold = new Counter('undersold');
+export const alreadyBought = new Counter('already_bought');
 export const inconsistent = new Counter('inconsistent');
 
 // zeroCounters records a 0 of every answer counter, so each has a series in
 // Prometheus (and a 0 on the dashboard) even when that answer never comes.
 export function zeroCounters(stage) {
-  for (const c of [sales, soldOut, lockBusy]) c.add(0, { stage });
+  for (const c of [sales, soldOut, lockBusy, alreadyBought]) c.add(0, { stage });
 }
 
 // Sold out (409) and lock busy (423) are answers of the contract, not
 // failures: http_req_failed counts only the rest (5xx, 400, 404, ...).
+// (409 already_bought, a one-per-user refusal, is one of them too.)
 http.setResponseCallback(http.expectedStatuses(200, 409, 423));
 
 function adminParams() {
@@ -45,18 +51,48 @@ export function clearFaults(stage) {
   if (res.status !== 200) fail(`faults ${stage}: ${res.status} ${res.body}`);
 }
 
-// deduct is one sale attempt with its own Idempotency-Key, counted by answer.
-export function deduct(stage, key) {
-  const res = http.post(`${BASE_URL}/api/stages/${stage}/deduct?sku=${SKU}&qty=1`, null, {
+// Buyers (the order stages): USERS buyers user-0 … user-(USERS-1); a share
+// EAGER of the draws are scalpers who send EAGER_REQUESTS requests at
+// once. USERS unset: sales name no buyer.
+const USERS = Number(__ENV.USERS || 0);
+const EAGER = Number(__ENV.EAGER || 0);
+const EAGER_REQUESTS = Number(__ENV.EAGER_REQUESTS || 4);
+
+function deductRequest(stage, key, user) {
+  const buyer = user === undefined ? '' : `&user=${encodeURIComponent(user)}`;
+  return ['POST', `${BASE_URL}/api/stages/${stage}/deduct?sku=${SKU}&qty=1${buyer}`, null, {
     headers: { 'Idempotency-Key': key },
     tags: { name: 'deduct', stage },
-  });
+  }];
+}
+
+function count(stage, res) {
   const tags = { stage };
   if (res.status === 200) sales.add(1, tags);
+  else if (res.status === 409 && res.body && res.body.includes('"already_bought"')) alreadyBought.add(1, tags);
   else if (res.status === 409) soldOut.add(1, tags);
   else if (res.status === 423) lockBusy.add(1, tags);
   check(res, { 'sale, sold out or lock busy': (r) => r.status === 200 || r.status === 409 || r.status === 423 }, tags);
   return res;
+}
+
+// deduct is one sale attempt with its own Idempotency-Key, counted by answer.
+export function deduct(stage, key) {
+  const [method, url, body, params] = deductRequest(stage, key);
+  return count(stage, http.request(method, url, body, params));
+}
+
+// purchase is one buyer's turn: with USERS set, a buyer drawn from the
+// population sends one sale attempt, or, eager, EAGER_REQUESTS at once
+// (each its own Idempotency-Key: separate clicks, not retries); without
+// USERS it is deduct.
+export function purchase(stage, key) {
+  if (USERS === 0) return [deduct(stage, key)];
+  const user = `user-${Math.floor(Math.random() * USERS)}`;
+  const n = Math.random() < EAGER ? EAGER_REQUESTS : 1;
+  const reqs = [];
+  for (let i = 0; i < n; i++) reqs.push(deductRequest(stage, `${key}-${i}`, user));
+  return http.batch(reqs).map((res) => count(stage, res));
 }
 
 // audit reads the stage's audit and records an oversell or a lost update.
@@ -67,6 +103,11 @@ export function audit(stage) {
   oversold.add(a.oversold, { stage });
   inconsistent.add(a.consistent ? 0 : 1, { stage });
   console.log(`${stage}: initial ${a.initial}, stock ${a.stock}, sold ${a.sold}, oversold ${a.oversold}, consistent ${a.consistent}`);
+  if (a.orders) {
+    duplicateOrders.add(a.orders.duplicate_orders, { stage });
+    undersold.add(a.orders.undersold, { stage });
+    console.log(`${stage}: ${a.orders.orders} orders of ${a.orders.buyers} buyers, ${a.orders.duplicate_orders} duplicate orders, ${a.orders.conflicts} conflicts, undersold ${a.orders.undersold}`);
+  }
   return a;
 }
 

@@ -6,11 +6,12 @@
 // Environment: BASE_URL (nginx), STAGE (default atomic), SKU, ADMIN_TOKEN
 // (for the reset), STOCK (default 1000000: never sold out), SEGMENTS,
 // START_RATE, PEAK_RATE (sale attempts/s), RAMP, HOLD, VUS, MAX_VUS,
-// P99_MS (latency threshold), MAX_DROPPED (dropped-buyers threshold). With
+// P99_MS (latency threshold), MAX_DROPPED (dropped-buyers threshold),
+// USERS, EAGER, EAGER_REQUESTS (buyers, for the order stages: lib.js). With
 // K6_PROMETHEUS_RW_SERVER_URL set, run it
 // with -o experimental-prometheus-rw to send the results to Prometheus.
 import exec from 'k6/execution';
-import { audit, clearFaults, deduct, reset, runID, zeroCounters } from './lib.js';
+import { audit, clearFaults, purchase, reset, runID, zeroCounters } from './lib.js';
 
 const STAGE = __ENV.STAGE || 'atomic';
 const RAMP = __ENV.RAMP || '2s';
@@ -56,7 +57,7 @@ export function setup() {
 }
 
 export default function (data) {
-  deduct(STAGE, `${data.run}-${exec.scenario.iterationInTest}`);
+  purchase(STAGE, `${data.run}-${exec.scenario.iterationInTest}`);
 }
 
 export function teardown() {

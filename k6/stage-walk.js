@@ -8,9 +8,10 @@
 // redlock), SKU, ADMIN_TOKEN, STOCK (default 1000000), SEGMENTS, VUS
 // (default 32), DURATION per stage (default 5s), P99_MS (default 5000). The
 // summary gives each stage's sales (sales{stage:...}); sales/s = sales /
-// DURATION.
+// DURATION. USERS, EAGER, EAGER_REQUESTS name buyers (the order stages:
+// lib.js).
 import exec from 'k6/execution';
-import { audit, clearFaults, deduct, reset, runID, zeroCounters } from './lib.js';
+import { audit, clearFaults, purchase, reset, runID, zeroCounters } from './lib.js';
 
 const STAGES = (__ENV.STAGES || 'naive,synchronized,setnx,setnx-expire,uuid-lua,watchdog,segmented,atomic')
   .split(',').map((s) => s.trim()).filter((s) => s);
@@ -19,6 +20,10 @@ const PAUSE_S = 1; // between stages, so their requests do not overlap
 // Stages that must never oversell, even under this load (the others show
 // their defect; the teardown logs every audit).
 const CORRECT = ['setnx', 'watchdog', 'segmented', 'atomic', 'redlock', 'fenced'];
+// Order stages (run them with USERS set: lib.js) that keep each buyer to
+// one order, and that sell nothing short.
+const ONE_PER_USER = ['one-per-user-lua', 'one-per-user-lock'];
+const NO_UNDERSELL = [...ONE_PER_USER, 'optimistic-mysql'];
 const seconds = (d) => {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(d);
   if (!m) throw new Error(`DURATION ${d}: want e.g. 500ms, 5s or 1m`);
@@ -45,6 +50,8 @@ STAGES.forEach((stage, i) => {
   thresholds[`sales{stage:${stage}}`] = ['count>0'];
   thresholds[`http_req_duration{stage:${stage}}`] = [`p(99)<${Number(__ENV.P99_MS || 5000)}`];
   if (CORRECT.includes(stage)) thresholds[`oversold{stage:${stage}}`] = ['count==0'];
+  if (ONE_PER_USER.includes(stage)) thresholds[`duplicate_orders{stage:${stage}}`] = ['count==0'];
+  if (NO_UNDERSELL.includes(stage)) thresholds[`undersold{stage:${stage}}`] = ['count==0'];
 });
 
 export const options = { scenarios, thresholds };
@@ -59,7 +66,7 @@ export function setup() {
 }
 
 export function buy(data) {
-  deduct(__ENV.STAGE, `${data.run}-${__ENV.STAGE}-${exec.scenario.iterationInTest}`);
+  purchase(__ENV.STAGE, `${data.run}-${__ENV.STAGE}-${exec.scenario.iterationInTest}`);
 }
 
 export function teardown() {

@@ -348,7 +348,26 @@ func (c *Client) runAcquire(ctx context.Context, script *redis.Script, keys []st
 // only while MIGRATE moves the lock's own keys, not for as long as its slot
 // migrates (Redisson #612).
 func (c *Client) eval(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return slotretry.Do(ctx, func() *redis.Cmd { return script.Run(ctx, c.rdb, keys, args...) })
+	return slotretry.Do(ctx, func() *redis.Cmd {
+		cmd := script.Run(ctx, c.rdb, keys, args...)
+		if len(keys) > 1 && runsAlone(script) && redis.HasErrorPrefix(cmd.Err(), "TRYAGAIN") {
+			cmd = script.Run(ctx, c.rdb, keys[:1], args...)
+		}
+		return cmd
+	})
+}
+
+// runsAlone reports whether script also runs with its first key alone, the
+// lock's hash. A Mutex's scripts declare the lock and its waiter queue; a
+// Cluster refuses the two with TRYAGAIN while their slot migrates and one
+// of them is on neither master (a free lock, an empty queue) or they are on
+// different ones — until the whole slot moved, indefinitely if a reshard
+// stopped half-way (issue 24). One key is never refused so: the master that
+// has it runs the script, and the importing master one that neither has
+// (ASK). Without its queue the lock is taken and given up as Redisson's is,
+// with an unlock message to every waiter (lock.lua, release.lua).
+func runsAlone(script *redis.Script) bool {
+	return script == lockScript || script == releaseScript
 }
 
 // acquiredOK is the reply of the reentrant locks' acquisition scripts when
@@ -472,11 +491,27 @@ func (c *Client) ttlArg(d time.Duration) any {
 	return ms(d)
 }
 
+// cleanupGrace is how long a cleanup may run once its caller's context
+// has ended: long enough to be sent and answered once.
+const cleanupGrace = 500 * time.Millisecond
+
 // cleanupContext bounds what must still be sent to Redis after ctx ended —
-// a release that undoes an acquisition its caller will not use — by the
-// watchdog timeout, after which such a lock has expired anyway.
+// a release that undoes an acquisition its caller will not use, a waiter's
+// leave — by the caller's deadline (cleanupGrace past it, if it has passed
+// or ctx was cancelled), and never by more than the watchdog timeout, after
+// which such a lock has expired anyway. While a lock's slot migrates, Redis
+// may refuse such a call (TRYAGAIN) for as long as the migration lasts; the
+// caller does not wait for that (a TryLock with a 1 s context returned
+// after 31 s, issue 24): a queue place it could not leave lapses on its
+// own, and a lost attempt's hold with its lease.
 func (c *Client) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), c.opts.watchdogTimeout)
+	bound := c.opts.watchdogTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		bound = min(bound, max(time.Until(deadline), cleanupGrace))
+	} else if ctx.Err() != nil {
+		bound = min(bound, cleanupGrace)
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), bound)
 }
 
 // replyLost reports whether err leaves it unknown whether a command ran: it

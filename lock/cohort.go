@@ -238,10 +238,23 @@ const (
 	releaseLeave = "leave"   // leave the queue; hand on a grant that came meanwhile
 )
 
-// runRelease runs release.lua in mode for the hold named token.
+// runRelease runs release.lua in mode for the hold named token. A
+// message the script published that no subscriber of its node heard is
+// published again where the waiters listen: on a Cluster, the master the
+// slot map names for the channel — not the importing master the script
+// ran on if the lock's keys moved there and the slot has not followed
+// (issue 24). It is a wake-up: a second copy costs its waiter an attempt.
 func (co *cohort) runRelease(ctx context.Context, mode, token string) *redis.Cmd {
-	return co.c.eval(ctx, releaseScript, co.keys, co.c.idArg, co.c.watchdogTTLArg, mode, co.channel, co.c.publishArg,
+	cmd := co.c.eval(ctx, releaseScript, co.keys, co.c.idArg, co.c.watchdogTTLArg, mode, co.channel, co.c.publishArg,
 		token, co.latchArg, co.c.latchTTLArg)
+	if message, unheard := cmd.Val().(string); unheard {
+		if co.c.subs.sharded != nil {
+			// Best effort: a waiter that misses it wakes by its timer.
+			_ = co.c.subs.sharded.SPublish(ctx, co.channel, message).Err()
+		}
+		cmd.SetVal(int64(1))
+	}
+	return cmd
 }
 
 // The scripts' flag and level arguments, boxed once (see Client.idArg).

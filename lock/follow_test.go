@@ -204,7 +204,7 @@ func TestUnlocksPublishInTheLocksShard(t *testing.T) {
 }
 
 // waitQueued waits until a Client waits in the lock's queue of Clients.
-func waitQueued(t *testing.T, master *redis.Client, queue string) {
+func waitQueued(t *testing.T, master redis.Cmdable, queue string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for master.LLen(context.Background(), queue).Val() == 0 {

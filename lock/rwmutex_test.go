@@ -17,7 +17,9 @@ import (
 // loaded machine makes it, is covered by the others.
 func overlappingReaders(t *testing.T, ctx context.Context, clients []*Client, name string, stop <-chan struct{}) *sync.WaitGroup {
 	t.Helper()
-	const readHold = 80 * time.Millisecond
+	// Long enough that all four readers are out at once only when a loaded
+	// machine stalls one for 225 ms or more (80 ms failed under load ~20).
+	const readHold = 300 * time.Millisecond
 	var wg sync.WaitGroup
 	for i, c := range clients {
 		wg.Go(func() {
@@ -62,7 +64,7 @@ func TestRWMutexWriterIsNotStarvedByOverlappingReaders(t *testing.T) {
 			wg := overlappingReaders(t, ctx, readers, name, stop)
 			defer wg.Wait()
 			defer close(stop)
-			time.Sleep(100 * time.Millisecond) // the readers are taking turns
+			time.Sleep(400 * time.Millisecond) // the readers are taking turns
 			w := newClient(t, srv, tc.opts...).RWMutex(name).WriteLocker()
 			ok, err := w.TryLock(ctx, tc.writerWithin, 0)
 			if err != nil {

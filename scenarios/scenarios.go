@@ -1,7 +1,8 @@
 // Package scenarios holds the workshop's scenario files. They are built into
 // cmd/loadgen and cmd/workshop, so they run without a checkout: default.yaml
-// (every stage), max-rate.yaml, and the failure scenarios crash.yaml,
-// pause.yaml, redis-restart.yaml, failover.yaml and partition.yaml.
+// (every stage), max-rate.yaml, orders.yaml (the order stages: 一人一单 and
+// 乐观锁), and the failure scenarios crash.yaml, pause.yaml,
+// redis-restart.yaml, failover.yaml and partition.yaml.
 package scenarios
 
 import (
@@ -65,7 +66,9 @@ func Load(spec string) (*loadgen.Scenario, string, error) {
 }
 
 func loadOne(item string) (*loadgen.Scenario, string, error) {
-	if _, err := os.Stat(item); err == nil || path.Ext(item) != "" {
+	// A directory of that name (./orders, the package, beside the orders
+	// scenario) is no scenario file.
+	if fi, err := os.Stat(item); err == nil && !fi.IsDir() || path.Ext(item) != "" {
 		sc, err := loadgen.LoadScenario(item)
 		return sc, item, err
 	}

@@ -177,3 +177,15 @@ func TestLoadNamesAndLists(t *testing.T) {
 		t.Error("scenarios of two SKUs were merged")
 	}
 }
+
+// A directory named as a built-in scenario (the repository's orders/
+// package, when run from its root) does not hide the scenario.
+func TestADirectoryDoesNotHideABuiltInScenario(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.Mkdir("orders", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if sc, _, err := Load("orders"); err != nil || sc.Name != "orders" {
+		t.Fatalf("orders beside a directory orders/: %v", err)
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/lockserver"
 	"github.com/lockstep/lockstep/internal/proc"
+	"github.com/lockstep/lockstep/internal/redisclient"
 )
 
 // servers are the lock servers of one run, started by the parent.
@@ -118,7 +119,7 @@ func startServers(ctx context.Context, dir string) (*servers, error) {
 	}
 	s.endpoints = endpoints{Redis: rs.Addr, Etcd: etcd.Endpoints, MySQL: maria.DSN("bench"), ZooKeeper: zk.Servers}
 
-	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	rdb := redisclient.New(redisclient.Settings{}, rs.Addr)
 	s.stops = append(s.stops, func() { _ = rdb.Close() })
 	db, err := sql.Open("mysql", s.endpoints.MySQL)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
+	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/lockstep/lockstep/internal/zklock"
 	"github.com/lockstep/lockstep/lock"
 )
@@ -124,7 +125,7 @@ func retry(ctx context.Context, try func() (bool, error)) error {
 type redisConn struct{ rdb *redis.Client }
 
 func newRedisConn(ep endpoints) redisConn {
-	return redisConn{redis.NewClient(&redis.Options{Addr: ep.Redis, PoolSize: 128})}
+	return redisConn{redisclient.New(redisclient.Settings{PoolSize: 128}, ep.Redis)}
 }
 
 func (c redisConn) exists(ctx context.Context, key string) (bool, error) {

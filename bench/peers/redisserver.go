@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -97,7 +98,7 @@ func launchRedis(ctx context.Context, bin, cpus, dir string) (*redisServer, erro
 func (s *redisServer) waitReady(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	rdb := redisclient.New(redisclient.Settings{Timeout: 200 * time.Millisecond}, s.Addr)
 	defer rdb.Close()
 	for {
 		info, err := rdb.InfoMap(ctx, "server").Result()

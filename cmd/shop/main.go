@@ -37,7 +37,7 @@ func main() {
 type options struct {
 	addr, redisAddr, redisPassword, replica, adminToken, logLevel string
 	redisSentinel, redisMaster, holdersRedisAddr, redisCluster    string
-	mysqlDSN, etcdEndpoints, zookeeperServers                     string
+	mysqlDSN, etcdEndpoints, zookeeperServers, ordersSQLite       string
 	redisDB, redisPoolSize, segments                              int
 	defaultStock                                                  int64
 	redisTimeout, lockWait, requestTimeout, idempotencyTTL        time.Duration
@@ -55,6 +55,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.redisMaster, "redis-master", "", "name of the master the Sentinels monitor (with --redis-sentinel)")
 	fs.StringVar(&o.holdersRedisAddr, "holders-redis-addr", "", "Redis for the track_holders fault's counts; empty: the stock's Redis")
 	fs.StringVar(&o.mysqlDSN, "mysql-dsn", "", "MySQL/MariaDB data source name of the mysql stage's lock table (user:pass@tcp(host:3306)/db); empty: the stage is unavailable")
+	fs.StringVar(&o.ordersSQLite, "orders-sqlite", "", "file of the embedded order table (pure-Go SQLite), used by the order stages when --mysql-dsn is empty; both empty: the order stages are unavailable")
 	fs.StringVar(&o.etcdEndpoints, "etcd-endpoints", "", "etcd client URLs, comma-separated, of the etcd stage's locks; empty: the stage is unavailable")
 	fs.StringVar(&o.zookeeperServers, "zookeeper-servers", "", "ZooKeeper servers (host:port), comma-separated, of the zookeeper stage's locks; empty: the stage is unavailable")
 	fs.StringVar(&o.redisPassword, "redis-password", "", "Redis password")
@@ -94,7 +95,7 @@ func run(args []string) error {
 		RedisPassword: o.redisPassword, RedisDB: o.redisDB, RedisTimeout: o.redisTimeout,
 		RedisPoolSize: o.redisPoolSize, Replica: o.replica, AdminToken: o.adminToken, DefaultStock: o.defaultStock,
 		Segments: o.segments, LockWait: o.lockWait, RequestTimeout: o.requestTimeout, IdempotencyTTL: o.idempotencyTTL,
-		MySQLDSN: o.mysqlDSN, EtcdEndpoints: flagenv.List(o.etcdEndpoints), ZooKeeperServers: flagenv.List(o.zookeeperServers),
+		MySQLDSN: o.mysqlDSN, OrdersSQLite: o.ordersSQLite, EtcdEndpoints: flagenv.List(o.etcdEndpoints), ZooKeeperServers: flagenv.List(o.zookeeperServers),
 		Logger: log,
 	})
 	if err != nil {
@@ -111,7 +112,7 @@ func run(args []string) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("shop listening", "addr", ln.Addr().String(), "redis", addrs, "sentinels", sentinels, "master", o.redisMaster,
-		"redlock", len(addrs) >= 3, "mysql", o.mysqlDSN != "", "etcd", o.etcdEndpoints != "", "zookeeper", o.zookeeperServers != "",
+		"redlock", len(addrs) >= 3, "mysql", o.mysqlDSN != "", "orders_sqlite", o.ordersSQLite, "etcd", o.etcdEndpoints != "", "zookeeper", o.zookeeperServers != "",
 		"admin_token", o.adminToken != "", "default_stock", o.defaultStock, "segments", o.segments)
 
 	select {

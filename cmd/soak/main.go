@@ -40,8 +40,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/lockstep/lockstep/inventory"
-	"github.com/redis/go-redis/v9"
 )
 
 func main() {
@@ -169,7 +169,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	st := ws.state
 	say("up: %s proxy at %s, %d shops, %s at %s", st.Proxy.Kind, st.Proxy.URL, len(st.Replicas), st.Redis.Kind, st.Redis.Addrs[0])
 
-	rdb := redis.NewClient(&redis.Options{Addr: st.Redis.Addrs[0]})
+	rdb := redisclient.New(redisclient.Settings{}, st.Redis.Addrs[0])
 	defer rdb.Close()
 	httpClient := &http.Client{Timeout: 10 * time.Second}
 	smp := &sampler{http: httpClient, rdb: rdb}

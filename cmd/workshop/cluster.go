@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
@@ -68,7 +69,7 @@ func waitClusterServing(ctx context.Context, addrs []string, limit time.Duration
 	for {
 		last := ""
 		for _, addr := range addrs {
-			rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+			rdb := redisclient.New(redisclient.Settings{}, addr)
 			info, err := rdb.ClusterInfo(ctx).Result()
 			_ = rdb.Close()
 			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_ok:16384") {
@@ -93,14 +94,15 @@ func firstLine(s string) string {
 }
 
 // MigrateSlot moves the slot of key to another master of the workshop's
-// Redis Cluster: the target IMPORTING, the source MIGRATING, one MIGRATE
-// per key with pace spread between them, then the slot handed to the
-// target on every master, the target first.
-func (in *injector) MigrateSlot(ctx context.Context, key string, pace time.Duration) (from, to string, err error) {
+// Redis Cluster: the target IMPORTING, the source MIGRATING; the keys with
+// the prefix move.First in one MIGRATE and a stop of move.Stop, when asked
+// for; one MIGRATE per other key with move.Pace spread between them; then
+// the slot handed to the target on every master, the target first.
+func (in *injector) MigrateSlot(ctx context.Context, key string, move loadgen.SlotMove) (from, to string, err error) {
 	if in.redis == nil || !in.redis.cluster {
 		return "", "", fmt.Errorf("slot migration: %w (it needs --redis cluster)", errSetUp)
 	}
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: in.redis.addrs})
+	rdb := redisclient.NewCluster(redisclient.Settings{}, in.redis.addrs)
 	defer rdb.Close()
 	slot, err := rdb.ClusterKeySlot(ctx, key).Result()
 	if err != nil {
@@ -135,16 +137,24 @@ func (in *injector) MigrateSlot(ctx context.Context, key string, pace time.Durat
 	if err := source.Do(ctx, "cluster", "setslot", slot, "migrating", targetID).Err(); err != nil {
 		return "", "", err
 	}
+	host, port, _ := net.SplitHostPort(target.Options().Addr)
+	if move.First != "" {
+		if err := migrateFirst(ctx, source, host, port, int(slot), move.First); err != nil {
+			return "", "", err
+		}
+		if err := sleep.For(ctx, move.Stop); err != nil {
+			return "", "", err
+		}
+	}
 	keys, err := source.ClusterGetKeysInSlot(ctx, int(slot), 1000).Result()
 	if err != nil {
 		return "", "", err
 	}
-	host, port, _ := net.SplitHostPort(target.Options().Addr)
 	for _, k := range keys {
 		if err := source.Migrate(ctx, host, port, k, 0, 5*time.Second).Err(); err != nil && !errors.Is(err, redis.Nil) {
 			return "", "", fmt.Errorf("migrate %s: %w", k, err)
 		}
-		if err := sleep.For(ctx, pace/time.Duration(len(keys))); err != nil {
+		if err := sleep.For(ctx, move.Pace/time.Duration(len(keys))); err != nil {
 			return "", "", err
 		}
 	}
@@ -154,4 +164,27 @@ func (in *injector) MigrateSlot(ctx context.Context, key string, pace time.Durat
 		}
 	}
 	return source.Options().Addr, target.Options().Addr, nil
+}
+
+// migrateFirst moves the keys of slot with prefix from source to the
+// target at host:port in one MIGRATE, as redis-cli --cluster reshard moves
+// a batch of keys.
+func migrateFirst(ctx context.Context, source *redis.Client, host, port string, slot int, prefix string) error {
+	keys, err := source.ClusterGetKeysInSlot(ctx, slot, 1000).Result()
+	if err != nil {
+		return err
+	}
+	args := []any{"migrate", host, port, "", 0, 5000, "keys"}
+	for _, k := range keys {
+		if strings.HasPrefix(k, prefix) {
+			args = append(args, k)
+		}
+	}
+	if len(args) == 7 {
+		return fmt.Errorf("no key of slot %d starts with %s", slot, prefix)
+	}
+	if err := source.Do(ctx, args...).Err(); err != nil {
+		return fmt.Errorf("migrate %v: %w", args[7:], err)
+	}
+	return nil
 }

@@ -6,10 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockstep/lockstep/internal/loadgen"
 	"github.com/lockstep/lockstep/internal/lockserver"
+	"github.com/lockstep/lockstep/internal/redisclient"
 )
 
 // The failover step on --redis cluster: the master that holds the stage's
@@ -28,7 +27,7 @@ func (s *redisSet) clusterNodes(ctx context.Context) (masters, replicas []*redis
 		if srv.pid() == 0 {
 			continue
 		}
-		rdb := redis.NewClient(&redis.Options{Addr: srv.addr, MaxRetries: -1})
+		rdb := redisclient.New(redisclient.Settings{}, srv.addr)
 		info, ierr := rdb.InfoMap(ctx, "replication").Result()
 		_ = rdb.Close()
 		if ierr != nil {
@@ -75,7 +74,7 @@ func (s *redisSet) clusterWhole(ctx context.Context) error {
 }
 
 func linkUp(ctx context.Context, addr string) error {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	rdb := redisclient.New(redisclient.Settings{}, addr)
 	defer rdb.Close()
 	info, err := rdb.InfoMap(ctx, "replication").Result()
 	if err != nil {
@@ -113,7 +112,7 @@ func (s *redisSet) holdClusterReplication(ctx context.Context) error {
 // killClusterMaster kills the master that serves key's slot and gives the
 // other replicas their links back.
 func (s *redisSet) killClusterMaster(ctx context.Context, key string) (string, error) {
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.addrs})
+	rdb := redisclient.NewCluster(redisclient.Settings{}, s.addrs)
 	master, err := rdb.MasterForKey(ctx, key)
 	_ = rdb.Close()
 	if err != nil {
@@ -157,7 +156,7 @@ func (s *redisSet) waitClusterFailover(ctx context.Context, key string) (string,
 		if err := waitClusterServing(wait, seeds, time.Second); err != nil {
 			return err
 		}
-		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds})
+		rdb := redisclient.NewCluster(redisclient.Settings{}, seeds)
 		defer rdb.Close()
 		master, err := rdb.MasterForKey(wait, key)
 		if err != nil {

@@ -62,7 +62,8 @@ func TestFailureScenarios(t *testing.T) {
 
 // TestReshardScenario moves a slot of the SKU's busiest key to another
 // master of a Redis Cluster while sales go on: no sale fails (the shops
-// retry TRYAGAIN and ASK), none is lost or doubled, nothing oversold.
+// retry TRYAGAIN and ASK), none is lost or doubled, nothing oversold; then
+// the same move stops half-way for 3 s and the stages sell on.
 func TestReshardScenario(t *testing.T) {
 	redistest.Binary(t)
 	require(t, "nginx", "nginx", "/usr/sbin/nginx")
@@ -77,6 +78,15 @@ func TestReshardScenario(t *testing.T) {
 		if r.Errors != 0 || !accounted(r) || r.Fault.RecoveryMS == nil || r.Fault.Requests < 100 {
 			t.Errorf("reshard/%s: %d errors %v, audit %+v, %d sales, recovery %v; want no error, every sale accounted, sales on after the move",
 				stage, r.Errors, r.ErrorSamples, r.Audit, r.Sales, r.Fault.RecoveryMS)
+		}
+	}
+	// Stopped half-way for 3 s, the stages sell on (the scenario's own
+	// gap-at-most check, failed checks fail the test in faultRows).
+	for _, stage := range []string{"atomic", "watchdog", "segmented", "segmented-atomic"} {
+		r := row(t, rows, "reshard-halfway/"+stage)
+		if !accounted(r) || r.Fault.LongestGapMS == nil {
+			t.Errorf("reshard-halfway/%s: audit %+v, %d sales, %d errors %v, longest gap %v ms",
+				stage, r.Audit, r.Sales, r.Errors, r.ErrorSamples, r.Fault.LongestGapMS)
 		}
 	}
 }

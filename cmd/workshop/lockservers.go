@@ -32,10 +32,13 @@ type lockServers struct {
 	zookeeper *lockserver.ZooKeeper
 	// skipped says, per server, why it does not run.
 	skipped []string
+	// ordersFile is the embedded order table the shops share when no
+	// MariaDB runs.
+	ordersFile string
 }
 
 func startLockServers(ctx context.Context, mode, dir string) (*lockServers, error) {
-	ls := &lockServers{}
+	ls := &lockServers{ordersFile: filepath.Join(dir, "orders.db")}
 	if mode == lockServersOff {
 		ls.skipped = append(ls.skipped, "etcd, MariaDB and ZooKeeper: --lock-servers off")
 		return ls, nil
@@ -103,8 +106,9 @@ func createDatabase(ctx context.Context, m *lockserver.MariaDB) error {
 // workshop's own environment cannot leak into the shops.
 func (ls *lockServers) env() []string {
 	var dsn, endpoints, zkServers string
+	ordersFile := ls.ordersFile
 	if ls.mariadb != nil {
-		dsn = ls.mariadb.DSN(mysqlDatabase)
+		dsn, ordersFile = ls.mariadb.DSN(mysqlDatabase), ""
 	}
 	if ls.etcd != nil {
 		endpoints = strings.Join(ls.etcd.Endpoints, ",")
@@ -112,7 +116,19 @@ func (ls *lockServers) env() []string {
 	if ls.zookeeper != nil {
 		zkServers = strings.Join(ls.zookeeper.Servers, ",")
 	}
-	return []string{"LOCKSTEP_MYSQL_DSN=" + dsn, "LOCKSTEP_ETCD_ENDPOINTS=" + endpoints, "LOCKSTEP_ZOOKEEPER_SERVERS=" + zkServers}
+	return []string{
+		"LOCKSTEP_MYSQL_DSN=" + dsn, "LOCKSTEP_ORDERS_SQLITE=" + ordersFile,
+		"LOCKSTEP_ETCD_ENDPOINTS=" + endpoints, "LOCKSTEP_ZOOKEEPER_SERVERS=" + zkServers,
+	}
+}
+
+// orders says where the order stages keep their orders: MariaDB, or the
+// embedded SQLite file, whose timings are not a server's.
+func (ls *lockServers) orders() string {
+	if ls.mariadb != nil {
+		return "MariaDB at " + ls.mariadb.Addr
+	}
+	return "embedded SQLite " + ls.ordersFile + " (no MariaDB: pure Go, one file the shops share; its timings are not a server's)"
 }
 
 // describe is the line the workshop prints about them.

@@ -206,6 +206,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	defer servers.stop()
 	say("lock servers: %s", servers.describe())
+	say("orders: %s", servers.orders())
 	shopEnv := func(name string) []string { return append(wiring.env(name), servers.env()...) }
 
 	if o.shopBin == "" {
@@ -273,6 +274,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Injector:         &injector{replicas: replicas, redis: rs, group: wiring.group, links: wiring.links, lockServers: servers},
 		Redis:            redisComponent,
 		Proxy:            proxy.component,
+		Orders:           servers.orders(),
 		Scenario:         sc,
 		ScenarioFile:     scenarioName,
 		Progress:         stderr,

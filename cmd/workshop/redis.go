@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/redisclient"
 )
 
 // Redis modes of the --redis flag.
@@ -191,7 +191,7 @@ func redisVersion(bin string) string {
 }
 
 func waitRedis(ctx context.Context, addr string, p *process) error {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	rdb := redisclient.New(redisclient.Settings{}, addr)
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -242,7 +242,7 @@ func freePort() (int, error) {
 // (aof-everysec) or off (none), waiting until the file it starts from is
 // written, so a kill right after finds every write so far in it.
 func (s *redisProc) setPersistence(ctx context.Context, persistence string) error {
-	rdb := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1})
+	rdb := redisclient.New(redisclient.Settings{}, s.addr)
 	defer rdb.Close()
 	on := persistence == loadgen.PersistenceAOFEverySec
 	if on {

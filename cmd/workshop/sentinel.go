@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/loadgen"
 	"github.com/lockstep/lockstep/internal/lockserver"
+	"github.com/lockstep/lockstep/internal/redisclient"
 )
 
 // sentinelMaster is the name the Sentinels monitor the group under.
@@ -141,7 +142,7 @@ func startSentinelGroup(ctx context.Context, dir string) (*sentinelGroup, error)
 			return fail(err)
 		}
 		// SENTINEL DEBUG (Redis 7) sets what the configuration file cannot.
-		rdb := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1})
+		rdb := redisclient.New(redisclient.Settings{}, s.addr)
 		err := rdb.Do(ctx, "sentinel", "debug", "info-period", 1000, "tilt-period", 1000).Err()
 		rdb.Close()
 		if err != nil {
@@ -183,7 +184,7 @@ func (g *sentinelGroup) currentMaster() *redisProc {
 func (g *sentinelGroup) ask(ctx context.Context, f func(rdb *redis.SentinelClient) error) error {
 	var errs []error
 	for _, s := range g.sentinels {
-		rdb := redis.NewSentinelClient(&redis.Options{Addr: s.addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second})
+		rdb := redis.NewSentinelClient(redisclient.Options(redisclient.Settings{Timeout: time.Second}, s.addr))
 		errs = append(errs, f(rdb))
 		rdb.Close()
 	}
@@ -257,7 +258,7 @@ func (g *sentinelGroup) prepare(ctx context.Context) error {
 
 // synced checks that n replicas acknowledged everything the master wrote.
 func (g *sentinelGroup) synced(ctx context.Context, master *redisProc, n int) error {
-	rdb := redis.NewClient(&redis.Options{Addr: master.addr, MaxRetries: -1})
+	rdb := redisclient.New(redisclient.Settings{}, master.addr)
 	defer rdb.Close()
 	if err := rdb.Set(ctx, "lockstep:workshop:sync", time.Now().UnixNano(), 0).Err(); err != nil {
 		return err
@@ -338,7 +339,7 @@ func (g *sentinelGroup) waitFailover(ctx context.Context) (string, error) {
 }
 
 func configSet(ctx context.Context, addr, key, value string) error {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	rdb := redisclient.New(redisclient.Settings{}, addr)
 	defer rdb.Close()
 	if err := rdb.ConfigSet(ctx, key, value).Err(); err != nil {
 		return fmt.Errorf("%s: config set %s: %w", addr, key, err)

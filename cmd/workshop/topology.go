@@ -39,7 +39,7 @@ func topologyOf(sc *loadgen.Scenario) (topology, error) {
 			t.links = true
 		case run.Fault.Kind == loadgen.FaultRedisRestart:
 			t.restarts = true
-		case run.Fault.Kind == loadgen.FaultReshard:
+		case run.Fault.Kind == loadgen.FaultReshard, run.Fault.Kind == loadgen.FaultReshardHalfWay:
 			t.cluster = true
 		}
 	}

@@ -93,7 +93,7 @@ var documentedCodes = map[int][]string{
 	http.StatusForbidden:             {"forbidden"},
 	http.StatusNotFound:              {"unknown_stage", "not_found"},
 	http.StatusMethodNotAllowed:      {"method_not_allowed"},
-	http.StatusConflict:              {"sold_out", "outcome_unknown"},
+	http.StatusConflict:              {"sold_out", "outcome_unknown", "already_bought"},
 	http.StatusRequestEntityTooLarge: {"payload_too_large"},
 	http.StatusUnsupportedMediaType:  {"unsupported_media_type"},
 	http.StatusLocked:                {"lock_busy"},

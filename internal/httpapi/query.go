@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/lockstep/lockstep/inventory"
+	"github.com/lockstep/lockstep/orders"
 )
 
 // CodeUnsupportedMediaType answers a deduct whose body is not JSON.
@@ -22,11 +23,12 @@ const CodeUnsupportedMediaType = "unsupported_media_type"
 func queryParams() map[string][]string {
 	return map[string][]string{
 		"/api/stages":               nil,
-		"/api/stages/:stage/deduct": {"sku", "qty"},
+		"/api/stages/:stage/deduct": {"sku", "qty", "user"},
 		"/api/stages/:stage/audit":  {"sku"},
 		"/api/stages/:stage/reset":  nil,
 		"/api/stages/:stage/faults": nil,
 		"/api/stages/:stage/trace":  {"wait"},
+		"/api/orders":               {"stage", "sku", "after", "limit"},
 	}
 }
 
@@ -84,28 +86,52 @@ func (s *Server) query(c *gin.Context) (map[string]string, bool) {
 // saleJSON is the JSON body a deduct may carry instead of, or besides,
 // its query.
 type saleJSON struct {
-	SKU *string `json:"sku"`
-	Qty *int64  `json:"qty"`
+	SKU  *string `json:"sku"`
+	Qty  *int64  `json:"qty"`
+	User *string `json:"user"`
 }
 
-// saleArgs reads a deduct's sku (default sku-1) and qty (default 1) from
-// its query and its optional JSON body; a parameter given in both must
-// say the same. It answers a refusal itself (400, 413, 415).
-func (s *Server) saleArgs(c *gin.Context) (sku string, qty int64, ok bool) {
+// saleArgs reads a deduct's sku (default sku-1), qty (default 1) and user
+// (the buyer; default none) from its query and its optional JSON body; a
+// parameter given in both must say the same. It answers a refusal itself
+// (400, 413, 415).
+func (s *Server) saleArgs(c *gin.Context) (sku, user string, qty int64, ok bool) {
 	query, ok := s.query(c)
 	if !ok {
-		return "", 0, false
+		return "", "", 0, false
 	}
 	body, ok := s.saleBody(c)
 	if !ok {
-		return "", 0, false
+		return "", "", 0, false
 	}
 	sku, qty, err := mergeSaleArgs(query, body)
+	if err == nil {
+		user, err = mergeUser(query, body)
+	}
 	if err != nil {
 		s.failWith(c, err)
-		return "", 0, false
+		return "", "", 0, false
 	}
-	return sku, qty, true
+	return sku, user, qty, true
+}
+
+// mergeUser is the sale's buyer: "" when neither the query nor the body
+// names one; given, a valid buyer id (orders.ValidateUser).
+func mergeUser(query map[string]string, body saleJSON) (string, error) {
+	user, inQuery := query["user"]
+	switch {
+	case body.User != nil && inQuery && *body.User != user:
+		return "", fmt.Errorf("%w: user is %q in the query but %q in the body", inventory.ErrInvalid, user, *body.User)
+	case body.User != nil:
+		user, inQuery = *body.User, true
+	}
+	if !inQuery {
+		return "", nil
+	}
+	if err := orders.ValidateUser(user); err != nil {
+		return "", fmt.Errorf("%w: %w", inventory.ErrInvalid, err)
+	}
+	return user, nil
 }
 
 // saleBody reads a deduct's optional JSON body: an empty one is no body.

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -32,7 +33,9 @@ import (
 
 // Error codes of the JSON error body.
 const (
-	CodeSoldOut          = "sold_out"
+	CodeSoldOut = "sold_out"
+	// CodeAlreadyBought: the buyer has an order on a one-per-user stage.
+	CodeAlreadyBought    = "already_bought"
 	CodeLockBusy         = "lock_busy"
 	CodeBadRequest       = "bad_request"
 	CodePayloadTooLarge  = "payload_too_large"
@@ -153,6 +156,7 @@ func New(cfg Config) *Server {
 	api.POST("/:stage/reset", s.admin, s.reset)
 	api.PUT("/:stage/faults", s.admin, s.setFaults)
 	api.POST("/:stage/trace", s.admin, s.trace)
+	r.GET("/api/orders", s.admin, s.orders)
 	s.handler = r
 	return s
 }
@@ -195,6 +199,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusBadRequest, CodeBadRequest
 	case errors.Is(err, inventory.ErrSoldOut):
 		return http.StatusConflict, CodeSoldOut
+	case errors.Is(err, inventory.ErrAlreadyBought):
+		return http.StatusConflict, CodeAlreadyBought
 	case errors.Is(err, inventory.ErrLockBusy):
 		return http.StatusLocked, CodeLockBusy
 	case errors.Is(err, inventory.ErrMySQLUnavailable):
@@ -257,6 +263,9 @@ type saleBody struct {
 	// Segments are those a sale took from when no one segment could serve
 	// it alone.
 	Segments []int `json:"segments,omitempty"`
+	// User and Order are the buyer and the id of the order (order stages).
+	User  string `json:"user,omitempty"`
+	Order string `json:"order,omitempty"`
 }
 
 func (s *Server) deduct(c *gin.Context) {
@@ -265,7 +274,7 @@ func (s *Server) deduct(c *gin.Context) {
 		s.failWith(c, err)
 		return
 	}
-	sku, qty, ok := s.saleArgs(c)
+	sku, user, qty, ok := s.saleArgs(c)
 	if !ok {
 		return
 	}
@@ -273,7 +282,7 @@ func (s *Server) deduct(c *gin.Context) {
 	defer ctx.cancel()
 	deducts := s.deducts[stage]
 	sell := func(ctx context.Context) answer {
-		return s.traced(ctx, stage, func(ctx context.Context) answer { return s.sell(ctx, deducts, stage, sku, qty) })
+		return s.traced(ctx, stage, func(ctx context.Context) answer { return s.sell(ctx, deducts, stage, sku, user, qty) })
 	}
 	key, keyed := c.Request.Header["Idempotency-Key"]
 	if !keyed {
@@ -285,7 +294,7 @@ func (s *Server) deduct(c *gin.Context) {
 		s.fail(c, http.StatusBadRequest, CodeBadRequest, "Idempotency-Key must be one header of 1-255 printable ASCII characters")
 		return
 	}
-	a, replayed, err := s.idem.do(ctx, stage, key[0], fmt.Sprintf("sku=%s&qty=%d", sku, qty), sell)
+	a, replayed, err := s.idem.do(ctx, stage, key[0], fmt.Sprintf("sku=%s&qty=%d&user=%s", sku, qty, url.QueryEscape(user)), sell)
 	switch {
 	case errors.Is(err, errKeyReused):
 		s.fail(c, http.StatusBadRequest, CodeBadRequest, err.Error())
@@ -308,12 +317,15 @@ func (s *Server) deduct(c *gin.Context) {
 }
 
 // sell runs one sale and renders its answer.
-func (s *Server) sell(ctx context.Context, deducts *metrics.Deducts, stage, sku string, qty int64) answer {
+func (s *Server) sell(ctx context.Context, deducts *metrics.Deducts, stage, sku, user string, qty int64) answer {
 	start := time.Now()
-	sale, err := s.inv.Deduct(ctx, stage, sku, qty)
+	sale, err := s.inv.DeductFor(ctx, stage, sku, user, qty)
 	if err == nil {
 		deducts.Request(metrics.ResultSold, time.Since(start))
-		body := saleBody{Stage: stage, SKU: sku, Qty: qty, Remaining: sale.Remaining, Replica: s.cfg.Replica, Segment: sale.Segment, SegmentRemaining: sale.SegmentRemaining, Segments: sale.Segments}
+		body := saleBody{
+			Stage: stage, SKU: sku, Qty: qty, Remaining: sale.Remaining, Replica: s.cfg.Replica,
+			Segment: sale.Segment, SegmentRemaining: sale.SegmentRemaining, Segments: sale.Segments, User: user, Order: sale.Order,
+		}
 		return answer{Status: http.StatusOK, Body: body.appendJSON(make([]byte, 0, 128)), settle: keep}
 	}
 	settle := release // every other error sold nothing
@@ -368,6 +380,14 @@ func (b saleBody) appendJSON(dst []byte) []byte {
 			dst = strconv.AppendInt(dst, int64(seg), 10)
 		}
 		dst = append(dst, ']')
+	}
+	if b.User != "" {
+		dst = append(dst, `,"user":`...)
+		dst = appendJSONString(dst, b.User)
+	}
+	if b.Order != "" {
+		dst = append(dst, `,"order":`...)
+		dst = appendJSONString(dst, b.Order)
 	}
 	return append(dst, '}')
 }

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"time"
@@ -22,6 +23,8 @@ type attackSpec struct {
 	onResult func(*vegeta.Result)
 	// also, optional, are more URLs the requests go to in turn with url.
 	also []string
+	// buyers, optional, names a buyer in each request (buyers.go).
+	buyers *Buyers
 }
 
 // outcome is how the loadgen classifies an answer (SPEC: a sale is a 200).
@@ -33,6 +36,16 @@ const (
 	outcomeBusy
 	outcomeError
 )
+
+// outcomeOf classifies a result: as classify does, but a one-per-user
+// refusal (409 already_bought) is refused like a busy lock, not a sold
+// out that would end the run.
+func outcomeOf(r *vegeta.Result) outcome {
+	if alreadyBought(r) {
+		return outcomeBusy
+	}
+	return classify(r.Code)
+}
 
 func classify(code uint16) outcome {
 	switch code {
@@ -78,7 +91,7 @@ func (t *tally) add(r *vegeta.Result) {
 	}
 	latency := r.Latency
 	t.latencies = append(t.latencies, latency)
-	switch classify(r.Code) {
+	switch outcomeOf(r) {
 	case outcomeSale:
 		t.sales++
 		t.saleLatencies = append(t.saleLatencies, latency)
@@ -173,6 +186,9 @@ func attack(ctx context.Context, spec attackSpec, tl *timelineBuilder, onAnswer 
 		targets = append(targets, vegeta.Target{Method: http.MethodPost, URL: u})
 	}
 	targeter := vegeta.NewStaticTargeter(targets...)
+	if spec.buyers != nil {
+		targeter = buyerTargeter(spec.url, *spec.buyers, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())))
+	}
 
 	t := &tally{started: time.Now(), replicas: map[string]struct{}{}, errorSamples: map[string]int{}}
 	if spec.rate != MaxRate && spec.rate > 0 {
@@ -191,11 +207,11 @@ func attack(ctx context.Context, spec attackSpec, tl *timelineBuilder, onAnswer 
 	for res := range attacker.Attack(targeter, pacer, spec.duration, spec.name) {
 		t.onSchedule(res)
 		t.add(res)
-		tl.answer(res.End(), classify(res.Code))
+		tl.answer(res.End(), outcomeOf(res))
 		if spec.onResult != nil {
 			spec.onResult(res)
 		}
-		if spec.stopAtSoldOut && classify(res.Code) == outcomeSoldOut {
+		if spec.stopAtSoldOut && outcomeOf(res) == outcomeSoldOut {
 			attacker.Stop()
 		}
 		if onAnswer != nil {

@@ -71,12 +71,17 @@ func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
 		return givesUpWithin, true
 	case "stuck-at-least":
 		return stuckAtLeast, true
+	case "gap-at-most":
+		return gapAtMost, true
 	case "fails-fast":
 		return failsFast, true
 	case "loses-everything":
 		return noArgs(checkLosesEverything), true
 	case "loses-at-most":
 		return losesAtMost, true
+	case "duplicate-orders", "no-duplicate-orders", "undersells", "no-undersell", "orders-match-stock",
+		"undersold-after-crash", "no-undersold-after-crash":
+		return noArgs(orderChecks[name]), true
 	}
 	return nil, false
 }
@@ -130,7 +135,7 @@ func checkOversells(r *StageRun, _ []StageRun) (bool, string) {
 }
 
 func checkConsistent(r *StageRun, _ []StageRun) (bool, string) {
-	return r.Consistent, fmt.Sprintf("stock %d + sold %d vs initial %d", r.Audit.Stock, r.Audit.Sold, r.Audit.Initial)
+	return r.Consistent, consistencyDetail(r)
 }
 
 // checkNoOversell needs sales: a run that sold nothing proves nothing.

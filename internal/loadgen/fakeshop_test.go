@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -20,6 +21,8 @@ import (
 //   - "stuck" crashes holding a lock that never expires;
 //   - "expiring" crashes holding a lock that expires after lock_ttl;
 //   - "stall" stalls every request for 500 ms, 200 ms after its first sale;
+//   - "twice" runs every fifth sale twice and answers it once, as a script
+//     resent after its reply was lost: the audit balances all the same;
 //   - "absent" is listed as unavailable.
 //
 // Replicas are handlers sharing the state (as shops share Redis); "racy"
@@ -77,6 +80,22 @@ func startFakeShop(t *testing.T, replicas int) fakeSetUp {
 	return setUp
 }
 
+// run runs the scenario doc against the fake shop, through its proxy.
+func (setUp fakeSetUp) run(t *testing.T, doc string) *Report {
+	t.Helper()
+	sc, err := ParseScenario([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rep, err := Run(ctx, Config{Target: setUp.proxy, ReplicaURLs: setUp.replicas, Scenario: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
 func (f *fakeShop) stage(id string) *fakeStage {
 	s, ok := f.stages[id]
 	if !ok {
@@ -111,6 +130,7 @@ func (f *fakeShop) handler(name string) http.Handler {
 			{ID: "stuck", Title: "stuck", Available: true},
 			{ID: "expiring", Title: "expiring", Available: true},
 			{ID: "stall", Title: "stalls 500 ms", Available: true},
+			{ID: "twice", Title: "counts every fifth sale twice", Available: true},
 			{ID: "absent", Title: "absent", Reason: "needs three Redis masters"},
 		}
 		f.mu.Lock()
@@ -220,6 +240,10 @@ func (f *fakeShop) handler(name string) http.Handler {
 		if s.stock <= 0 {
 			fail(w, 409, "sold_out")
 			return
+		}
+		if id == "twice" && s.sold%5 == 4 && s.stock >= 2 {
+			s.stock--
+			s.sold++
 		}
 		s.stock--
 		s.sold++

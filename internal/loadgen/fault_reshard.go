@@ -16,7 +16,8 @@ import (
 // redis-cli --cluster reshard moves a slot. Meanwhile sales meet ASK
 // redirects and, for scripts whose keys are split between the two masters,
 // TRYAGAIN; the shops retry those, so none fails, none is applied twice,
-// nothing is oversold.
+// nothing is oversold. The reshard-halfway step stops the move half-way
+// (halfWayMove).
 func (st *faultState) reshard(ctx context.Context) error {
 	r, fs := st.r, st.run.Fault
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
@@ -28,17 +29,37 @@ func (st *faultState) reshard(ctx context.Context) error {
 		return err
 	}
 	key := movedKey(st.run.Stage, r.cfg.Scenario.SKU, st.run.Segments)
+	plan := st.wholeMove(key)
+	if fs.Kind == FaultReshardHalfWay {
+		plan = st.halfWayMove(key)
+	}
 	st.faultAt, st.rep.Victim = time.Now(), "slot of "+key
-	st.mark(st.faultAt, "slot migration")
-	from, to, err := r.cfg.Injector.MigrateSlot(ctx, key, fs.Hold.D())
+	st.mark(st.faultAt, plan.label)
+	from, to, err := r.cfg.Injector.MigrateSlot(ctx, key, plan.move)
 	if err != nil {
 		return fmt.Errorf("migrate the slot of %s: %w", key, err)
 	}
 	st.healAt = time.Now()
 	st.mark(st.healAt, "slot on "+to)
-	st.note("the slot of %s moved from %s to %s in %.0f ms while sales went on", key, from, to, ms(st.healAt.Sub(st.faultAt)))
 	loadDone()
+	plan.moved(from, to)
 	return st.conclude(ctx)
+}
+
+// slotPlan is what the reshard steps do differently: how the slot moves,
+// what marks its start, and what is noted and measured once it moved.
+type slotPlan struct {
+	move  SlotMove
+	label string
+	moved func(from, to string)
+}
+
+// wholeMove moves key's slot in one go, a key per MIGRATE over the step's
+// hold.
+func (st *faultState) wholeMove(key string) slotPlan {
+	return slotPlan{move: SlotMove{Pace: st.run.Fault.Hold.D()}, label: "slot migration", moved: func(from, to string) {
+		st.note("the slot of %s moved from %s to %s in %.0f ms while sales went on", key, from, to, ms(st.healAt.Sub(st.faultAt)))
+	}}
 }
 
 // movedKey is the stock key of the SKU's first segment on the stages that

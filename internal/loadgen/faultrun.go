@@ -77,10 +77,11 @@ func (r *runner) faultStep(ctx context.Context, run RunSpec, row *StageRun, tl *
 		err = st.redlockMasterLoss(ctx)
 	case run.Fault.Kind == FaultPartition:
 		err = st.partition(ctx)
-	case run.Fault.Kind == FaultReshard:
+	case run.Fault.Kind == FaultReshard, run.Fault.Kind == FaultReshardHalfWay:
 		err = st.reshard(ctx)
 	}
 	st.fillRow()
+	row.judgeConsistency()
 	return err
 }
 

@@ -26,9 +26,13 @@ const (
 	// FaultReshard: on a Redis Cluster, the slot of the SKU's busiest key
 	// moves to another master while sales go on.
 	FaultReshard = "reshard"
+	// FaultReshardHalfWay: the same move stops half-way for a while, the
+	// stage's keys moved and the slot not handed over, as an interrupted
+	// redis-cli --cluster reshard leaves it.
+	FaultReshardHalfWay = "reshard-halfway"
 )
 
-var faultKinds = []string{FaultCrash, FaultPause, FaultRedisRestart, FaultFailover, FaultPartition, FaultReshard}
+var faultKinds = []string{FaultCrash, FaultPause, FaultRedisRestart, FaultFailover, FaultPartition, FaultReshard, FaultReshardHalfWay}
 
 // Persistence modes of a redis-restart step.
 const (
@@ -111,7 +115,7 @@ func (f *FaultStep) validate() error {
 		}
 	case FaultPartition:
 		err = errors.Join(needs("victim_work", f.VictimWork > f.Hold), needs("hold", f.Hold > 0), needs("observe", f.Observe > f.Hold))
-	case FaultReshard:
+	case FaultReshard, FaultReshardHalfWay:
 		err = errors.Join(needs("before", f.Before > 0), needs("observe", f.Observe > f.Before+f.Hold))
 	default:
 		return fmt.Errorf("kind %q: want one of %v", f.Kind, faultKinds)
@@ -166,10 +170,22 @@ type Injector interface {
 	WaitLeader(ctx context.Context, stage string) (string, error)
 	RestartMember(ctx context.Context, stage string) error
 	// MigrateSlot moves the Redis Cluster slot of key to another master as
-	// redis-cli --cluster reshard does (IMPORTING and MIGRATING, a MIGRATE
-	// per key, pace between them, the slot handed over) and returns both
-	// masters' addresses.
-	MigrateSlot(ctx context.Context, key string, pace time.Duration) (from, to string, err error)
+	// redis-cli --cluster reshard does (IMPORTING and MIGRATING, MIGRATEs,
+	// the slot handed over) and returns both masters' addresses.
+	MigrateSlot(ctx context.Context, key string, move SlotMove) (from, to string, err error)
+}
+
+// SlotMove is how MigrateSlot moves a slot's keys.
+type SlotMove struct {
+	// Pace is spread between the MIGRATEs of the keys, one key each.
+	Pace time.Duration
+	// First, when set, is a key prefix: the slot's keys with it move first,
+	// in one MIGRATE (redis-cli moves up to ten keys per MIGRATE), and the
+	// migration then stops for Stop, the slot MIGRATING on its master and
+	// IMPORTING on the target, before the other keys move and the slot is
+	// handed over.
+	First string
+	Stop  time.Duration
 }
 
 // FaultReport is what a fault step saw. Times are milliseconds from the
@@ -192,6 +208,9 @@ type FaultReport struct {
 	// HealedAtMS is when the fault ended: SIGCONT, Redis answering again,
 	// the partition healed, the failover done; a crash ends at once.
 	HealedAtMS float64 `json:"healed_at_ms"`
+	// LongestGapMS, when measured (reshard-halfway), is the longest time
+	// between two sales from the fault to the end of the window.
+	LongestGapMS *float64 `json:"longest_gap_ms,omitempty"`
 	// StuckMS is how long no sale went through from the fault on: until
 	// the first sale of a request sent after it, or the whole window.
 	StuckMS float64 `json:"stuck_ms"`

@@ -37,6 +37,7 @@ type htmlPage struct {
 	*Report
 	Rows          []htmlRow
 	FaultRows     []faultRow
+	OrderRows     []orderRow
 	Failed        int
 	SalesChart    template.HTML
 	OversoldChart template.HTML
@@ -96,6 +97,7 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		page.Rows = append(page.Rows, row)
 	}
 	page.FaultRows = rep.faultRows()
+	page.OrderRows = rep.orderRows()
 	page.SalesChart = barChart("sales-per-sec", "sales per second per stage run", sales)
 	page.OversoldChart = barChart("oversold", "units oversold per stage run", oversold)
 	page.LatencyChart = latencyChart(rep.Stages)

@@ -11,20 +11,23 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/flagenv"
+	"github.com/lockstep/lockstep/inventory"
 )
 
 // Report is everything a run measured; it is written as report.json and
 // rendered as the table and report.html.
 type Report struct {
-	Scenario        string     `json:"scenario"`
-	ScenarioFile    string     `json:"scenario_file,omitempty"`
-	StartedAt       time.Time  `json:"started_at"`
-	FinishedAt      time.Time  `json:"finished_at"`
-	WallSeconds     float64    `json:"wall_seconds"`
-	Params          Params     `json:"params"`
-	Machine         Machine    `json:"machine"`
-	Redis           Component  `json:"redis"`
-	Proxy           Component  `json:"proxy"`
+	Scenario     string    `json:"scenario"`
+	ScenarioFile string    `json:"scenario_file,omitempty"`
+	StartedAt    time.Time `json:"started_at"`
+	FinishedAt   time.Time `json:"finished_at"`
+	WallSeconds  float64   `json:"wall_seconds"`
+	Params       Params    `json:"params"`
+	Machine      Machine   `json:"machine"`
+	Redis        Component `json:"redis"`
+	Proxy        Component `json:"proxy"`
+	// Orders says where the order stages kept their orders.
+	Orders          string     `json:"orders,omitempty"`
 	Stages          []StageRun `json:"stages"`
 	ExpectationsMet bool       `json:"expectations_met"`
 }
@@ -196,6 +199,9 @@ type Audit struct {
 	// MaxHolders: with the track_holders fault, the most sales seen inside
 	// the critical section at once.
 	MaxHolders *int64 `json:"max_holders,omitempty"`
+	// Orders are an order stage's orders, duplicates, conflicts and
+	// undersold units.
+	Orders *inventory.OrderCounts `json:"orders,omitempty"`
 }
 
 // CrashReport is what the crash step saw.
@@ -210,6 +216,9 @@ type CrashReport struct {
 	ObserveMS      float64   `json:"observe_ms"`
 	LockKeys       []LockKey `json:"lock_keys,omitempty"`
 	SaleAfterReset *bool     `json:"sale_after_reset,omitempty"`
+	// Undersold (order stages) are the units the crash step's sales took
+	// that no order holds.
+	Undersold *int64 `json:"undersold,omitempty"`
 }
 
 // LockKey is a lock key of the stage found in Redis after the crash;
@@ -346,8 +355,10 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	if err := rep.writeFaultTable(w); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\nRedis: %s; proxy: %s; %d CPUs; wall time %.1fs\n", rep.Redis, rep.Proxy, rep.Machine.CPUs, rep.WallSeconds)
-	return err
+	if _, err := fmt.Fprintf(w, "\nRedis: %s; proxy: %s; %d CPUs; wall time %.1fs\n", rep.Redis, rep.Proxy, rep.Machine.CPUs, rep.WallSeconds); err != nil {
+		return err
+	}
+	return rep.writeOrderTable(w)
 }
 
 // writeFaultTable prints, when the scenario had fault steps, what each did

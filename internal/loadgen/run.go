@@ -14,10 +14,12 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -39,6 +41,9 @@ type Config struct {
 	// Redis and Proxy describe the set-up for the report; when empty they
 	// are asked from Redis (INFO) and from the target's Server header.
 	Redis, Proxy Component
+	// Orders, optional, says where the order stages keep their orders
+	// (MariaDB, or the embedded SQLite fallback), for the report.
+	Orders       string
 	Scenario     *Scenario
 	ScenarioFile string
 	// Progress receives live progress; nil shows none. Interactive redraws
@@ -114,16 +119,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	switch {
 	case len(cfg.RedisCluster) > 0:
-		r.rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.RedisCluster, Password: cfg.RedisPassword})
+		r.rdb = redisclient.NewCluster(redisclient.Settings{Password: cfg.RedisPassword}, cfg.RedisCluster)
 	case cfg.RedisAddr != "":
-		r.rdb = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Password: cfg.RedisPassword})
+		r.rdb = redisclient.New(redisclient.Settings{Password: cfg.RedisPassword}, cfg.RedisAddr)
 	}
 	if r.rdb != nil {
 		defer r.rdb.Close()
 		r.holders = r.rdb
 	}
 	if cfg.HoldersRedisAddr != "" {
-		r.holders = redis.NewClient(&redis.Options{Addr: cfg.HoldersRedisAddr, Password: cfg.RedisPassword})
+		r.holders = redisclient.New(redisclient.Settings{Password: cfg.RedisPassword}, cfg.HoldersRedisAddr)
 		defer r.holders.Close()
 	}
 	if err := r.waitAllReady(ctx); err != nil {
@@ -163,6 +168,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Machine: DescribeMachine(),
 		Redis:   r.describeRedis(ctx),
 		Proxy:   r.describeProxy(ctx),
+		Orders:  cfg.Orders,
 	}
 	var runErr error
 	for i, run := range cfg.Scenario.Runs {
@@ -297,6 +303,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 		duration:      run.Duration.D(),
 		stopAtSoldOut: run.StopsWhenSoldOut(),
 		timeout:       run.Timeout.D(),
+		buyers:        run.Buyers,
 	}, tl, r.progress.answer)
 	row.Interrupted = ctx.Err() != nil
 	// What the load did is read even when the run was interrupted (Ctrl-C):
@@ -314,6 +321,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	}
 	row.Audit, row.Oversold, row.Consistent, row.ForeignUnlocks = audit, audit.Oversold, audit.Consistent, audit.ForeignUnlocks
 	row.MaxHolders = audit.MaxHolders
+	row.judgeConsistency()
 	if run.Crash != nil && ctx.Err() == nil {
 		if err := r.crashStep(ctx, run, base, &row, tl); err != nil {
 			row.Timeline = tl.build()
@@ -364,7 +372,7 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 	}
 	crash := &CrashReport{}
 	row.Crash = crash
-	status, err := r.triggerCrash(ctx, base, run.Stage, sku)
+	status, err := r.triggerCrash(ctx, base, run, sku)
 	crashAt := time.Now()
 	switch {
 	case err != nil:
@@ -398,6 +406,7 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 		workers:  run.Crash.Workers,
 		duration: run.Crash.Observe.D(),
 		timeout:  run.Timeout.D(),
+		buyers:   run.Buyers,
 	}, tl, r.progress.answer)
 	crash.Requests, crash.Sales, crash.Busy, crash.Errors = t.requests, t.sales, t.busy, t.errors
 	crash.ObserveMS = ms(t.elapsed())
@@ -407,6 +416,9 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 		recovery := ms(t.firstSale.Sub(crashAt))
 		row.RecoveryMS = &recovery
 		tl.mark(t.firstSale, "first sale")
+	}
+	if err := r.undersoldAfterCrash(ctx, base, run.Stage, crash); err != nil {
+		return err
 	}
 	if r.rdb != nil {
 		keys, err := r.lockKeys(ctx, run.Stage)
@@ -423,7 +435,7 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 		return fmt.Errorf("reset after crash: %w", err)
 	}
 	tl.mark(time.Now(), "reset")
-	status, err = r.shop.deduct(ctx, base, run.Stage, sku)
+	status, err = r.shop.deduct(ctx, base, run.Stage, sku, crashBuyer(run, 0))
 	sold := err == nil && classify(uint16(status)) == outcomeSale
 	crash.SaleAfterReset = &sold
 	tl.add(time.Now(), sold)
@@ -435,11 +447,35 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 // hear of the fault, and one that has not yet just sells.
 const triggerCrashAttempts = 10
 
+// undersoldAfterCrash records, for an order stage, the units the crash
+// step's sales took that no order holds: the crash between the deduction
+// and the order insert loses them.
+func (r *runner) undersoldAfterCrash(ctx context.Context, base, stage string, crash *CrashReport) error {
+	audit, err := r.shop.audit(ctx, base, stage, r.cfg.Scenario.SKU)
+	if err != nil {
+		return fmt.Errorf("audit after the crash: %w", err)
+	}
+	if audit.Orders != nil {
+		crash.Undersold = &audit.Orders.Undersold
+	}
+	return nil
+}
+
+// crashBuyer names the buyer of the crash step's n-th own sale when the run
+// names buyers (a one-per-user stage refuses a sale without one): a buyer
+// of its own, outside the load's population.
+func crashBuyer(run RunSpec, n int) string {
+	if run.Buyers == nil {
+		return ""
+	}
+	return "crash-step-" + strconv.Itoa(n)
+}
+
 // triggerCrash sends sale attempts until one does not sell: the crash (a
 // transport error, or a 502 from the proxy) or an unexpected answer.
-func (r *runner) triggerCrash(ctx context.Context, base, stage, sku string) (int, error) {
+func (r *runner) triggerCrash(ctx context.Context, base string, run RunSpec, sku string) (int, error) {
 	for attempt := 1; ; attempt++ {
-		status, err := r.shop.deduct(ctx, base, stage, sku)
+		status, err := r.shop.deduct(ctx, base, run.Stage, sku, crashBuyer(run, attempt))
 		if err != nil || classify(uint16(status)) != outcomeSale || attempt == triggerCrashAttempts {
 			return status, err
 		}

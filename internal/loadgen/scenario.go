@@ -38,6 +38,8 @@ type RunConfig struct {
 	Duration     Duration `yaml:"duration" json:"duration"`
 	UntilSoldOut *bool    `yaml:"until_sold_out" json:"until_sold_out,omitempty"`
 	Timeout      Duration `yaml:"timeout" json:"timeout"`
+	// Buyers, optional, names a buyer in every sale (the order stages).
+	Buyers *Buyers `yaml:"buyers" json:"buyers,omitempty"`
 }
 
 // RunSpec is one stage run of the scenario.
@@ -295,6 +297,9 @@ func (c RunConfig) merge(defaults RunConfig) RunConfig {
 	if c.Timeout == 0 {
 		c.Timeout = defaults.Timeout
 	}
+	if c.Buyers == nil {
+		c.Buyers = defaults.Buyers
+	}
 	return c
 }
 
@@ -337,6 +342,11 @@ func (sc *Scenario) validate() error {
 			errs = append(errs, fmt.Errorf("%s: crash.observe must be positive", where))
 		case run.Crash != nil && run.Crash.Workers < 1:
 			errs = append(errs, fmt.Errorf("%s: crash.workers must be at least 1", where))
+		}
+		if run.Buyers != nil {
+			if err := run.Buyers.validate(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			}
 		}
 		if run.Fault != nil {
 			if err := run.Fault.validate(); err != nil {

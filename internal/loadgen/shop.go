@@ -133,8 +133,13 @@ func (c *shopClient) audit(ctx context.Context, base, stage, sku string) (Audit,
 
 // deduct sends one sale attempt and returns the status code, or the
 // transport error (a crashed replica gives one, or a 502 from the proxy).
-func (c *shopClient) deduct(ctx context.Context, base, stage, sku string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, deductURL(base, stage, sku), nil)
+// deduct sends one sale attempt, for user when it is not "".
+func (c *shopClient) deduct(ctx context.Context, base, stage, sku, user string) (int, error) {
+	target := deductURL(base, stage, sku)
+	if user != "" {
+		target += "&" + url.Values{"user": {user}}.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, nil)
 	if err != nil {
 		return 0, fmt.Errorf("deduct: %w", err)
 	}

@@ -1,17 +1,15 @@
 package loadgen
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 )
 
 // A plain load run's holder checks read the audit's count, as a fault
 // step's do: racy lets several sales into its critical section at once.
 func TestPlainRunReadsTheHoldersCount(t *testing.T) {
 	fake := startFakeShop(t, 2)
-	sc, err := ParseScenario([]byte(`
+	rep := fake.run(t, `
 name: holders
 runs:
   - stage: racy
@@ -28,16 +26,7 @@ runs:
     until_sold_out: true
     faults: {work: 5ms, track_holders: true}
     expect: [holders-at-most 1]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rep, err := Run(ctx, Config{Target: fake.proxy, ReplicaURLs: fake.replicas, Scenario: sc})
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	least, most := rep.Stages[0], rep.Stages[1]
 	if least.MaxHolders == nil || *least.MaxHolders < 2 || !least.Passed() {
 		t.Errorf("holders-at-least 2: max holders %v, checks %+v", least.MaxHolders, least.Checks)
@@ -89,7 +78,7 @@ func TestComparisonsPickTheRowsTheyName(t *testing.T) {
 // when a freed worker got round to sending them (coordinated omission).
 func TestFixedRateLatencyCountsFromTheSchedule(t *testing.T) {
 	fake := startFakeShop(t, 1)
-	sc, err := ParseScenario([]byte(`
+	rep := fake.run(t, `
 name: stall
 runs:
   - stage: stall
@@ -98,16 +87,7 @@ runs:
     workers: 2
     duration: 1500ms
     until_sold_out: false
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rep, err := Run(ctx, Config{Target: fake.proxy, ReplicaURLs: fake.replicas, Scenario: sc})
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	r := rep.Stages[0]
 	t.Logf("p50 %.1f p90 %.1f p99 %.1f ms; vegeta's own p50 %.1f p99 %.1f ms", r.P50MS, r.P90MS, r.P99MS, *r.ServiceP50MS, *r.ServiceP99MS)
 	// ~50 of ~150 requests were due during the stall: p90 waits for it.

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"github.com/lockstep/lockstep/inventory"
 	"html/template"
 	"sync"
 	"time"
@@ -42,6 +43,7 @@ type LiveStage struct {
 	stock    *int
 	trace    *SaleTrace
 	shards   []ShardLoad
+	orders   *inventory.OrderCounts
 }
 
 // LiveSnapshot is a copy of a LiveStage's figures at one moment.
@@ -63,12 +65,15 @@ type LiveSnapshot struct {
 	// Shards is what each master of a Redis Cluster did in the load phase
 	// so far, busiest first; nil off a cluster.
 	Shards []ShardLoad
+	// Orders are an order stage's orders at the latest audit; nil for
+	// other stages.
+	Orders *inventory.OrderCounts
 }
 
 // Snapshot copies the figures so far.
 func (l *LiveStage) Snapshot() LiveSnapshot {
 	l.mu.Lock()
-	s := LiveSnapshot{Phase: l.phase, Oversold: l.oversold, MaxHolders: l.maxHeld, Trace: l.trace, Stock: l.stock, Shards: l.shards}
+	s := LiveSnapshot{Phase: l.phase, Oversold: l.oversold, MaxHolders: l.maxHeld, Trace: l.trace, Stock: l.stock, Shards: l.shards, Orders: l.orders}
 	tl := l.tl
 	l.mu.Unlock()
 	if tl == nil {
@@ -108,7 +113,7 @@ func (l *LiveStage) audited(a Audit) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	stock := a.Stock
-	l.oversold, l.maxHeld, l.stock = a.Oversold, a.MaxHolders, &stock
+	l.oversold, l.maxHeld, l.stock, l.orders = a.Oversold, a.MaxHolders, &stock, a.Orders
 }
 
 func (l *LiveStage) sharded(shards []ShardLoad) {

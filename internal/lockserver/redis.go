@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -60,7 +61,7 @@ func startRedis(ctx context.Context, dir string, extra ...string) (*Redis, error
 func (r *Redis) with(ctx context.Context, f func(context.Context, *redis.Client) error) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1})
+	rdb := redisclient.New(redisclient.Settings{}, r.Addr)
 	defer rdb.Close()
 	return f(ctx, rdb)
 }

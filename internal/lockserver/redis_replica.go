@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
@@ -71,7 +72,7 @@ func (r *Redis) CutOff(ctx context.Context, master *Redis) error {
 // until it counts none. A replica told CutOffPassword cannot link again:
 // what the master writes from then on reaches no replica.
 func DropReplicas(ctx context.Context, addr string) error {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	rdb := redisclient.New(redisclient.Settings{}, addr)
 	defer rdb.Close()
 	if err := rdb.ClientKillByFilter(ctx, "TYPE", "replica").Err(); err != nil {
 		return fmt.Errorf("master %s: drop the replicas' links: %w", addr, err)

@@ -161,6 +161,10 @@ var (
 	oversoldDesc = prometheus.NewDesc("lockstep_oversold", "Units sold beyond the initial stock: max(0, sold - initial).", []string{"stage", "sku"}, nil)
 	consistDesc  = prometheus.NewDesc("lockstep_consistent", "1 when stock + sold == initial, else 0 (lost updates).", []string{"stage", "sku"}, nil)
 	emptyDesc    = prometheus.NewDesc("lockstep_segments_empty", "Segments whose stock is 0, for stages that split the stock into segments (segmented).", []string{"stage", "sku"}, nil)
+	// The order stages' figures, from their order table.
+	ordersDesc     = prometheus.NewDesc("lockstep_orders", "Live orders of an order stage, from its order table.", []string{"stage", "sku"}, nil)
+	duplicatesDesc = prometheus.NewDesc("lockstep_duplicate_orders", "Orders beyond each buyer's first, on an order stage.", []string{"stage", "sku"}, nil)
+	undersoldDesc  = prometheus.NewDesc("lockstep_undersold", "Units gone from an order stage's stock that no order holds: initial - remaining - units ordered.", []string{"stage", "sku"}, nil)
 )
 
 // stockCollector reads the audit of every available stage's tracked SKUs
@@ -171,7 +175,7 @@ type stockCollector struct {
 }
 
 func (c *stockCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{stockDesc, soldDesc, oversoldDesc, consistDesc, emptyDesc} {
+	for _, d := range []*prometheus.Desc{stockDesc, soldDesc, oversoldDesc, consistDesc, emptyDesc, ordersDesc, duplicatesDesc, undersoldDesc} {
 		ch <- d
 	}
 }
@@ -204,6 +208,11 @@ func (c *stockCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(consistDesc, prometheus.GaugeValue, consistent, info.ID, sku)
 			if len(a.Segments) > 0 {
 				ch <- prometheus.MustNewConstMetric(emptyDesc, prometheus.GaugeValue, float64(emptySegments(a.Segments)), info.ID, sku)
+			}
+			if o := a.Orders; o != nil {
+				ch <- prometheus.MustNewConstMetric(ordersDesc, prometheus.GaugeValue, float64(o.Orders), info.ID, sku)
+				ch <- prometheus.MustNewConstMetric(duplicatesDesc, prometheus.GaugeValue, float64(o.DuplicateOrders), info.ID, sku)
+				ch <- prometheus.MustNewConstMetric(undersoldDesc, prometheus.GaugeValue, float64(o.Undersold), info.ID, sku)
 			}
 		}
 	}

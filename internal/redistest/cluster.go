@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -68,7 +69,7 @@ func (c *Cluster) Addrs() []string {
 // Client returns a ClusterClient over the cluster, closed when the test ends.
 func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 	t.Helper()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	rdb := redisclient.NewCluster(redisclient.Settings{}, c.Addrs())
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -76,6 +77,66 @@ func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 		t.Fatalf("ping the cluster: %v", err)
 	}
 	return rdb
+}
+
+// MasterOf is the node that serves key now.
+func (c *Cluster) MasterOf(t testing.TB, key string) *Server {
+	t.Helper()
+	master, err := c.Client(t).MasterForKey(context.Background(), key)
+	if err != nil {
+		t.Fatalf("master of %s: %v", key, err)
+	}
+	for _, n := range c.Nodes {
+		if n.Addr == master.Options().Addr {
+			return n
+		}
+	}
+	t.Fatalf("master of %s: no node at %s", key, master.Options().Addr)
+	return nil
+}
+
+// MoveKeyHalfWay marks key's slot MIGRATING on its master and IMPORTING on
+// another master and moves key there, leaving the slot on its master, as
+// a reshard stopped after its first batch does: a command on key then
+// gets ASK from the master and runs on the target. It returns the target.
+func (c *Cluster) MoveKeyHalfWay(t testing.TB, key string) *Server {
+	t.Helper()
+	ctx := context.Background()
+	source := c.MasterOf(t, key)
+	rdb := c.Client(t)
+	slot, err := rdb.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var target *Server
+	var ids [2]string
+	for _, n := range c.Nodes {
+		node := redisclient.New(redisclient.Settings{}, n.Addr)
+		role, _ := node.Do(ctx, "role").Slice()
+		id, _ := node.ClusterMyID(ctx).Result()
+		_ = node.Close()
+		switch {
+		case n == source:
+			ids[0] = id
+		case target == nil && len(role) > 0 && role[0] == "master":
+			target, ids[1] = n, id
+		}
+	}
+	if target == nil {
+		t.Fatal("no other master")
+	}
+	on := func(n *Server, args ...any) {
+		node := redisclient.New(redisclient.Settings{}, n.Addr)
+		defer node.Close()
+		if err := node.Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("%v on %s: %v", args, n.Addr, err)
+		}
+	}
+	on(target, "cluster", "setslot", slot, "importing", ids[0])
+	on(source, "cluster", "setslot", slot, "migrating", ids[1])
+	host, port, _ := strings.Cut(target.Addr, ":")
+	on(source, "migrate", host, port, key, 0, 5000)
+	return target
 }
 
 // WaitHealthy waits until every running node reports cluster_state:ok with
@@ -99,7 +160,7 @@ func (c *Cluster) unhealthy() string {
 		if n.cmd == nil {
 			continue // stopped by the test
 		}
-		rdb := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+		rdb := redisclient.New(redisclient.Settings{}, n.Addr)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		info, err := rdb.ClusterInfo(ctx).Result()
 		repl, rerr := rdb.Info(ctx, "replication").Result()

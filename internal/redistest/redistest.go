@@ -15,9 +15,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -133,7 +135,7 @@ func (s *Server) start(bin string) error {
 // INFO proves the answer does not come from another test's server that
 // took the port first.
 func (s *Server) waitReady(timeout time.Duration) error {
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	rdb := redisclient.New(redisclient.Settings{Timeout: 200 * time.Millisecond}, s.Addr)
 	defer rdb.Close()
 	want := strconv.Itoa(s.cmd.Process.Pid)
 	deadline := time.Now().Add(timeout)
@@ -170,6 +172,25 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
+// Pause stops the server's process (SIGSTOP) until Continue, or the end of
+// the test: a master stalled (a long fork, a swapped-out process) that
+// still accepts connections and takes in requests, and runs them, in
+// order, once it continues.
+func (s *Server) Pause() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		s.t.Fatalf("pause redis-server on %s: %v", s.Addr, err)
+	}
+	s.t.Cleanup(s.Continue)
+}
+
+// Continue lets a paused server run again (SIGCONT).
+func (s *Server) Continue() {
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
 // Restart starts the server again on the same port and data directory.
 func (s *Server) Restart() {
 	s.t.Helper()
@@ -183,7 +204,7 @@ func (s *Server) Restart() {
 // Client returns a go-redis client for the server, closed when the test ends.
 func (s *Server) Client(t testing.TB) *redis.Client {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	rdb := redisclient.New(redisclient.Settings{}, s.Addr)
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

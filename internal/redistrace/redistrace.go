@@ -131,6 +131,21 @@ func (t *Tracer) Finish(tr *Trace) Recording {
 	return tr.rec
 }
 
+// Record adds a call to a server other than Redis (the order stages' SQL)
+// to the trace ctx carries, as a round trip of its own; without a trace it
+// does nothing.
+func Record(ctx context.Context, c Call, took time.Duration) {
+	tr, ok := ctx.Value(traceKey{}).(*Trace)
+	if !ok {
+		return
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.rec.RoundTrips++
+	c.RoundTrip, c.TookMS = tr.rec.RoundTrips, float64(took.Microseconds())/1000
+	tr.rec.Calls = append(tr.rec.Calls, c)
+}
+
 // handshake are the commands go-redis sends to set up a new connection:
 // not the request's, though a request that dials waits for them.
 var handshake = map[string]bool{"hello": true, "client": true, "auth": true, "select": true, "readonly": true}

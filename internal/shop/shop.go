@@ -4,6 +4,7 @@
 package shop
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -19,9 +20,11 @@ import (
 	"github.com/lockstep/lockstep/internal/httpapi"
 	"github.com/lockstep/lockstep/internal/metrics"
 	"github.com/lockstep/lockstep/internal/redisbatch"
+	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/lockstep/lockstep/internal/redistrace"
 	"github.com/lockstep/lockstep/inventory"
 	"github.com/lockstep/lockstep/lock"
+	"github.com/lockstep/lockstep/orders"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -59,6 +62,10 @@ type Config struct {
 	// cluster. Without them those stages are unavailable.
 	MySQLDSN      string
 	EtcdEndpoints []string
+	// OrdersSQLite, optional, is the file of the embedded order table, used
+	// by the order stages when no MySQLDSN is given (a workshop without
+	// MariaDB); with MySQLDSN the orders live in MySQL.
+	OrdersSQLite string
 	// ZooKeeperServers, optional, are the zookeeper stage's ensemble.
 	ZooKeeperServers []string
 
@@ -77,56 +84,11 @@ type Config struct {
 	Pause func()
 }
 
-// clientOptions are the options of every Redis client of the shop.
-func clientOptions(cfg Config, addr string) *redis.Options {
-	return &redis.Options{
-		Addr:                  addr,
-		Password:              cfg.RedisPassword,
-		DB:                    cfg.RedisDB,
-		DialTimeout:           cfg.RedisTimeout,
-		ReadTimeout:           cfg.RedisTimeout,
-		WriteTimeout:          cfg.RedisTimeout,
-		PoolTimeout:           cfg.RedisTimeout,
-		ContextTimeoutEnabled: true,
-		PoolSize:              cfg.RedisPoolSize,
-		// No retries: a retried EXEC or INCRBY whose first reply was lost
-		// would count a sale twice. The pool replaces connections a
-		// Redis restart closed before handing them out.
-		MaxRetries: -1,
-		// Two dial attempts, not go-redis's five with 100ms pauses, so a
-		// refused dial answers at once and a hung one within the second.
-		DialerRetries:      2,
-		DialerRetryTimeout: 20 * time.Millisecond,
-	}
-}
-
-// failoverOptions are clientOptions for the master the Sentinels name.
-func failoverOptions(cfg Config) *redis.FailoverOptions {
-	o := clientOptions(cfg, "")
-	return &redis.FailoverOptions{
-		MasterName: cfg.RedisMaster, SentinelAddrs: cfg.RedisSentinels,
-		Password: o.Password, DB: o.DB,
-		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
-		PoolTimeout: o.PoolTimeout, ContextTimeoutEnabled: o.ContextTimeoutEnabled, PoolSize: o.PoolSize,
-		MaxRetries: o.MaxRetries, DialerRetries: o.DialerRetries, DialerRetryTimeout: o.DialerRetryTimeout,
-	}
-}
-
-// clusterSlotsReload is how often a cluster client re-reads the slot map
-// on its own: after a master dies, go-redis keeps routing to it until the
-// map is reloaded (60 s by default, go-redis #3979).
-const clusterSlotsReload = time.Second
-
-// clusterOptions are clientOptions for a Redis Cluster.
-func clusterOptions(cfg Config) *redis.ClusterOptions {
-	o := clientOptions(cfg, "")
-	return &redis.ClusterOptions{
-		Addrs: cfg.RedisCluster, Password: o.Password,
-		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
-		PoolTimeout: o.PoolTimeout, ContextTimeoutEnabled: o.ContextTimeoutEnabled, PoolSize: o.PoolSize,
-		MaxRetries: o.MaxRetries, DialerRetries: o.DialerRetries, DialerRetryTimeout: o.DialerRetryTimeout,
-		ClusterStateReloadInterval: clusterSlotsReload,
-	}
+// redisSettings are the shop's Redis client settings; internal/redisclient
+// builds every client from them, so none of them resends a command that
+// may have run (a sale's script, an EXEC, a lock's script).
+func redisSettings(cfg Config) redisclient.Settings {
+	return redisclient.Settings{Password: cfg.RedisPassword, DB: cfg.RedisDB, Timeout: cfg.RedisTimeout, PoolSize: cfg.RedisPoolSize}
 }
 
 // Shop is one replica.
@@ -172,7 +134,7 @@ func New(cfg Config) (*Shop, error) {
 	}
 	s := &Shop{}
 	connect := func(addr string) *redis.Client {
-		rdb := redis.NewClient(clientOptions(cfg, addr))
+		rdb := redisclient.New(redisSettings(cfg), addr)
 		s.clients = append(s.clients, rdb)
 		tracer.Attach(rdb)
 		if !cfg.NoAutoPipeline {
@@ -183,7 +145,7 @@ func New(cfg Config) (*Shop, error) {
 	var stock redis.UniversalClient
 	switch {
 	case len(cfg.RedisSentinels) > 0:
-		failover := redis.NewFailoverClient(failoverOptions(cfg))
+		failover := redisclient.NewFailover(redisSettings(cfg), cfg.RedisMaster, cfg.RedisSentinels)
 		s.clients = append(s.clients, failover)
 		tracer.Attach(failover)
 		if !cfg.NoAutoPipeline {
@@ -194,7 +156,7 @@ func New(cfg Config) (*Shop, error) {
 		// No automatic pipelining: a cluster client already sends a
 		// pipeline per node, and the batcher's one pipeline would mix
 		// the slots of many sales.
-		cluster := redis.NewClusterClient(clusterOptions(cfg))
+		cluster := redisclient.NewCluster(redisSettings(cfg), cfg.RedisCluster)
 		s.clients = append(s.clients, cluster)
 		tracer.Attach(cluster)
 		stock = cluster
@@ -259,6 +221,9 @@ func (s *Shop) connectLockServers(cfg Config, inv *inventory.Config) error {
 		s.closers = append(s.closers, db)
 		inv.MySQL = db
 	}
+	if err := s.openOrders(cfg, inv); err != nil {
+		return err
+	}
 	if len(cfg.EtcdEndpoints) > 0 {
 		client, err := clientv3.New(clientv3.Config{
 			Endpoints: cfg.EtcdEndpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
@@ -268,6 +233,35 @@ func (s *Shop) connectLockServers(cfg Config, inv *inventory.Config) error {
 		}
 		s.closers = append(s.closers, client)
 		inv.Etcd = client
+	}
+	return nil
+}
+
+// ordersTimeout bounds creating the order tables at start.
+const ordersTimeout = 10 * time.Second
+
+// openOrders opens the order table of the order stages: in MySQL when the
+// shop has one, else in the embedded SQLite file when one is configured.
+// A MySQL that is down at start leaves the order stages unavailable (said
+// in the log), as the mysql stage's lock table does.
+func (s *Shop) openOrders(cfg Config, inv *inventory.Config) error {
+	ctx, cancel := context.WithTimeout(context.Background(), ordersTimeout)
+	defer cancel()
+	switch {
+	case inv.MySQL != nil:
+		store, err := orders.OpenMySQL(ctx, inv.MySQL)
+		if err != nil {
+			cfg.Logger.Warn("order stages unavailable: cannot create the order table", "err", err)
+			return nil
+		}
+		inv.Orders = tracedOrders{Store: store, db: "mysql"}
+	case cfg.OrdersSQLite != "":
+		store, err := orders.OpenSQLite(ctx, cfg.OrdersSQLite)
+		if err != nil {
+			return err
+		}
+		s.closers = append(s.closers, store)
+		inv.Orders = tracedOrders{Store: store, db: "sqlite"}
 	}
 	return nil
 }

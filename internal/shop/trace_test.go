@@ -3,12 +3,14 @@ package shop_test
 import (
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/internal/redistrace"
+	"github.com/lockstep/lockstep/internal/shop"
 )
 
 type traced struct {
@@ -25,13 +27,19 @@ type traced struct {
 // returns the trace.
 func traceSale(t *testing.T, r *replicas, stage string) traced {
 	t.Helper()
+	return traceSaleOf(t, r, stage, "")
+}
+
+// traceSaleOf is traceSale with the sales' query (e.g. "?user=u").
+func traceSaleOf(t *testing.T, r *replicas, stage, query string) traced {
+	t.Helper()
 	answer := make(chan response, 1)
 	go func() { answer <- r.do(0, http.MethodPost, "/api/stages/"+stage+"/trace?wait=10s", "", r.admin()) }()
 	// The trace request arms before the sale only once it is served; sales
 	// until then are not traced, and the one after is.
 	var res response
 	for res.status == 0 {
-		r.deduct(0, stage, "")
+		r.deduct(0, stage, query)
 		select {
 		case res = <-answer:
 		default:
@@ -114,5 +122,40 @@ func TestTraceWithoutSaleAnswersInTime(t *testing.T) {
 	}
 	if res := r.do(0, http.MethodPost, "/api/stages/atomic/trace?wait=forever", "", r.admin()); res.status != http.StatusBadRequest {
 		t.Errorf("trace wait=forever: %d %s", res.status, res.body)
+	}
+}
+
+// An order stage's trace shows its SQL beside its Redis commands, each a
+// round trip: optimistic-redis's WATCH/MULTI/EXEC then the order INSERT,
+// optimistic-mysql's SELECT then its one transaction.
+func TestTraceShowsASalesSQL(t *testing.T) {
+	dir := t.TempDir()
+	r := startReplicas(t, redistest.Start(t), 1, func(c *shop.Config) { c.OrdersSQLite = filepath.Join(dir, "orders.db") })
+	for _, tc := range []struct {
+		stage string
+		want  []string // the calls' commands, and the first SQL statement's start
+		sql   string
+	}{
+		{"optimistic-redis", []string{"WATCH", "EXEC", "SQL sqlite"}, "INSERT INTO lockstep_orders"},
+		{"optimistic-mysql", []string{"SQL sqlite"}, "SELECT stock"},
+	} {
+		r.reset(tc.stage, 100, 0)
+		tr := traceSaleOf(t, r, tc.stage, "?user=alice")
+		var commands []string
+		sql := ""
+		for _, c := range tr.Calls {
+			commands = append(commands, c.Command)
+			if strings.HasPrefix(c.Command, "SQL") && sql == "" && len(c.Args) > 0 {
+				sql = c.Args[0]
+			}
+		}
+		for _, w := range tc.want {
+			if !slices.Contains(commands, w) {
+				t.Errorf("%s trace: commands %v, want %s among them", tc.stage, commands, w)
+			}
+		}
+		if !strings.HasPrefix(sql, tc.sql) || tr.RoundTrips < 2 {
+			t.Errorf("%s trace: first SQL %q in %d round trips, want %q first", tc.stage, sql, tr.RoundTrips, tc.sql)
+		}
 	}
 }

@@ -2,6 +2,11 @@
 -- with a queue of waiting Clients that release.lua hands the lock to, and a
 -- hold token that names the acquisition (see doc.go, "Unknown outcomes").
 -- KEYS[1] lock hash, KEYS[2] waiter queue (list of owner fields; same hash tag)
+-- or none: while the lock's Cluster slot migrates, Redis refuses the two
+-- keys (TRYAGAIN) until the whole slot moved when one of them is on
+-- neither master or they are on different ones, and the Client runs this
+-- with the lock's key alone; a waiter then is not queued, and wakes on an
+-- unlock message or its timer (issue 24).
 -- ARGV[1] lease in ms, ARGV[2] owner field, ARGV[3] '1' when the caller
 -- waits (listens on the channel), '0' otherwise, ARGV[4] the hold's token,
 -- ARGV[5] the hold's levels once this one is added ('1': a new hold)
@@ -19,7 +24,7 @@ if redis.call('exists', KEYS[1]) == 0 then
     end
     redis.call('hset', KEYS[1], ARGV[2], 1, 'hold', ARGV[4])
     redis.call('pexpire', KEYS[1], ARGV[1])
-    if ARGV[3] == '1' then
+    if ARGV[3] == '1' and KEYS[2] then
         redis.call('lrem', KEYS[2], 0, ARGV[2])
     end
     return 'OK'
@@ -48,7 +53,7 @@ if hold == '' and ARGV[3] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 
     return 'OK'
 end
 local ttl = redis.call('pttl', KEYS[1])
-if ARGV[3] == '1' then
+if ARGV[3] == '1' and KEYS[2] then
     -- One place per Client: its handles wait behind one leader. The queue
     -- outlives the next attempt of every waiter (each sleeps at most the
     -- lock's TTL), so only a dead Client's place lapses.

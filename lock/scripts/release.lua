@@ -3,7 +3,9 @@
 -- it. The Client knows it is its last level, so the levels in Redis do not
 -- matter; the hold token does: a release of an earlier hold of the same
 -- Client, arriving late, finds another token and touches nothing.
--- KEYS[1] lock hash, KEYS[2] waiter queue
+-- KEYS[1] lock hash, KEYS[2] waiter queue, or none while the lock's
+-- Cluster slot migrates (see lock.lua): the lock is then given up, not
+-- handed on, and an unlock message wakes the waiters, queued or not
 -- ARGV[1] owner field, ARGV[2] lease in ms of a grant, ARGV[4] channel,
 -- ARGV[5] the publish command ('publish', or 'spublish' on a Redis Cluster),
 -- ARGV[6] the hold's token, ARGV[7] the owner's release latch (a key with
@@ -19,8 +21,11 @@
 -- Returns nil when the hold is not in Redis, 0 when the owner keeps it,
 -- 1 when released (to the next waiter, if any) — also when this release
 -- already ran (the latch holds its token): a retried request returns the first
--- answer.
-if ARGV[3] == 'leave' then
+-- answer —, and instead of 1 the message it published when no subscriber
+-- of this node heard it: while the slot migrates, the script may run on
+-- the importing master and the waiters listen on the other, where the
+-- Client publishes it again (issue 24).
+if ARGV[3] == 'leave' and KEYS[2] then
     redis.call('lrem', KEYS[2], 0, ARGV[1])
 end
 local hold = redis.call('hget', KEYS[1], 'hold')
@@ -33,17 +38,28 @@ if not (hold == ARGV[6] or (ARGV[3] == 'leave' and hold == '' and
     end
     return nil
 end
-local nextOwner = redis.call('lpop', KEYS[2])
+local nextOwner = KEYS[2] and redis.call('lpop', KEYS[2])
 -- The owner's own place can only be stale (a leave that failed): skip it.
 if nextOwner == ARGV[1] then
     nextOwner = redis.call('lpop', KEYS[2])
 end
-if not nextOwner and ARGV[3] == 'keep' then
+if not nextOwner and ARGV[3] == 'keep' and KEYS[2] then
     return 0
 end
 redis.pcall('set', ARGV[7], ARGV[6], 'px', ARGV[8])
+-- heard is the reply: 1, or the message if no subscriber here heard it.
+local function heard(message)
+    if redis.call(ARGV[5], ARGV[4], message) == 0 then
+        return message
+    end
+    return 1
+end
 if not nextOwner then
     redis.call('del', KEYS[1])
+    if not KEYS[2] then
+        -- Waiters were not queued meanwhile: wake them all, as Redisson does.
+        return heard('u' .. ARGV[1])
+    end
     return 1
 end
 -- Granted: the lock is the next Client's, for one grant lease unless it
@@ -59,5 +75,4 @@ end
 redis.call('hset', KEYS[1], nextOwner, 1, 'hold', '')
 redis.call('hdel', KEYS[1], ARGV[1])
 redis.call('pexpire', KEYS[1], ARGV[2])
-redis.call(ARGV[5], ARGV[4], 'g' .. nextOwner)
-return 1
+return heard('g' .. nextOwner)

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"regexp"
+	"testing"
+
+	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/inventory"
+	"github.com/lockstep/lockstep/orders"
+)
+
+// The live page's results table shows an order stage's duplicate orders
+// and undersold units, and "-" for a stage without orders.
+func TestLivePageShowsOrders(t *testing.T) {
+	l := &live{scenario: "orders", runs: 2, renewals: newRenewalCounter()}
+	o := inventory.OrderCounts{Counts: orders.Counts{Orders: 150, Units: 150, Buyers: 57}, DuplicateOrders: 93, Undersold: 2}
+	l.StageDone(loadgen.StageRun{Index: 0, Stage: "one-per-user-naive", Sales: 150, Audit: loadgen.Audit{Initial: 152, Orders: &o}})
+	l.StageDone(loadgen.StageRun{Index: 1, Stage: "atomic", Sales: 10, Audit: loadgen.Audit{Initial: 10}})
+	page, err := l.render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := func(stage string) []string {
+		row := regexp.MustCompile(`<tr data-row="` + stage + `">.*</tr>`).FindString(string(page))
+		var out []string
+		for _, m := range regexp.MustCompile(`<td[^>]*>(.*?)</td>`).FindAllStringSubmatch(row, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	// stage, replicas, sales, sales/s, busy, errors, oversold, consistent,
+	// duplicate orders, undersold, ...
+	if c := cells("one-per-user-naive"); len(c) < 10 || c[8] != "93" || c[9] != "2" {
+		t.Errorf("one-per-user-naive's row %q: want 93 duplicate orders and 2 undersold", c)
+	}
+	if c := cells("atomic"); len(c) < 10 || c[8] != "-" || c[9] != "-" {
+		t.Errorf("atomic's row %q: want - for orders", c)
+	}
+}

@@ -1,0 +1,23 @@
+package loadgen
+
+import "fmt"
+
+// judgeConsistency sets the row's Consistent once its answers and its
+// audit are both in: the audit balances (stock + sold = initial) and counts
+// no more units sold than the load generator's own answers allow.
+//
+// Each request asks for one unit: a 200 sold it, a refusal (409, 423) sold
+// nothing, an error (a 5xx, a lost connection, a timeout) may have sold it.
+// So the audit may count at most sales + errors. A sale that ran twice and
+// was answered once (a client library resending a script whose reply was
+// lost, issue 24) takes both units from the stock, so the audit still
+// balances; only this count sees it.
+func (row *StageRun) judgeConsistency() {
+	row.Consistent = row.Audit.Consistent && row.Audit.Sold <= row.Sales+row.Errors
+}
+
+// consistencyDetail says what Consistent was judged from.
+func consistencyDetail(r *StageRun) string {
+	return fmt.Sprintf("stock %d + sold %d vs initial %d; sold %d vs %d answered 200 + %d errors whose outcome is unknown",
+		r.Audit.Stock, r.Audit.Sold, r.Audit.Initial, r.Audit.Sold, r.Sales, r.Errors)
+}

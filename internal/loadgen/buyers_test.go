@@ -1,0 +1,155 @@
+package loadgen
+
+import (
+	"math/rand/v2"
+	"net/url"
+	"strings"
+	"testing"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/lockstep/lockstep/inventory"
+	"github.com/lockstep/lockstep/orders"
+)
+
+// userOf is the buyer a target names.
+func userOf(t *testing.T, target vegeta.Target) string {
+	t.Helper()
+	u, err := url.Parse(target.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(target.URL, "http://shop/api/stages/x/deduct?sku=sku-1&qty=1&user=") {
+		t.Fatalf("target %s", target.URL)
+	}
+	return u.Query().Get("user")
+}
+
+// Eager buyers send their requests back to back (the attack's free workers
+// take them at once); the others one each, all from the population.
+func TestBuyersAreDrawnFromThePopulationWithEagerBursts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		buyers Buyers
+		run    int // how many targets in a row name one buyer
+	}{
+		{"eager", Buyers{Users: 1000, Eager: 1, Requests: 3}, 3},
+		{"eager default burst", Buyers{Users: 1000, Eager: 1}, defaultEager},
+		{"calm", Buyers{Users: 5}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := buyerTargeter("http://shop/api/stages/x/deduct?sku=sku-1&qty=1", tc.buyers, rand.New(rand.NewPCG(1, 2)))
+			seen := map[string]bool{}
+			for burst := range 30 {
+				var first string
+				for i := range tc.run {
+					var target vegeta.Target
+					if err := next(&target); err != nil {
+						t.Fatal(err)
+					}
+					user := userOf(t, target)
+					if i == 0 {
+						first = user
+					} else if user != first {
+						t.Fatalf("burst %d: request %d names %s, the burst's buyer is %s", burst, i, user, first)
+					}
+					seen[user] = true
+				}
+			}
+			if len(seen) > tc.buyers.Users {
+				t.Fatalf("%d buyers seen from a population of %d", len(seen), tc.buyers.Users)
+			}
+			if tc.run > 1 && len(seen) < 20 {
+				t.Fatalf("30 eager bursts named only %d buyers: one burst per buyer draw expected", len(seen))
+			}
+		})
+	}
+}
+
+func TestAnAlreadyBoughtAnswerIsARefusalNotSoldOut(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want outcome
+	}{
+		{`{"error":"already_bought","message":"…"}`, outcomeBusy},
+		{`{"error":"sold_out","message":"…"}`, outcomeSoldOut},
+	} {
+		if got := outcomeOf(&vegeta.Result{Code: 409, Body: []byte(tc.body)}); got != tc.want {
+			t.Errorf("409 %s: outcome %d, want %d", tc.body, got, tc.want)
+		}
+	}
+}
+
+// crashed is a run whose crash step left undersold units.
+func crashed(undersold int64) *StageRun {
+	return &StageRun{Crash: &CrashReport{Triggered: true, Undersold: &undersold}}
+}
+
+func TestOrderExpectations(t *testing.T) {
+	run := func(initial, stock int, o inventory.OrderCounts) *StageRun {
+		return &StageRun{Sales: 1, Audit: Audit{Initial: initial, Stock: stock, Orders: &o}}
+	}
+	dup := inventory.OrderCounts{Counts: orders.Counts{Orders: 10, Units: 10, Buyers: 7}, DuplicateOrders: 3}
+	clean := inventory.OrderCounts{Counts: orders.Counts{Orders: 10, Units: 10, Buyers: 10}}
+	refused := clean
+	refused.Conflicts = 50
+	lost := clean
+	lost.Undersold = 1
+	for _, tc := range []struct {
+		check string
+		run   *StageRun
+		want  bool
+	}{
+		{"duplicate-orders", run(10, 0, dup), true},
+		{"duplicate-orders", run(10, 0, clean), false},
+		{"no-duplicate-orders", run(10, 0, clean), true},
+		{"undersells", run(100, 90, refused), true}, // stock left after conflicts: 少卖
+		{"undersells", run(100, 90, clean), false},  // a run that ended early is no undersell
+		{"undersells", run(11, 0, lost), true},      // a unit taken without an order
+		{"no-undersell", run(10, 0, clean), true},
+		{"orders-match-stock", run(10, 0, clean), true},
+		{"orders-match-stock", run(11, 0, lost), false},
+		{"no-duplicate-orders", &StageRun{Sales: 1}, false}, // not an order stage
+		{"undersold-after-crash", crashed(1), true},
+		{"undersold-after-crash", crashed(0), false},
+		{"no-undersold-after-crash", crashed(0), true},
+		{"no-undersold-after-crash", &StageRun{Crash: &CrashReport{}}, false}, // nothing crashed
+	} {
+		ok, detail := orderChecks[tc.check](tc.run, nil)
+		if ok != tc.want {
+			t.Errorf("%s on %+v: %v (%s), want %v", tc.check, tc.run.Audit, ok, detail, tc.want)
+		}
+	}
+}
+
+// report.html and the printed table show an order stage's orders beside its
+// stock, and nothing of them for a run of no order stage.
+func TestTheReportShowsOrders(t *testing.T) {
+	o := inventory.OrderCounts{Counts: orders.Counts{Orders: 150, Units: 150, Buyers: 57}, DuplicateOrders: 93, Conflicts: 4}
+	rep := &Report{Orders: "MariaDB at 127.0.0.1:3306", Stages: []StageRun{
+		{Stage: "one-per-user-naive", Sales: 150, Audit: Audit{Initial: 150, Orders: &o}},
+		{Stage: "atomic", Sales: 10, Audit: Audit{Initial: 10}},
+	}}
+	var html, table strings.Builder
+	if err := rep.WriteHTML(&html); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.writeOrderTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	section := html.String()
+	if i := strings.Index(section, "<h2>Orders</h2>"); i >= 0 {
+		section = section[i:]
+		section = section[:strings.Index(section, "</table>")]
+	}
+	for _, out := range []string{section, table.String()} {
+		if !strings.Contains(out, "MariaDB at 127.0.0.1:3306") || !strings.Contains(out, "one-per-user-naive") || !strings.Contains(out, "93") || strings.Contains(out, "atomic") {
+			t.Errorf("orders of the naive rung missing, or atomic listed:\n%s", out)
+		}
+	}
+	rep.Stages = rep.Stages[1:]
+	table.Reset()
+	if err := rep.writeOrderTable(&table); err != nil || table.Len() != 0 {
+		t.Errorf("a run without order stages printed %q (%v)", table.String(), err)
+	}
+}

@@ -1,0 +1,28 @@
+-- one-per-user-lua: check the stock and the buyer, deduct, and record the
+-- buyer, in one script (一人一单 without a lock).
+-- KEYS[1] stock, KEYS[2] sold, KEYS[3] buyers (a hash of user -> order id);
+-- all share the SKU's hash tag. ARGV[1] qty, ARGV[2] user, ARGV[3] order id.
+-- Returns the remaining stock, -1 when sold out, -2 when the SKU has no stock
+-- yet (the caller initialises it and retries), -3 when the user already
+-- bought. The buyer's order id, not a set member, is kept so that a script
+-- run twice for one sale (a reply lost, a client retrying) recognises its
+-- own purchase and takes nothing more.
+local stock = redis.call('GET', KEYS[1])
+if not stock then
+  return -2
+end
+-- HSETNX both checks and records the buyer: one command on the common path.
+if redis.call('HSETNX', KEYS[3], ARGV[2], ARGV[3]) == 0 then
+  if redis.call('HGET', KEYS[3], ARGV[2]) == ARGV[3] then
+    return tonumber(stock)
+  end
+  return -3
+end
+local qty = tonumber(ARGV[1])
+if tonumber(stock) < qty then
+  redis.call('HDEL', KEYS[3], ARGV[2])
+  return -1
+end
+local remaining = redis.call('DECRBY', KEYS[1], qty)
+redis.call('INCRBY', KEYS[2], qty)
+return remaining

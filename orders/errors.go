@@ -1,0 +1,24 @@
+package orders
+
+import "errors"
+
+var (
+	// ErrDuplicateBuyer: the buyer already has an order of this SKU on this
+	// stage, and the stage keeps the unique index; nothing was written.
+	ErrDuplicateBuyer = errors.New("orders: buyer already has an order")
+	// ErrVoided: the order's id was voided before its insert arrived; nothing
+	// was ordered.
+	ErrVoided = errors.New("orders: order id was voided")
+	// ErrOrdered: a Void found the order already inserted; it stands.
+	ErrOrdered = errors.New("orders: order already inserted")
+	// ErrConflict: Buy's stock row no longer held the stock the sale read
+	// (the version check of an optimistic lock); nothing was written.
+	ErrConflict = errors.New("orders: stock changed since it was read")
+	// ErrSoldOut: Buy's stock row holds fewer units than the sale asked.
+	ErrSoldOut = errors.New("orders: sold out")
+	// ErrNoStock: the stage has no stock row for the SKU (never reset).
+	ErrNoStock = errors.New("orders: no stock row")
+	// ErrUnavailable: the database did not answer; unless the error says
+	// otherwise the write's outcome is unknown (see doc.go for each write).
+	ErrUnavailable = errors.New("orders: database unavailable")
+)

@@ -1,0 +1,171 @@
+package orders_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/lockstep/lockstep/internal/lockserver/lockservertest"
+	"github.com/lockstep/lockstep/orders"
+)
+
+// stores opens each implementation for t: MariaDB and the SQLite file.
+func stores(t *testing.T) map[string]orders.Store {
+	t.Helper()
+	ctx := context.Background()
+	lite, err := orders.OpenSQLite(ctx, filepath.Join(t.TempDir(), "orders.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lite.Close() })
+	return map[string]orders.Store{"sqlite": lite, "mariadb": openMariaDB(t)}
+}
+
+func openMariaDB(t *testing.T) orders.Store {
+	t.Helper()
+	m := lockservertest.MariaDB(t)
+	db, err := sql.Open("mysql", m.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Exec("CREATE DATABASE IF NOT EXISTS lockstep"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("USE lockstep"); err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1) // USE holds for this one connection
+	s, err := orders.OpenMySQL(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func order(user string, onePerUser bool) orders.Order {
+	return orders.Order{ID: orders.NewID(), Stage: "st", SKU: "sku-1", User: user, Qty: 1, Replica: "r1", OnePerUser: onePerUser}
+}
+
+func counts(t *testing.T, s orders.Store) orders.Counts {
+	t.Helper()
+	c, err := s.Counts(context.Background(), "st", "sku-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestEveryWriteIsSafeToLoseRepeatOrDelay(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			if err := s.Reset(ctx, "st", "sku-1", 10); err != nil {
+				t.Fatal(err)
+			}
+			o := order("alice", true)
+			// A lost reply, or a client library's retry: the same id twice.
+			for range 2 {
+				if err := s.Insert(ctx, o); err != nil {
+					t.Fatalf("insert %s: %v", o.ID, err)
+				}
+			}
+			if c := counts(t, s); c.Orders != 1 {
+				t.Fatalf("an insert sent twice made %d orders, want 1", c.Orders)
+			}
+			if err := s.Void(ctx, o); !errors.Is(err, orders.ErrOrdered) {
+				t.Fatalf("void of an inserted order: %v, want ErrOrdered", err)
+			}
+			// A late insert: the shop gave up and voided its id first.
+			late := order("bob", true)
+			for range 2 { // a void sent twice is one void
+				if err := s.Void(ctx, late); err != nil {
+					t.Fatalf("void: %v", err)
+				}
+			}
+			if err := s.Insert(ctx, late); !errors.Is(err, orders.ErrVoided) {
+				t.Fatalf("late insert after a void: %v, want ErrVoided", err)
+			}
+			if err := s.Insert(ctx, order("bob", true)); err != nil {
+				t.Fatalf("bob's void row blocked his next order: %v", err)
+			}
+			if c := counts(t, s); c != (orders.Counts{Orders: 2, Units: 2, Buyers: 2}) {
+				t.Fatalf("counts %+v, want 2 orders of 2 buyers", c)
+			}
+		})
+	}
+}
+
+func TestTheUniqueIndexStopsASecondOrderOnlyWhereTheStageKeepsIt(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			if err := s.Reset(ctx, "st", "sku-1", 10); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range []orders.Order{order("carol", true), order("dave", false), order("dave", false)} {
+				if err := s.Insert(ctx, o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Insert(ctx, order("carol", true)); !errors.Is(err, orders.ErrDuplicateBuyer) {
+				t.Fatalf("carol's second order: %v, want ErrDuplicateBuyer", err)
+			}
+			want := orders.Counts{Orders: 3, Units: 3, Buyers: 2, DuplicateBuyers: 1}
+			if c := counts(t, s); c != want {
+				t.Fatalf("counts %+v, want %+v", c, want)
+			}
+			has, err := s.HasOrder(ctx, "st", "sku-1", "dave")
+			if err != nil || !has {
+				t.Fatalf("HasOrder(dave) = %v, %v", has, err)
+			}
+			first, err := s.List(ctx, "st", "sku-1", "", 2)
+			if err != nil || len(first) != 2 {
+				t.Fatalf("first page: %d orders, %v", len(first), err)
+			}
+			rest, err := s.List(ctx, "st", "sku-1", first[1].ID, 2)
+			if err != nil || len(rest) != 1 || rest[0].ID <= first[1].ID {
+				t.Fatalf("second page: %+v, %v", rest, err)
+			}
+		})
+	}
+}
+
+func TestBuyComparesAndSetsTheStockRow(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			if err := s.Reset(ctx, "st", "sku-1", 2); err != nil {
+				t.Fatal(err)
+			}
+			// The version check: a sale that read 5 finds 2 and writes nothing.
+			if _, err := s.Buy(ctx, order("erin", false), orders.SameStock, 5); !errors.Is(err, orders.ErrConflict) {
+				t.Fatalf("stale version: %v, want ErrConflict", err)
+			}
+			o := order("erin", false)
+			for range 2 { // the COMMIT's reply lost: the retry takes nothing more
+				remaining, err := s.Buy(ctx, o, orders.SameStock, 2)
+				if err != nil || remaining != 1 {
+					t.Fatalf("buy: %d, %v; want 1 left", remaining, err)
+				}
+			}
+			if _, err := s.Buy(ctx, order("frank", false), orders.EnoughStock, 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Buy(ctx, order("gina", false), orders.EnoughStock, 0); !errors.Is(err, orders.ErrSoldOut) {
+				t.Fatalf("buy of an empty row: %v, want ErrSoldOut", err)
+			}
+			st, err := s.Stock(ctx, "st", "sku-1")
+			if err != nil || st != (orders.Stock{Initial: 2, Stock: 0}) {
+				t.Fatalf("stock %+v, %v", st, err)
+			}
+			if c := counts(t, s); c.Units != 2 || c.Orders != 2 {
+				t.Fatalf("counts %+v: a refused buy left an order", c)
+			}
+		})
+	}
+}

@@ -1,0 +1,333 @@
+package orders
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// dialect is what differs between MySQL and SQLite: the DDL and how each
+// says "duplicate key".
+type dialect struct {
+	name      string
+	schema    []string
+	duplicate func(error) bool
+}
+
+// mysqlSchema: the order table and the optimistic stages' stock rows.
+var mysqlSchema = []string{
+	`CREATE TABLE IF NOT EXISTS lockstep_orders (
+	id CHAR(32) NOT NULL PRIMARY KEY,
+	stage VARCHAR(64) NOT NULL,
+	sku VARCHAR(64) NOT NULL,
+	user_id VARCHAR(64) NOT NULL,
+	qty INT NOT NULL,
+	replica VARCHAR(128) NOT NULL,
+	created_at BIGINT NOT NULL,
+	status VARCHAR(8) NOT NULL,
+	one_per_user VARCHAR(64) NULL,
+	UNIQUE KEY one_order_per_buyer (stage, sku, one_per_user),
+	KEY orders_of_buyer (stage, sku, user_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+	`CREATE TABLE IF NOT EXISTS lockstep_stock (
+	stage VARCHAR(64) NOT NULL,
+	sku VARCHAR(64) NOT NULL,
+	initial BIGINT NOT NULL,
+	stock BIGINT NOT NULL,
+	PRIMARY KEY (stage, sku)
+) ENGINE=InnoDB`,
+}
+
+// sqliteSchema is mysqlSchema in SQLite's words.
+var sqliteSchema = []string{
+	`CREATE TABLE IF NOT EXISTS lockstep_orders (
+	id TEXT NOT NULL PRIMARY KEY,
+	stage TEXT NOT NULL,
+	sku TEXT NOT NULL,
+	user_id TEXT NOT NULL,
+	qty INTEGER NOT NULL,
+	replica TEXT NOT NULL,
+	created_at INTEGER NOT NULL,
+	status TEXT NOT NULL,
+	one_per_user TEXT NULL
+)`,
+	`CREATE UNIQUE INDEX IF NOT EXISTS one_order_per_buyer ON lockstep_orders (stage, sku, one_per_user)`,
+	`CREATE INDEX IF NOT EXISTS orders_of_buyer ON lockstep_orders (stage, sku, user_id)`,
+	`CREATE TABLE IF NOT EXISTS lockstep_stock (
+	stage TEXT NOT NULL,
+	sku TEXT NOT NULL,
+	initial INTEGER NOT NULL,
+	stock INTEGER NOT NULL,
+	PRIMARY KEY (stage, sku)
+)`,
+}
+
+const mysqlDuplicateKey = 1062 // ER_DUP_ENTRY
+
+var (
+	mysqlDialect = dialect{name: "mysql", schema: mysqlSchema, duplicate: func(err error) bool {
+		var e *mysql.MySQLError
+		return errors.As(err, &e) && e.Number == mysqlDuplicateKey
+	}}
+	sqliteDialect = dialect{name: "sqlite", schema: sqliteSchema, duplicate: func(err error) bool {
+		var e *sqlite.Error
+		return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+	}}
+)
+
+// SQLStore is the Store on a database/sql database.
+type SQLStore struct {
+	db *sql.DB
+	d  dialect
+}
+
+var _ Store = (*SQLStore)(nil)
+
+// OpenMySQL creates the tables in db when they are missing. Close does not
+// close db.
+func OpenMySQL(ctx context.Context, db *sql.DB) (*SQLStore, error) {
+	return open(ctx, db, mysqlDialect)
+}
+
+// OpenSQLite opens (creating) the SQLite file at path; several processes
+// may open one file (WAL, and a busy wait instead of SQLITE_BUSY).
+func OpenSQLite(ctx context.Context, path string) (*SQLStore, error) {
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("orders: open sqlite %s: %w", path, err)
+	}
+	s, err := open(ctx, db, sqliteDialect)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func open(ctx context.Context, db *sql.DB, d dialect) (*SQLStore, error) {
+	for _, ddl := range d.schema {
+		if _, err := db.ExecContext(ctx, ddl); err != nil {
+			return nil, fmt.Errorf("orders: %s: create the order tables: %w", d.name, err)
+		}
+	}
+	return &SQLStore{db: db, d: d}, nil
+}
+
+// Dialect names the database: "mysql" or "sqlite".
+func (s *SQLStore) Dialect() string { return s.d.name }
+
+// Close closes a SQLite store's database; a MySQL store's belongs to the
+// caller.
+func (s *SQLStore) Close() error {
+	if s.d.name == "sqlite" {
+		return s.db.Close()
+	}
+	return nil
+}
+
+func (s *SQLStore) unavailable(op string, err error) error {
+	return fmt.Errorf("orders: %s: %s: %w: %w", s.d.name, op, ErrUnavailable, err)
+}
+
+// execer is a database or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+const insertOrder = `INSERT INTO lockstep_orders (id, stage, sku, user_id, qty, replica, created_at, status, one_per_user)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// insert writes o with status; a duplicate key is told apart by reading
+// the row of o.ID: ours (a retry: nil, and again false), void
+// (ErrVoided), or none (the buyer's unique index: ErrDuplicateBuyer).
+func (s *SQLStore) insert(ctx context.Context, x execer, o Order, status string) (again bool, err error) {
+	if o.Created.IsZero() {
+		o.Created = time.Now()
+	}
+	var onePerUser sql.NullString
+	if o.OnePerUser {
+		onePerUser = sql.NullString{String: o.User, Valid: true}
+	}
+	_, err = x.ExecContext(ctx, insertOrder, o.ID, o.Stage, o.SKU, o.User, o.Qty, o.Replica, o.Created.UnixMicro(), status, onePerUser)
+	if err == nil {
+		return false, nil
+	}
+	if !s.d.duplicate(err) {
+		return false, s.unavailable("insert order", err)
+	}
+	var found string
+	switch err := x.QueryRowContext(ctx, "SELECT status FROM lockstep_orders WHERE id = ?", o.ID).Scan(&found); {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, fmt.Errorf("%w: %s of %s on %s", ErrDuplicateBuyer, o.User, o.SKU, o.Stage)
+	case err != nil:
+		return false, s.unavailable("read order after a duplicate key", err)
+	case found == status:
+		return true, nil // our own row: this is a retry
+	case found == StatusVoid:
+		return false, fmt.Errorf("%w: %s", ErrVoided, o.ID)
+	default:
+		return false, fmt.Errorf("%w: %s", ErrOrdered, o.ID)
+	}
+}
+
+func (s *SQLStore) Insert(ctx context.Context, o Order) error {
+	_, err := s.insert(ctx, s.db, o, StatusLive)
+	return err
+}
+
+func (s *SQLStore) Void(ctx context.Context, o Order) error {
+	o.OnePerUser = false // a void row must not take the buyer's place
+	_, err := s.insert(ctx, s.db, o, StatusVoid)
+	return err
+}
+
+func (s *SQLStore) HasOrder(ctx context.Context, stage, sku, user string) (bool, error) {
+	var one int
+	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM lockstep_orders
+WHERE stage = ? AND sku = ? AND user_id = ? AND status = 'live' LIMIT 1`, stage, sku, user).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, s.unavailable("find the buyer's order", err)
+	}
+	return true, nil
+}
+
+func (s *SQLStore) Counts(ctx context.Context, stage, sku string) (Counts, error) {
+	var c Counts
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(qty), 0), COUNT(DISTINCT user_id)
+FROM lockstep_orders WHERE stage = ? AND sku = ? AND status = 'live'`, stage, sku).Scan(&c.Orders, &c.Units, &c.Buyers)
+	if err != nil {
+		return Counts{}, s.unavailable("count orders", err)
+	}
+	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT user_id FROM lockstep_orders
+WHERE stage = ? AND sku = ? AND status = 'live' GROUP BY user_id HAVING COUNT(*) > 1) AS d`, stage, sku).Scan(&c.DuplicateBuyers)
+	if err != nil {
+		return Counts{}, s.unavailable("count duplicate buyers", err)
+	}
+	return c, nil
+}
+
+func (s *SQLStore) List(ctx context.Context, stage, sku, after string, limit int) ([]Order, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, user_id, qty, replica, created_at, status FROM lockstep_orders
+WHERE stage = ? AND sku = ? AND status = 'live' AND id > ? ORDER BY id LIMIT ?`, stage, sku, after, limit)
+	if err != nil {
+		return nil, s.unavailable("list orders", err)
+	}
+	defer rows.Close()
+	out := []Order{}
+	for rows.Next() {
+		o := Order{Stage: stage, SKU: sku}
+		var created int64
+		if err := rows.Scan(&o.ID, &o.User, &o.Qty, &o.Replica, &created, &o.Status); err != nil {
+			return nil, s.unavailable("read orders", err)
+		}
+		o.Created = time.UnixMicro(created).UTC()
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.unavailable("read orders", err)
+	}
+	return out, nil
+}
+
+func (s *SQLStore) Reset(ctx context.Context, stage, sku string, stock int64) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.unavailable("begin reset", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, "DELETE FROM lockstep_orders WHERE stage = ? AND sku = ?", stage, sku); err != nil {
+		return s.unavailable("delete orders", err)
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM lockstep_stock WHERE stage = ? AND sku = ?", stage, sku); err != nil {
+		return s.unavailable("delete stock row", err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO lockstep_stock (stage, sku, initial, stock) VALUES (?, ?, ?, ?)", stage, sku, stock, stock); err != nil {
+		return s.unavailable("write stock row", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.unavailable("commit reset", err)
+	}
+	return nil
+}
+
+// Initialise leaves a row that exists as it is (several replicas may
+// initialise one SKU at once).
+func (s *SQLStore) Initialise(ctx context.Context, stage, sku string, stock int64) error {
+	_, err := s.db.ExecContext(ctx, "INSERT INTO lockstep_stock (stage, sku, initial, stock) VALUES (?, ?, ?, ?)", stage, sku, stock, stock)
+	if err != nil && !s.d.duplicate(err) {
+		return s.unavailable("initialise stock row", err)
+	}
+	return nil
+}
+
+func (s *SQLStore) Stock(ctx context.Context, stage, sku string) (Stock, error) {
+	return s.stockRow(ctx, s.db, stage, sku)
+}
+
+func (s *SQLStore) stockRow(ctx context.Context, x execer, stage, sku string) (Stock, error) {
+	var st Stock
+	err := x.QueryRowContext(ctx, "SELECT initial, stock FROM lockstep_stock WHERE stage = ? AND sku = ?", stage, sku).Scan(&st.Initial, &st.Stock)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Stock{}, fmt.Errorf("%w: %s on %s", ErrNoStock, sku, stage)
+	case err != nil:
+		return Stock{}, s.unavailable("read stock row", err)
+	}
+	return st, nil
+}
+
+// Buy inserts the order first: a retry of a Buy that committed finds its
+// own row and returns before the UPDATE could take the units twice.
+func (s *SQLStore) Buy(ctx context.Context, o Order, cond Condition, read int64) (int64, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, s.unavailable("begin buy", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	again, err := s.insert(ctx, tx, o, StatusLive)
+	if err != nil {
+		return 0, err
+	}
+	if again { // committed by an earlier attempt: its UPDATE ran then
+		st, err := s.stockRow(ctx, tx, o.Stage, o.SKU)
+		return st.Stock, err
+	}
+	update := "UPDATE lockstep_stock SET stock = stock - ? WHERE stage = ? AND sku = ? AND stock = ?"
+	args := []any{o.Qty, o.Stage, o.SKU, read}
+	if cond == EnoughStock {
+		update = "UPDATE lockstep_stock SET stock = stock - ? WHERE stage = ? AND sku = ? AND stock >= ?"
+		args[3] = o.Qty
+	}
+	res, err := tx.ExecContext(ctx, update, args...)
+	if err != nil {
+		return 0, s.unavailable("update stock row", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err != nil {
+			return 0, s.unavailable("update stock row", err)
+		}
+		if cond == EnoughStock {
+			return 0, ErrSoldOut
+		}
+		return 0, fmt.Errorf("%w: read %d", ErrConflict, read)
+	}
+	st, err := s.stockRow(ctx, tx, o.Stage, o.SKU)
+	if err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, s.unavailable("commit buy", err)
+	}
+	return st.Stock, nil
+}
