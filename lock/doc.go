@@ -31,7 +31,9 @@
 // ExampleMutex_TryLock, ExampleClient_FencedMutex, ExampleNewRedLock,
 // ExampleClient_RWMutex) run against a real Redis under go test; README.md
 // in this directory gives the package at a glance, and docs/lock.md at the
-// repository's root what a holder can rely on.
+// repository's root what a holder can rely on. checker_test.go checks the
+// guarantees under random faults; MUTANTS.md measures the tests (make
+// mutate) and names the mutants they do not kill, and why.
 //
 // # Unknown outcomes
 //

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/lockstep/lockstep/internal/redistest"
+	"github.com/lockstep/lockstep/lock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -29,9 +30,17 @@ var (
 
 // TestMain silences go-redis's dial-failure logging (several tests stop
 // Redis on purpose, and the failures they expect are asserted, not logged)
-// and starts the examples' redis-servers.
+// and starts the examples' redis-servers. The test binary is also a process
+// of the lock checker (checker_test.go) when started as one.
 func TestMain(m *testing.M) {
 	redis.SetLogger(quietLogger{})
+	if child, err := lock.CheckerChild(); child {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(runWithExampleServers(m))
 }
 

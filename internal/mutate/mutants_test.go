@@ -1,0 +1,65 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseMutants(t *testing.T) {
+	list := `# a comment
+
+== a: deletes a line
+file x.lua
+-    redis.call('del', KEYS[1])
++
+
+== b: two lines for one
+file y.go
+-	if x {
+-		return
++	return
+`
+	mutants, err := parseMutants(strings.NewReader(list))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mutants) != 2 {
+		t.Fatalf("%d mutants, want 2", len(mutants))
+	}
+	a, b := mutants[0], mutants[1]
+	if a.id != "a" || a.file != "x.lua" || a.original != "    redis.call('del', KEYS[1])" || a.replacement != "" {
+		t.Errorf("a = %+v", a)
+	}
+	if b.original != "\tif x {\n\t\treturn" || b.replacement != "\treturn" {
+		t.Errorf("b = %+v", b)
+	}
+	got, err := b.apply("func f() {\n\tif x {\n\t\treturn\n\t}\n}")
+	if err != nil || got != "func f() {\n\treturn\n\t}\n}" {
+		t.Errorf("apply = %q, %v", got, err)
+	}
+}
+
+func TestParseMutantsRejects(t *testing.T) {
+	for name, list := range map[string]string{
+		"no file":        "== a: x\n-old\n+new\n",
+		"no original":    "== a: x\nfile f\n+new\n",
+		"no change":      "== a: x\nfile f\n-same\n+same\n",
+		"listed twice":   "== a: x\nfile f\n-old\n\n== a: y\nfile f\n-old\n",
+		"no description": "== a\nfile f\n-old\n",
+		"stray line":     "file f\n",
+	} {
+		if _, err := parseMutants(strings.NewReader(list)); err == nil {
+			t.Errorf("%s: parsed", name)
+		}
+	}
+}
+
+func TestApplyNeedsExactlyOneMatch(t *testing.T) {
+	m := mutant{id: "m", file: "f", original: "x", replacement: "y"}
+	if _, err := m.apply("none here"); err == nil {
+		t.Error("applied to a text without its original")
+	}
+	if _, err := m.apply("x and x"); err == nil {
+		t.Error("applied to a text with its original twice")
+	}
+}
