@@ -235,13 +235,15 @@ func (c *Client) newToken() string {
 	return c.id + ":h" + strconv.FormatUint(c.holds.Add(1), 10)
 }
 
-// latchKey is where an owner's last release of key leaves the token of the
-// hold it released, for a retry of the same request; it shares key's hash
-// tag. One per owner, not per release: an owner sends one release of a
-// lock at a time (a Mutex's cohort waits for it, a handle is used by one
-// goroutine), so every retry finds its own token there, and a hot lock's
-// latch is rewritten in place rather than created and expired each time.
-func latchKey(key, owner string) string { return key + ":released:" + owner }
+// latchKey is where the last release of key's hold named token leaves that
+// token, for a retry of the same request; it shares key's hash tag. One
+// key per release, not one per owner rewritten in place: while a slot
+// migrates, a release that runs on the importing master would write an
+// owner's latch there while the slot's master still has the owner's
+// earlier one, and MIGRATE (without REPLACE, as redis-cli --cluster
+// reshard sends it) then fails with BUSYKEY and stops the reshard. Tokens
+// are never reused, so no two nodes ever hold the same latch.
+func latchKey(key, token string) string { return key + ":released:" + token }
 
 // replayWindow is how long after a request was first sent the Redis client
 // may still send it again: each of its tries may take a write and a read

@@ -76,7 +76,7 @@ func (f *fencedOps) acquire(ctx context.Context, ttl time.Duration, _ bool, toke
 
 func (f *fencedOps) release(ctx context.Context, ttl time.Duration, token string, left int) error {
 	return unlockResult(f.keys[0], f.c.eval(ctx, unlockScript, f.keys[:1], ms(ttl), f.owner, f.channel, f.c.publishArg,
-		token, strconv.Itoa(left), latchKey(f.keys[0], f.owner), f.c.latchTTLArg).Err())
+		token, strconv.Itoa(left), latchKey(f.keys[0], token), f.c.latchTTLArg).Err())
 }
 
 func (f *fencedOps) renew(ctx context.Context, ttl time.Duration, token string) (bool, error) {

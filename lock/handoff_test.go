@@ -133,7 +133,7 @@ func TestGrantToALeavingWaiterIsHandedOn(t *testing.T) {
 	if owners := rdb.HGetAll(ctx, ma.Key()).Val(); owners["gone"] != "1" {
 		t.Fatalf("lock hash %v, want the grant to gone", owners)
 	}
-	if err := releaseScript.Run(ctx, rdb, keys, "gone", 30_000, releaseLeave, ma.channel, "publish", "gone:h1", latchKey(ma.Key(), "gone"), 1000).Err(); err != nil {
+	if err := releaseScript.Run(ctx, rdb, keys, "gone", 30_000, releaseLeave, ma.channel, "publish", "gone:h1", latchKey(ma.Key(), "gone:h1"), 1000).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-bDone; err != nil {

@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,13 +129,15 @@ func onACluster(t *testing.T, base string) (*redis.ClusterClient, string) {
 
 // startMigrating begins the migration of lock name's slot and moves
 // another key of it, as a reshard stopped after its first batch.
-func startMigrating(t *testing.T, rdb *redis.ClusterClient, name string) {
+func startMigrating(t *testing.T, rdb *redis.ClusterClient, name string) *migration {
 	t.Helper()
 	other := "{" + name + "}:other"
 	if err := rdb.Set(t.Context(), other, "moved", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	beginMigration(t, rdb, "{"+name+"}").moveSome(t, other)
+	m := beginMigration(t, rdb, "{"+name+"}")
+	m.moveSome(t, other)
+	return m
 }
 
 // moveSome moves keys of the slot to the target, as a reshard moves a
@@ -148,5 +151,42 @@ func (m *migration) moveSome(t *testing.T, keys ...string) {
 	}
 	if err := m.source.Do(context.Background(), args...).Err(); err != nil {
 		t.Fatal(fmt.Errorf("migrate %v: %w", keys, err))
+	}
+}
+
+// TestASlotWhoseLockWasReleasedOnBothNodesMigrates: a Mutex released on
+// its slot's master, then taken and released again once the slot started
+// migrating (the script follows ASK to the importing master), leaves a
+// release latch on each node. Finishing the migration with MIGRATE without
+// REPLACE, as redis-cli --cluster reshard does, must move the source's
+// latch: two latches of one name made it fail with BUSYKEY and stopped the
+// reshard.
+func TestASlotWhoseLockWasReleasedOnBothNodesMigrates(t *testing.T) {
+	rdb, name := onACluster(t, "latch-migrates")
+	ctx := within(t, 30*time.Second)
+	m := newLockClient(t, rdb).Mutex(name)
+	var mig *migration
+	for i, migrating := range []bool{false, true} {
+		if migrating {
+			mig = startMigrating(t, rdb, name)
+		}
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatalf("release %d: %v", i+1, err)
+		}
+	}
+	for node, n := range map[string]*redis.Client{"source": mig.source, "target": mig.target} {
+		keys, err := n.ClusterGetKeysInSlot(ctx, int(mig.slot), 100).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, ":released:") }) {
+			t.Fatalf("the %s holds %v: no release latch, the test does not open the case", node, keys)
+		}
+	}
+	if err := mig.finish(); err != nil {
+		t.Fatalf("finishing the migration: %v", err)
 	}
 }

@@ -30,7 +30,7 @@ const (
 	tokenA   = "A:h1"
 	tokenA2  = "A:h2"
 	tokenB   = "B:h1"
-	latchA   = "{s}:released:A"
+	latchA   = "{s}:released:" + tokenA
 	long     = "60000" // ms, a lease that outlasts the test
 	short    = "100"
 )
@@ -62,11 +62,11 @@ func lockArgs(lease, owner, waiting, token, levels string) []any {
 }
 
 func releaseArgs(owner, mode, token string) []any {
-	return []any{owner, "5000", mode, "{s}:channel", "publish", token, latchKey(sKey, owner), long}
+	return []any{owner, "5000", mode, "{s}:channel", "publish", token, latchKey(sKey, token), long}
 }
 
 func unlockArgs(lease, owner, token, left string) []any {
-	return []any{lease, owner, "{s}:channel", "publish", token, left, latchKey(sKey, owner), long}
+	return []any{lease, owner, "{s}:channel", "publish", token, left, latchKey(sKey, token), long}
 }
 
 func fairLockArgs(lease, owner, queue, token, levels string) []any {
@@ -74,7 +74,7 @@ func fairLockArgs(lease, owner, queue, token, levels string) []any {
 }
 
 func fairUnlockArgs(lease, owner, token, left string) []any {
-	return []any{lease, owner, "{s}:channel", "publish", token, left, latchKey(sKey, owner), long}
+	return []any{lease, owner, "{s}:channel", "publish", token, left, latchKey(sKey, token), long}
 }
 
 // readPrefix is the level-key prefix of read hold token.
@@ -85,7 +85,7 @@ func readLockArgs(lease, token, writersFirst, levels string) []any {
 }
 
 func readUnlockArgs(token, left string) []any {
-	return []any{token, "{s}:channel", readPrefix(token), sKey, "publish", left, latchA, long}
+	return []any{token, "{s}:channel", readPrefix(token), sKey, "publish", left, latchKey(sKey, token), long}
 }
 
 func writeLockArgs(lease, field, waiting, token, levels string) []any {
@@ -93,7 +93,7 @@ func writeLockArgs(lease, field, waiting, token, levels string) []any {
 }
 
 func writeUnlockArgs(lease, field, token, left string) []any {
-	return []any{lease, field, "{s}:channel", "publish", token, left, latchA, long}
+	return []any{lease, field, "{s}:channel", "publish", token, left, latchKey(sKey, token), long}
 }
 
 // heldBy is the hash of an exclusive lock held by owner's hold token.
@@ -171,7 +171,7 @@ func TestScriptGuards(t *testing.T) {
 				args: releaseArgs(ownerA, releaseKeep, tokenA), want: "uA", checks: []check{eq("0", "exists", sKey)}},
 			{name: "alone, leave: a grant to the Client is given up", setup: [][]any{{"hset", sKey, ownerA, 1, "hold", ""}},
 				keys: []string{sKey}, args: releaseArgs(ownerA, releaseLeave, tokenA), want: "uA", checks: []check{eq("0", "exists", sKey)}},
-			{name: "run again after another release of the owner: not held", setup: [][]any{{"set", latchA, tokenA2}}, keys: []string{sKey, sQueue},
+			{name: "run again after another hold's release: not held", setup: [][]any{{"set", latchKey(sKey, tokenA2), tokenA2}}, keys: []string{sKey, sQueue},
 				args: releaseArgs(ownerA, releaseGive, tokenA), want: "nil"},
 			{name: "a queued Client is granted it for a grant lease", setup: append(heldBy(ownerA, tokenA, 1, long), []any{"rpush", sQueue, ownerB}),
 				keys: []string{sKey, sQueue}, args: releaseArgs(ownerA, releaseGive, tokenA), want: "gB",

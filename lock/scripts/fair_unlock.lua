@@ -7,7 +7,7 @@
 -- ARGV[3] channel prefix, ARGV[4] the publish command ('publish', or
 -- 'spublish' on a Redis Cluster), ARGV[5] the hold's token, ARGV[6] the
 -- levels left once this one is released ('0': the last), ARGV[7] the
--- owner's release latch (release.lua), ARGV[8] its lifetime in ms
+-- hold's release latch (release.lua), ARGV[8] its lifetime in ms
 -- Returns nil when the hold is not in Redis, 0 when it is still held, 1 when released.
 if redis.call('hget', KEYS[1], 'hold') ~= ARGV[5] then
     -- The latch is best effort (pcall): while the lock's slot migrates, a

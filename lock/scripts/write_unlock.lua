@@ -4,7 +4,7 @@
 -- KEYS[1] lock hash; ARGV[1] lease ms, ARGV[2] owner's write field, ARGV[3] channel,
 -- ARGV[4] the publish command ('publish', or 'spublish' on a Redis Cluster),
 -- ARGV[5] the hold's token, ARGV[6] the levels left once this one is
--- released ('0': the last), ARGV[7] the owner's release latch (release.lua), ARGV[8] its
+-- released ('0': the last), ARGV[7] the hold's release latch (release.lua), ARGV[8] its
 -- lifetime in ms
 -- Returns nil when the hold is not in Redis, 0 when the owner still holds
 -- the write lock (reentrant), 1 when released (to its own read levels, if
