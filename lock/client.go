@@ -360,16 +360,27 @@ func (c *Client) eval(ctx context.Context, script *redis.Script, keys []string, 
 }
 
 // runsAlone reports whether script also runs with its first key alone, the
-// lock's hash. A Mutex's scripts declare the lock and its waiter queue; a
-// Cluster refuses the two with TRYAGAIN while their slot migrates and one
-// of them is on neither master (a free lock, an empty queue) or they are on
-// different ones — until the whole slot moved, indefinitely if a reshard
-// stopped half-way (issue 24). One key is never refused so: the master that
-// has it runs the script, and the importing master one that neither has
-// (ASK). Without its queue the lock is taken and given up as Redisson's is,
-// with an unlock message to every waiter (lock.lua, release.lua).
+// lock's hash. The lock scripts declare the lock and its waiter queue (a
+// FairMutex also its waiters' deadlines, a write lock the waiting writers,
+// a FencedMutex its fencing counter); a Cluster refuses them with TRYAGAIN
+// while their slot migrates and one of them is on neither master (a free
+// lock, an empty queue) or they are on different ones — until the whole
+// slot moved, indefinitely if a reshard stopped half-way (issue 24). One
+// key is never refused so: the master that has it runs the script, and the
+// importing master one that neither has (ASK). Without its queue a lock is
+// taken and given up as Redisson's is: a Mutex's with an unlock message to
+// every waiter (lock.lua, release.lua), a FairMutex's out of turn, its
+// waiters woken by their timers and a queued place left to lapse
+// (fair_lock.lua, fair_leave.lua), a write lock's with no
+// place kept for a waiting writer (write_lock.lua), so readers do not wait
+// behind one (read_lock.lua); a FencedMutex's only
+// where its counter is (fenced_lock.lua, ErrCounterMoving).
 func runsAlone(script *redis.Script) bool {
-	return script == lockScript || script == releaseScript
+	switch script {
+	case lockScript, releaseScript, fairLockScript, fairUnlockScript, fairLeaveScript, writeLockScript, readLockScript, fencedLockScript:
+		return true
+	}
+	return false
 }
 
 // acquiredOK is the reply of the reentrant locks' acquisition scripts when

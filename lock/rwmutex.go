@@ -105,7 +105,7 @@ func (w *writeOps) acquire(ctx context.Context, ttl time.Duration, waiting bool,
 
 func (w *writeOps) release(ctx context.Context, ttl time.Duration, token string, left int) error {
 	return unlockResult(w.keys[0], w.c.eval(ctx, writeUnlockScript, w.keys[:1], ms(ttl), w.field, w.channel, w.c.publishArg,
-		token, strconv.Itoa(left), latchKey(w.keys[0], token), w.c.latchTTLArg).Err())
+		token, strconv.Itoa(left), latchKey(w.keys[0], token), w.c.latchTTLArg, w.keys[1]).Err())
 }
 
 // renew extends the write hold; its token is in the write field's ":hold".
