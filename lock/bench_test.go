@@ -79,7 +79,7 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 				return err
 			}
 			return releaseScript.Run(ctx, rdb, scriptKeys, c.idArg, c.watchdogTTLArg, releaseGive, "{bench-side-by-side-scripts}:channel", c.publishArg,
-				token, latchKey(scriptKeys[0], c.id), c.latchTTLArg).Err()
+				token, latchKey(scriptKeys[0], token), c.latchTTLArg).Err()
 		}},
 		{name: "lock", op: func() error {
 			if err := m.Lock(ctx); err != nil {

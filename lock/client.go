@@ -235,13 +235,15 @@ func (c *Client) newToken() string {
 	return c.id + ":h" + strconv.FormatUint(c.holds.Add(1), 10)
 }
 
-// latchKey is where an owner's last release of key leaves the token of the
-// hold it released, for a retry of the same request; it shares key's hash
-// tag. One per owner, not per release: an owner sends one release of a
-// lock at a time (a Mutex's cohort waits for it, a handle is used by one
-// goroutine), so every retry finds its own token there, and a hot lock's
-// latch is rewritten in place rather than created and expired each time.
-func latchKey(key, owner string) string { return key + ":released:" + owner }
+// latchKey is where the last release of key's hold named token leaves that
+// token, for a retry of the same request; it shares key's hash tag. One
+// key per release, not one per owner rewritten in place: while a slot
+// migrates, a release that runs on the importing master would write an
+// owner's latch there while the slot's master still has the owner's
+// earlier one, and MIGRATE (without REPLACE, as redis-cli --cluster
+// reshard sends it) then fails with BUSYKEY and stops the reshard. Tokens
+// are never reused, so no two nodes ever hold the same latch.
+func latchKey(key, token string) string { return key + ":released:" + token }
 
 // replayWindow is how long after a request was first sent the Redis client
 // may still send it again: each of its tries may take a write and a read
@@ -358,16 +360,27 @@ func (c *Client) eval(ctx context.Context, script *redis.Script, keys []string, 
 }
 
 // runsAlone reports whether script also runs with its first key alone, the
-// lock's hash. A Mutex's scripts declare the lock and its waiter queue; a
-// Cluster refuses the two with TRYAGAIN while their slot migrates and one
-// of them is on neither master (a free lock, an empty queue) or they are on
-// different ones — until the whole slot moved, indefinitely if a reshard
-// stopped half-way (issue 24). One key is never refused so: the master that
-// has it runs the script, and the importing master one that neither has
-// (ASK). Without its queue the lock is taken and given up as Redisson's is,
-// with an unlock message to every waiter (lock.lua, release.lua).
+// lock's hash. The lock scripts declare the lock and its waiter queue (a
+// FairMutex also its waiters' deadlines, a write lock the waiting writers,
+// a FencedMutex its fencing counter); a Cluster refuses them with TRYAGAIN
+// while their slot migrates and one of them is on neither master (a free
+// lock, an empty queue) or they are on different ones — until the whole
+// slot moved, indefinitely if a reshard stopped half-way (issue 24). One
+// key is never refused so: the master that has it runs the script, and the
+// importing master one that neither has (ASK). Without its queue a lock is
+// taken and given up as Redisson's is: a Mutex's with an unlock message to
+// every waiter (lock.lua, release.lua), a FairMutex's out of turn, its
+// waiters woken by their timers and a queued place left to lapse
+// (fair_lock.lua, fair_leave.lua), a write lock's with no
+// place kept for a waiting writer (write_lock.lua), so readers do not wait
+// behind one (read_lock.lua); a FencedMutex's only
+// where its counter is (fenced_lock.lua, ErrCounterMoving).
 func runsAlone(script *redis.Script) bool {
-	return script == lockScript || script == releaseScript
+	switch script {
+	case lockScript, releaseScript, fairLockScript, fairUnlockScript, fairLeaveScript, writeLockScript, readLockScript, fencedLockScript:
+		return true
+	}
+	return false
 }
 
 // acquiredOK is the reply of the reentrant locks' acquisition scripts when

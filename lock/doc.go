@@ -56,14 +56,17 @@
 //     sends the count a level leaves (an acquisition: the levels it makes;
 //     a release: the levels left), so a level added or released twice is
 //     one level, and the last level's release deletes the hold whatever
-//     Redis counts. The last release writes its token into the owner's
-//     latch beside the lock ("<key>:released:<owner>"), kept for as long as
-//     the go-redis client may send the request again (its tries × its read
-//     and write timeouts, plus the backoffs: 43 s for default options), so
-//     a release run again answers "released" as its first run did
-//     (Redisson's unlockInnerAsync keeps its unlock latch the same way).
-//     One latch per owner and lock, not per release: an owner sends one
-//     release of a lock at a time, so a retry finds its own token there.
+//     Redis counts. The last release leaves a latch, a key named after the
+//     hold's token beside the lock ("<key>:released:<token>"), kept for as
+//     long as the go-redis client may send the request again (its tries ×
+//     its read and write timeouts, plus the backoffs: 43 s for default
+//     options), so a release run again answers "released" as its first run
+//     did (Redisson's unlockInnerAsync keeps its unlock latch the same
+//     way). One latch per release, not one per owner rewritten in place:
+//     tokens are never reused, so a latch written on the importing master
+//     of a migrating slot never meets one of the same name on the slot's
+//     master, where MIGRATE without REPLACE would fail with BUSYKEY and
+//     stop the reshard.
 //   - A reentrant level finds its hold or fails: when Redis lost the hold
 //     (it expired, Redis restarted without it, a failover lost it), the
 //     level fails with ErrLockLost and the held context ends with it. It
@@ -91,10 +94,10 @@
 //	reentrant level    sets the same count;      token gone: nothing; same     depth unchanged; a
 //	(all kinds)        TTL never shortened       hold: a stale count, which    stale count in Redis
 //	                                             no release depends on         is harmless
-//	release.lua        token gone: the latch     token gone: latch or nil,     Unlock returns the
-//	(last level)       answers 1, as the first   nothing changes               error; the lock is
-//	                   run did                                                 free, or expires after
-//	                                                                           its lease (watchdog
+//	release.lua        token gone: its own       token gone: latch or nil,     Unlock returns the
+//	(last level)       latch (one per release)   nothing changes               error; the lock is
+//	                   answers 1, as the first                                 free, or expires after
+//	                   run did                                                 its lease (watchdog
 //	                                                                           stopped first)
 //	release.lua keep   kept again, or handed to  token gone: nothing           as release
 //	                   a Client queued since

@@ -23,4 +23,11 @@ var (
 	// ErrNotReplicated is returned when WithWaitReplicas is set and too few
 	// replicas confirmed the acquisition in time; the lock is released.
 	ErrNotReplicated = errors.New("lock: acquisition not confirmed by enough replicas")
+	// ErrCounterMoving is returned by a FencedMutex's TryLock without a
+	// wait for a free lock while its Redis Cluster slot migrates and its
+	// fencing counter has not moved yet to the importing master, the only
+	// node that may create the lock then: taking a token there would start
+	// the tokens over. Try again: it succeeds once the counter moved (or
+	// the slot). A waiting acquisition waits for that instead.
+	ErrCounterMoving = errors.New("lock: fencing counter not yet moved with the migrating slot; try again")
 )

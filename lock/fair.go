@@ -51,7 +51,7 @@ func (f *fairOps) acquire(ctx context.Context, ttl time.Duration, waiting bool, 
 
 func (f *fairOps) release(ctx context.Context, ttl time.Duration, token string, left int) error {
 	return unlockResult(f.keys[0], f.c.eval(ctx, fairUnlockScript, f.keys, ms(ttl), f.owner, f.channel, f.c.publishArg,
-		token, strconv.Itoa(left), latchKey(f.keys[0], f.owner), f.c.latchTTLArg).Err())
+		token, strconv.Itoa(left), latchKey(f.keys[0], token), f.c.latchTTLArg).Err())
 }
 
 func (f *fairOps) renew(ctx context.Context, ttl time.Duration, token string) (bool, error) {

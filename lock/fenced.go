@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 var fencedLockScript = loadScript("fenced_lock.lua")
@@ -16,7 +18,9 @@ var fencedLockScript = loadScript("fenced_lock.lua")
 // A resource that remembers the largest token it has seen and rejects writes
 // with a smaller one stays correct even when two owners believe they hold the
 // lock at once — after a lease ran out, a long pause, or a failover that lost
-// the lock. A reentrant acquisition keeps its holder's token.
+// the lock. A reentrant acquisition keeps its holder's token. While its
+// Redis Cluster slot migrates, a free lock whose counter has not moved yet
+// to the importing master is refused with ErrCounterMoving (try again).
 //
 // Like FairMutex, each handle acquires for itself: a lock passed inside a
 // process would need a fresh token anyway.
@@ -55,7 +59,10 @@ type fencedOps struct {
 }
 
 func (f *fencedOps) acquire(ctx context.Context, ttl time.Duration, _ bool, token string, levels int) (bool, time.Duration, error) {
-	res, err := f.c.runAcquire(ctx, fencedLockScript, f.keys, []any{ms(ttl), f.owner, token, strconv.Itoa(levels)})
+	res, err := f.c.runAcquire(ctx, fencedLockScript, f.keys, []any{ms(ttl), f.owner, token, strconv.Itoa(levels), f.keys[1]})
+	if redis.HasErrorPrefix(err, "COUNTERMOVING") {
+		return false, 0, fmt.Errorf("lock %s: %w", f.keys[0], ErrCounterMoving)
+	}
 	if errors.Is(err, ErrNotReplicated) {
 		return true, 0, fmt.Errorf("lock %s: %w", f.keys[0], err) // held: the caller releases it
 	}
@@ -76,7 +83,7 @@ func (f *fencedOps) acquire(ctx context.Context, ttl time.Duration, _ bool, toke
 
 func (f *fencedOps) release(ctx context.Context, ttl time.Duration, token string, left int) error {
 	return unlockResult(f.keys[0], f.c.eval(ctx, unlockScript, f.keys[:1], ms(ttl), f.owner, f.channel, f.c.publishArg,
-		token, strconv.Itoa(left), latchKey(f.keys[0], f.owner), f.c.latchTTLArg).Err())
+		token, strconv.Itoa(left), latchKey(f.keys[0], token), f.c.latchTTLArg).Err())
 }
 
 func (f *fencedOps) renew(ctx context.Context, ttl time.Duration, token string) (bool, error) {

@@ -2,7 +2,9 @@ package lock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,40 +49,146 @@ func TestACleanupKeepsToTheCallersDeadlineWhileTheSlotMigrates(t *testing.T) {
 	}
 }
 
-// TestAMutexWorksFromTheFirstMomentItsSlotMigrates: with its slot
-// MIGRATING and IMPORTING and another key of it moved, a free Mutex is
-// taken, refused to another Client while held, and unlocked with nobody
-// waiting, each at once. Its scripts declare the lock and its queue, which
-// Redis refuses (TRYAGAIN) while one of them is on neither master: a free
-// lock could not be taken, nor a lock without waiters unlocked, until the
-// whole slot moved (issue 24).
-func TestAMutexWorksFromTheFirstMomentItsSlotMigrates(t *testing.T) {
-	rdb, name := onACluster(t, "mutex-migrating")
-	startMigrating(t, rdb, name)
-	a, b := newLockClient(t, rdb).Mutex(name), newLockClient(t, rdb).Mutex(name)
-	for _, step := range []struct {
-		what string
-		do   func(ctx context.Context) error
+// TestEveryLockWorksFromTheFirstMomentItsSlotMigrates: with its slot
+// MIGRATING and IMPORTING and another key of it moved, a free lock of each
+// kind is taken, refused to another Client while held, and unlocked with
+// nobody waiting, each at once. Their scripts declare the lock and its
+// queue, waiting writers or fencing counter, which Redis refuses (TRYAGAIN)
+// while one of them is on neither master: a free lock could not be taken,
+// nor a lock without waiters unlocked, until the whole slot moved (issue
+// 24). A FencedMutex's counter has moved with the first keys (its
+// acquisition needs it on the node that creates the lock).
+func TestEveryLockWorksFromTheFirstMomentItsSlotMigrates(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.StartCluster(t).Client(t)
+	for _, kind := range []struct {
+		name   string
+		of     func(c *lock.Client, name string) lock.Locker
+		shared bool // another Client's lock is not refused
 	}{
-		{"a free lock is taken", a.Lock},
-		{"a held lock is refused", func(ctx context.Context) error {
-			if ok, err := b.TryLock(ctx, 0, 0); ok || err != nil {
-				return fmt.Errorf("TryLock = %v, %v; want busy", ok, err)
-			}
-			return nil
-		}},
-		{"a lock nobody waits for is unlocked", a.Unlock},
-		{"and taken by another Client", b.Lock},
-		{"and unlocked", b.Unlock},
+		{"mutex", func(c *lock.Client, name string) lock.Locker { return c.Mutex(name) }, false},
+		{"fair", func(c *lock.Client, name string) lock.Locker { return c.FairMutex(name) }, false},
+		{"fenced", func(c *lock.Client, name string) lock.Locker { return c.FencedMutex(name) }, false},
+		{"write", func(c *lock.Client, name string) lock.Locker { return c.RWMutex(name).WriteLocker() }, false},
+		{"read", func(c *lock.Client, name string) lock.Locker { return c.RWMutex(name).ReadLocker() }, true},
 	} {
-		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
-		start := time.Now()
-		err := step.do(ctx)
-		cancel()
-		if err != nil {
-			t.Fatalf("%s while the slot migrates: %v after %v", step.what, err, time.Since(start))
-		}
+		t.Run(kind.name, func(t *testing.T) {
+			name := uniqueName(t, kind.name+"-migrating")
+			a, b := kind.of(newLockClient(t, rdb), name), kind.of(newLockClient(t, rdb), name)
+			if f, ok := a.(*lock.FencedMutex); ok {
+				fencedCounterMovesFirst(t, rdb, f, name)
+			} else {
+				startMigrating(t, rdb, name)
+			}
+			for _, step := range []struct {
+				what string
+				do   func(ctx context.Context) error
+			}{
+				{"a free lock is taken", a.Lock},
+				{"a held lock is refused", func(ctx context.Context) error {
+					if kind.shared {
+						return nil
+					}
+					if ok, err := b.TryLock(ctx, 0, 0); ok || err != nil {
+						return fmt.Errorf("TryLock = %v, %v; want busy", ok, err)
+					}
+					return nil
+				}},
+				{"a lock nobody waits for is unlocked", a.Unlock},
+				{"and taken by another Client", b.Lock},
+				{"and unlocked", b.Unlock},
+			} {
+				ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+				start := time.Now()
+				err := step.do(ctx)
+				cancel()
+				if err != nil {
+					t.Fatalf("%s while the slot migrates: %v after %v", step.what, err, time.Since(start))
+				}
+			}
+		})
 	}
+}
+
+// TestAFencedMutexWhoseCounterHasNotMovedIsRefusedAtOnce: a free
+// FencedMutex whose slot migrates, its fencing counter still on the slot's
+// master, can only be created on the importing master, which has no
+// counter to take a token from: the acquisition is refused at once with
+// ErrCounterMoving (it waited for the whole slot to move, refused with
+// TRYAGAIN), and creates nothing.
+func TestAFencedMutexWhoseCounterHasNotMovedIsRefusedAtOnce(t *testing.T) {
+	rdb, name := onACluster(t, "fenced-counter")
+	ctx := within(t, 30*time.Second)
+	f := newLockClient(t, rdb).FencedMutex(name)
+	if err := f.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	startMigrating(t, rdb, name)
+	tryCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	ok, err := f.TryLock(tryCtx, 0, 0)
+	if ok || !errors.Is(err, lock.ErrCounterMoving) {
+		t.Fatalf("TryLock = %v, %v after %v; want ErrCounterMoving", ok, err, time.Since(start))
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("refused after %v, not at once", took)
+	}
+	if n := rdb.Exists(ctx, "{"+name+"}").Val(); n != 0 {
+		t.Fatal("the refused acquisition created the lock")
+	}
+}
+
+// TestASecondReaderOnTheSlotsMasterLeavesNothingHalfDone: a read lock
+// held on its slot's master when the slot starts migrating; another
+// reader's script runs there (the lock's key is there), but that master
+// may not create the reader's level key. The reader waits for the slot to
+// move (until its context ends), and the first reader's unlock goes
+// through: a script stopped half way (the reader's field written, its
+// level key refused) made that unlock fail with "non local key".
+func TestASecondReaderOnTheSlotsMasterLeavesNothingHalfDone(t *testing.T) {
+	rdb, name := onACluster(t, "second-reader")
+	ctx := within(t, 30*time.Second)
+	first, second := newLockClient(t, rdb).RWMutex(name).ReadLocker(), newLockClient(t, rdb).RWMutex(name).ReadLocker()
+	if err := first.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	startMigrating(t, rdb, name)
+	tryCtx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	// Its context ends while it waits, or while Redis answers its last TRYAGAIN.
+	ok, err := second.TryLock(tryCtx, 3*time.Second, 0)
+	if ok || err == nil || !(errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "TRYAGAIN")) {
+		t.Fatalf("second reader: %v, %v; want to wait for the slot until its context ends", ok, err)
+	}
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatalf("the first reader's unlock: %v", err)
+	}
+}
+
+// fencedCounterMovesFirst takes and releases f once, so that its fencing
+// counter exists, then starts migrating its slot with the counter among
+// the first keys moved; it checks the next hold's token still grows.
+func fencedCounterMovesFirst(t *testing.T, rdb *redis.ClusterClient, f *lock.FencedMutex, name string) {
+	t.Helper()
+	ctx := t.Context()
+	if err := f.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := f.Token()
+	if err := f.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	counter := "{" + name + "}:token"
+	startMigrating(t, rdb, name).moveSome(t, counter)
+	t.Cleanup(func() {
+		if after, err := rdb.Get(context.Background(), counter).Int64(); err != nil || after <= before {
+			t.Errorf("fencing counter %d (%v) after the migrating holds, %d before: it did not grow", after, err, before)
+		}
+	})
 }
 
 // TestAWaiterHearsItsGrantWhileTheLocksKeysAreOnTheImportingMaster: the
@@ -128,13 +236,15 @@ func onACluster(t *testing.T, base string) (*redis.ClusterClient, string) {
 
 // startMigrating begins the migration of lock name's slot and moves
 // another key of it, as a reshard stopped after its first batch.
-func startMigrating(t *testing.T, rdb *redis.ClusterClient, name string) {
+func startMigrating(t *testing.T, rdb *redis.ClusterClient, name string) *migration {
 	t.Helper()
 	other := "{" + name + "}:other"
 	if err := rdb.Set(t.Context(), other, "moved", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	beginMigration(t, rdb, "{"+name+"}").moveSome(t, other)
+	m := beginMigration(t, rdb, "{"+name+"}")
+	m.moveSome(t, other)
+	return m
 }
 
 // moveSome moves keys of the slot to the target, as a reshard moves a
@@ -148,5 +258,42 @@ func (m *migration) moveSome(t *testing.T, keys ...string) {
 	}
 	if err := m.source.Do(context.Background(), args...).Err(); err != nil {
 		t.Fatal(fmt.Errorf("migrate %v: %w", keys, err))
+	}
+}
+
+// TestASlotWhoseLockWasReleasedOnBothNodesMigrates: a Mutex released on
+// its slot's master, then taken and released again once the slot started
+// migrating (the script follows ASK to the importing master), leaves a
+// release latch on each node. Finishing the migration with MIGRATE without
+// REPLACE, as redis-cli --cluster reshard does, must move the source's
+// latch: two latches of one name made it fail with BUSYKEY and stopped the
+// reshard.
+func TestASlotWhoseLockWasReleasedOnBothNodesMigrates(t *testing.T) {
+	rdb, name := onACluster(t, "latch-migrates")
+	ctx := within(t, 30*time.Second)
+	m := newLockClient(t, rdb).Mutex(name)
+	var mig *migration
+	for i, migrating := range []bool{false, true} {
+		if migrating {
+			mig = startMigrating(t, rdb, name)
+		}
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatalf("release %d: %v", i+1, err)
+		}
+	}
+	for node, n := range map[string]*redis.Client{"source": mig.source, "target": mig.target} {
+		keys, err := n.ClusterGetKeysInSlot(ctx, int(mig.slot), 100).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, ":released:") }) {
+			t.Fatalf("the %s holds %v: no release latch, the test does not open the case", node, keys)
+		}
+	}
+	if err := mig.finish(); err != nil {
+		t.Fatalf("finishing the migration: %v", err)
 	}
 }

@@ -88,6 +88,10 @@ func (o *ownedLock) TryLockContext(ctx context.Context, wait, lease time.Duratio
 	return o.held, true, nil
 }
 
+// counterMovingPoll is how often a waiting FencedMutex tries again while its
+// slot migrates and its fencing counter has not moved (ErrCounterMoving).
+const counterMovingPoll = 100 * time.Millisecond
+
 func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
 	if err := context.Cause(o.c.life); err != nil {
 		return false, err
@@ -116,6 +120,11 @@ func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 			sent = time.Now()
 			ok, ttl, err := o.ops.acquire(ctx, ttl, waiting, token, 1)
 			lost = lost || (!ok && replyLost(err))
+			if errors.Is(err, ErrCounterMoving) && wait != 0 {
+				// A waiter waits for the fencing counter to move as it
+				// waits for the lock (the unlock it hears came already).
+				return false, counterMovingPoll, nil
+			}
 			return ok, ttl, err
 		})
 	o.c.subs.unsubscribe(o.channel, o.waker.listener)

@@ -78,7 +78,7 @@ func (r *readOps) acquire(ctx context.Context, ttl time.Duration, _ bool, token 
 
 func (r *readOps) release(ctx context.Context, _ time.Duration, token string, left int) error {
 	return unlockResult(r.keys[0], r.c.eval(ctx, readUnlockScript, r.keys[:1], token, r.channel, r.levelPrefix(token), r.keys[0], r.c.publishArg,
-		strconv.Itoa(left), latchKey(r.keys[0], r.writeField+":read"), r.c.latchTTLArg).Err())
+		strconv.Itoa(left), latchKey(r.keys[0], token), r.c.latchTTLArg).Err())
 }
 
 func (r *readOps) renew(ctx context.Context, ttl time.Duration, token string) (bool, error) {
@@ -105,7 +105,7 @@ func (w *writeOps) acquire(ctx context.Context, ttl time.Duration, waiting bool,
 
 func (w *writeOps) release(ctx context.Context, ttl time.Duration, token string, left int) error {
 	return unlockResult(w.keys[0], w.c.eval(ctx, writeUnlockScript, w.keys[:1], ms(ttl), w.field, w.channel, w.c.publishArg,
-		token, strconv.Itoa(left), latchKey(w.keys[0], w.field), w.c.latchTTLArg).Err())
+		token, strconv.Itoa(left), latchKey(w.keys[0], token), w.c.latchTTLArg, w.keys[1]).Err())
 }
 
 // renew extends the write hold; its token is in the write field's ":hold".

@@ -30,7 +30,7 @@ const (
 	tokenA   = "A:h1"
 	tokenA2  = "A:h2"
 	tokenB   = "B:h1"
-	latchA   = "{s}:released:A"
+	latchA   = "{s}:released:" + tokenA
 	long     = "60000" // ms, a lease that outlasts the test
 	short    = "100"
 )
@@ -62,11 +62,11 @@ func lockArgs(lease, owner, waiting, token, levels string) []any {
 }
 
 func releaseArgs(owner, mode, token string) []any {
-	return []any{owner, "5000", mode, "{s}:channel", "publish", token, latchKey(sKey, owner), long}
+	return []any{owner, "5000", mode, "{s}:channel", "publish", token, latchKey(sKey, token), long}
 }
 
 func unlockArgs(lease, owner, token, left string) []any {
-	return []any{lease, owner, "{s}:channel", "publish", token, left, latchKey(sKey, owner), long}
+	return []any{lease, owner, "{s}:channel", "publish", token, left, latchKey(sKey, token), long}
 }
 
 func fairLockArgs(lease, owner, queue, token, levels string) []any {
@@ -74,7 +74,7 @@ func fairLockArgs(lease, owner, queue, token, levels string) []any {
 }
 
 func fairUnlockArgs(lease, owner, token, left string) []any {
-	return []any{lease, owner, "{s}:channel", "publish", token, left, latchKey(sKey, owner), long}
+	return []any{lease, owner, "{s}:channel", "publish", token, left, latchKey(sKey, token), long}
 }
 
 // readPrefix is the level-key prefix of read hold token.
@@ -85,7 +85,7 @@ func readLockArgs(lease, token, writersFirst, levels string) []any {
 }
 
 func readUnlockArgs(token, left string) []any {
-	return []any{token, "{s}:channel", readPrefix(token), sKey, "publish", left, latchA, long}
+	return []any{token, "{s}:channel", readPrefix(token), sKey, "publish", left, latchKey(sKey, token), long}
 }
 
 func writeLockArgs(lease, field, waiting, token, levels string) []any {
@@ -93,7 +93,7 @@ func writeLockArgs(lease, field, waiting, token, levels string) []any {
 }
 
 func writeUnlockArgs(lease, field, token, left string) []any {
-	return []any{lease, field, "{s}:channel", "publish", token, left, latchA, long}
+	return []any{lease, field, "{s}:channel", "publish", token, left, latchKey(sKey, token), long, sWriters}
 }
 
 // heldBy is the hash of an exclusive lock held by owner's hold token.
@@ -171,7 +171,7 @@ func TestScriptGuards(t *testing.T) {
 				args: releaseArgs(ownerA, releaseKeep, tokenA), want: "uA", checks: []check{eq("0", "exists", sKey)}},
 			{name: "alone, leave: a grant to the Client is given up", setup: [][]any{{"hset", sKey, ownerA, 1, "hold", ""}},
 				keys: []string{sKey}, args: releaseArgs(ownerA, releaseLeave, tokenA), want: "uA", checks: []check{eq("0", "exists", sKey)}},
-			{name: "run again after another release of the owner: not held", setup: [][]any{{"set", latchA, tokenA2}}, keys: []string{sKey, sQueue},
+			{name: "run again after another hold's release: not held", setup: [][]any{{"set", latchKey(sKey, tokenA2), tokenA2}}, keys: []string{sKey, sQueue},
 				args: releaseArgs(ownerA, releaseGive, tokenA), want: "nil"},
 			{name: "a queued Client is granted it for a grant lease", setup: append(heldBy(ownerA, tokenA, 1, long), []any{"rpush", sQueue, ownerB}),
 				keys: []string{sKey, sQueue}, args: releaseArgs(ownerA, releaseGive, tokenA), want: "gB",
@@ -217,6 +217,10 @@ func TestScriptGuards(t *testing.T) {
 				args: []any{long, "hold", tokenA}, want: "0", checks: []check{lt(101, "pttl", sKey)}},
 		}},
 		{fairLockScript, []scriptCase{
+			{name: "the lock's key alone (slot migrating), free: acquired, nobody queued", keys: []string{sKey}, args: fairLockArgs(long, ownerA, "1", tokenA, "1"),
+				want: "OK", checks: []check{eq(tokenA, "hget", sKey, "hold"), eq("0", "exists", sQueue, sDead)}},
+			{name: "the lock's key alone, held: its TTL, not queued", setup: heldBy(ownerB, tokenB, 1, long), keys: []string{sKey},
+				args: fairLockArgs(long, ownerA, "1", tokenA, "1"), checks: []check{eq(tokenB, "hget", sKey, "hold"), eq("0", "exists", sQueue, sDead)}},
 			{name: "free, nobody queued: acquired", keys: []string{sKey, sQueue, sDead}, args: fairLockArgs(long, ownerA, "0", tokenA, "1"),
 				want: "OK", checks: []check{eq(tokenA, "hget", sKey, "hold"), gt(50000, "pttl", sKey)}},
 			{name: "run again: the same hold, unchanged", setup: heldBy(ownerA, tokenA, 1, long), keys: []string{sKey, sQueue, sDead},
@@ -241,6 +245,14 @@ func TestScriptGuards(t *testing.T) {
 				args: fairLockArgs(long, ownerA, "0", tokenA, "1"), checks: []check{eq(tokenA2, "hget", sKey, "hold")}},
 		}},
 		{fairUnlockScript, []scriptCase{
+			{name: "last level: the owner's own stale place dropped, the next waiter woken", setup: append(heldBy(ownerA, tokenA, 1, long),
+				[]any{"rpush", sQueue, ownerA, ownerB}, []any{"zadd", sDead, future, ownerA, future, ownerB}),
+				keys: []string{sKey, sQueue, sDead}, args: fairUnlockArgs(long, ownerA, tokenA, "0"), want: "1",
+				checks: []check{eq("[B]", "lrange", sQueue, 0, -1), eq("nil", "zscore", sDead, ownerA)}},
+			{name: "the lock's key alone (slot migrating), last level: deleted, latched, nobody woken", setup: append(heldBy(ownerA, tokenA, 1, long),
+				[]any{"rpush", sQueue, ownerB}, []any{"zadd", sDead, future, ownerB}), keys: []string{sKey},
+				args: fairUnlockArgs(long, ownerA, tokenA, "0"), want: "1",
+				checks: []check{eq("0", "exists", sKey), eq(tokenA, "get", latchA), eq("[B]", "lrange", sQueue, 0, -1)}},
 			{name: "another hold's token: nothing", setup: heldBy(ownerA, tokenA2, 1, long), keys: []string{sKey, sQueue, sDead},
 				args: fairUnlockArgs(long, ownerA, tokenA, "0"), want: "nil", checks: []check{eq("1", "exists", sKey)}},
 			{name: "inner level: lease never shortened", setup: heldBy(ownerA, tokenA, 2, long), keys: []string{sKey, sQueue, sDead},
@@ -255,23 +267,32 @@ func TestScriptGuards(t *testing.T) {
 				args: fairUnlockArgs(long, ownerA, tokenA, "0"), want: "1"},
 		}},
 		{fairLeaveScript, []scriptCase{
+			{name: "the lock's key alone (slot migrating): nothing to leave", setup: [][]any{{"rpush", sQueue, ownerA}}, keys: []string{sKey},
+				args: []any{ownerA, "{s}:channel", "publish"}, want: "1", checks: []check{eq("[A]", "lrange", sQueue, 0, -1)}},
 			{name: "out of the queue and its deadlines", setup: [][]any{{"rpush", sQueue, ownerA, ownerB}, {"zadd", sDead, future, ownerA, future, ownerB}},
 				keys: []string{sKey, sQueue, sDead}, args: []any{ownerA, "{s}:channel", "publish"}, want: "1",
 				checks: []check{eq("[B]", "lrange", sQueue, 0, -1), eq("nil", "zscore", sDead, ownerA)}},
 		}},
 		{fencedLockScript, []scriptCase{
 			{name: "free: the next fencing token", setup: [][]any{{"set", sCounter, 7}}, keys: []string{sKey, sCounter},
-				args: []any{long, ownerA, tokenA, "1"}, want: "[8]", checks: []check{eq("8", "get", sCounter), eq(tokenA, "hget", sKey, "hold")}},
+				args: []any{long, ownerA, tokenA, "1", sCounter}, want: "[8]", checks: []check{eq("8", "get", sCounter), eq(tokenA, "hget", sKey, "hold")}},
 			{name: "run again: the same fencing token, no increment", setup: [][]any{{"set", sCounter, 8}, {"hset", sKey, ownerA, 1, "token", 8, "hold", tokenA}},
-				keys: []string{sKey, sCounter}, args: []any{long, ownerA, tokenA, "1"}, want: "[8]", checks: []check{eq("8", "get", sCounter)}},
+				keys: []string{sKey, sCounter}, args: []any{long, ownerA, tokenA, "1", sCounter}, want: "[8]", checks: []check{eq("8", "get", sCounter)}},
 			{name: "reentrant level keeps the token", setup: [][]any{{"set", sCounter, 8}, {"hset", sKey, ownerA, 1, "token", 8, "hold", tokenA}},
-				keys: []string{sKey, sCounter}, args: []any{long, ownerA, tokenA, "2"}, want: "[8]", checks: []check{eq("2", "hget", sKey, ownerA)}},
+				keys: []string{sKey, sCounter}, args: []any{long, ownerA, tokenA, "2", sCounter}, want: "[8]", checks: []check{eq("2", "hget", sKey, ownerA)}},
 			{name: "reentrant level of a hold Redis lost: no new token", setup: [][]any{{"set", sCounter, 8}}, keys: []string{sKey, sCounter},
-				args: []any{long, ownerA, tokenA, "2"}, want: "-2", checks: []check{eq("8", "get", sCounter), eq("0", "exists", sKey)}},
+				args: []any{long, ownerA, tokenA, "2", sCounter}, want: "-2", checks: []check{eq("8", "get", sCounter), eq("0", "exists", sKey)}},
 			{name: "held by another hold: busy", setup: [][]any{{"hset", sKey, ownerA, 1, "token", 8, "hold", tokenA2}, {"pexpire", sKey, long}},
-				keys: []string{sKey, sCounter}, args: []any{long, ownerA, tokenA, "1"}, checks: []check{eq(tokenA2, "hget", sKey, "hold")}},
+				keys: []string{sKey, sCounter}, args: []any{long, ownerA, tokenA, "1", sCounter}, checks: []check{eq(tokenA2, "hget", sKey, "hold")}},
+			{name: "the lock's key alone, the counter here: the next fencing token", setup: [][]any{{"set", sCounter, 7}}, keys: []string{sKey},
+				args: []any{long, ownerA, tokenA, "1", sCounter}, want: "[8]", checks: []check{eq("8", "get", sCounter), eq(tokenA, "hget", sKey, "hold")}},
+			{name: "the lock's key alone, no counter here: refused, nothing created", keys: []string{sKey},
+				args: []any{long, ownerA, tokenA, "1", sCounter}, want: "COUNTERMOVING the fencing counter has not moved to this node yet",
+				checks: []check{eq("0", "exists", sKey, sCounter)}},
 		}},
 		{readLockScript, []scriptCase{
+			{name: "the lock's key alone (slot migrating): no waiting writer seen", keys: []string{sKey}, setup: [][]any{{"zadd", sWriters, future, "B:write"}},
+				args: readLockArgs(long, tokenA, "1", "1"), want: "OK", checks: []check{eq("1", "hget", sKey, tokenA)}},
 			{name: "free: a read level of its own", keys: []string{sKey, sWriters}, args: readLockArgs(long, tokenA, "1", "1"), want: "OK",
 				checks: []check{eq("read", "hget", sKey, "mode"), eq("1", "hget", sKey, tokenA), gt(50000, "pttl", readPrefix(tokenA)+":1")}},
 			{name: "run again: the same level", setup: [][]any{{"hset", sKey, "mode", "read", tokenA, 1}, {"set", readPrefix(tokenA) + ":1", 1, "px", long}},
@@ -321,6 +342,10 @@ func TestScriptGuards(t *testing.T) {
 				args: []any{short, tokenA, sKey}, want: "1", checks: []check{gt(50000, "pttl", sKey)}},
 		}},
 		{writeLockScript, []scriptCase{
+			{name: "the lock's key alone (slot migrating), free: acquired", keys: []string{sKey}, args: writeLockArgs(long, "A:write", "1", tokenA, "1"),
+				want: "OK", checks: []check{eq(tokenA, "hget", sKey, "A:write:hold")}},
+			{name: "the lock's key alone, held: its TTL, no place kept", setup: [][]any{{"hset", sKey, "mode", "write", "B:write", 1, "B:write:hold", tokenB}, {"pexpire", sKey, long}},
+				keys: []string{sKey}, args: writeLockArgs(long, "A:write", "1", tokenA, "1"), checks: []check{eq("0", "exists", sWriters)}},
 			{name: "free: acquired, out of the waiting writers", setup: [][]any{{"zadd", sWriters, future, "A:write"}}, keys: []string{sKey, sWriters},
 				args: writeLockArgs(long, "A:write", "1", tokenA, "1"), want: "OK",
 				checks: []check{eq("write", "hget", sKey, "mode"), eq(tokenA, "hget", sKey, "A:write:hold"), eq("0", "exists", sWriters)}},
@@ -336,6 +361,9 @@ func TestScriptGuards(t *testing.T) {
 				checks: []check{gt(time.Now().UnixMilli(), "zscore", sWriters, "A:write"), lt(5001, "pttl", sWriters)}},
 		}},
 		{writeUnlockScript, []scriptCase{
+			{name: "last level: the writer's own stale place dropped", setup: [][]any{{"hset", sKey, "mode", "write", "A:write", 1, "A:write:hold", tokenA},
+				{"zadd", sWriters, future, "A:write", future, "B:write"}}, keys: []string{sKey}, args: writeUnlockArgs(long, "A:write", tokenA, "0"), want: "1",
+				checks: []check{eq("0", "exists", sKey), eq("[B:write]", "zrange", sWriters, 0, -1)}},
 			{name: "another hold's token: nothing", setup: [][]any{{"hset", sKey, "mode", "write", "A:write", 1, "A:write:hold", tokenA2}},
 				keys: []string{sKey}, args: writeUnlockArgs(long, "A:write", tokenA, "0"), want: "nil", checks: []check{eq("1", "exists", sKey)}},
 			{name: "inner level: lease never shortened", setup: [][]any{{"hset", sKey, "mode", "write", "A:write", 2, "A:write:hold", tokenA}, {"pexpire", sKey, long}},
@@ -377,6 +405,9 @@ func runScriptCase(t *testing.T, rdb *redis.Client, script *redis.Script, tc scr
 	reply, err := rdb.EvalSha(ctx, script.Hash(), tc.keys, tc.args...).Result()
 	if errors.Is(err, redis.Nil) {
 		reply, err = nil, nil
+	}
+	if err != nil && fmt.Sprint(tc.want) == err.Error() {
+		reply, err = err.Error(), nil // an error reply the case expects
 	}
 	if err != nil {
 		t.Fatalf("EVALSHA: %v", err)

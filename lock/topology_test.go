@@ -168,14 +168,16 @@ func unlockWakesWaiter(t *testing.T, rdb redis.UniversalClient) {
 func watchdogKeepsReentrantHold(t *testing.T, rdb redis.UniversalClient) {
 	ctx := within(t, 10*time.Second)
 	name := uniqueName(t, "watchdog")
-	m := newLockClient(t, rdb, lock.WithWatchdogTimeout(300*time.Millisecond)).Mutex(name)
+	// 900 ms, not less: a loaded 2-core machine delays a renewal (sent every
+	// 300 ms) by more than a 300 ms timeout now and then.
+	m := newLockClient(t, rdb, lock.WithWatchdogTimeout(900*time.Millisecond)).Mutex(name)
 	other := newLockClient(t, rdb).Mutex(name)
 	for range 2 {
 		if err := m.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(time.Second) // three leases
+	time.Sleep(3 * time.Second) // three leases
 	if ok, err := other.TryLock(ctx, 0, 0); ok || err != nil {
 		t.Fatalf("another client took a watched lock: %v, %v", ok, err)
 	}

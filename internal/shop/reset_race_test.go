@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,7 +49,12 @@ func TestResetWhileASaleWorks(t *testing.T) {
 }
 
 // Shrinking segmented while a sale is inside a segment the reset drops loses
-// no sale and leaves no keys behind.
+// no sale and leaves no keys behind but release latches: the reset takes
+// the dropped segment's lock (after the sale released it) and releases it
+// once the segment is gone, and each release leaves a latch, named after
+// its hold, that a re-sent release reads for the replay window and that
+// expires then (lock/doc.go, "Unknown outcomes"). Deleting them would make
+// a re-sent release answer "not held" although it released.
 func TestShrinkingSegmentsWhileASaleWorks(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -64,8 +70,13 @@ func TestShrinkingSegmentsWhileASaleWorks(t *testing.T) {
 	if res := <-sale; res.status == http.StatusOK && res.field("segment") != float64(1) {
 		t.Fatalf("the sale sold from segment %v, not 1", res.field("segment"))
 	}
-	if keys := rdb.Keys(context.Background(), segmentKey(1, 2, "*")).Val(); len(keys) != 0 {
-		t.Fatalf("segment 1, dropped by the reset, still has keys %v", keys)
+	for _, key := range rdb.Keys(context.Background(), segmentKey(1, 2, "*")).Val() {
+		if !strings.Contains(key, ":released:") {
+			t.Fatalf("segment 1, dropped by the reset, still has key %s", key)
+		}
+		if ttl := rdb.PTTL(context.Background(), key).Val(); ttl <= 0 {
+			t.Fatalf("release latch %s of the dropped segment 1 has TTL %v: it never expires", key, ttl)
+		}
 	}
 	a := r.audit("segmented")
 	if !a.Consistent || a.Initial != 20 || a.Stock != 20 || len(a.Segments) != 1 {

@@ -1,7 +1,10 @@
 -- Acquire a fair lock: Redisson's RedissonFairLock, with waiter deadlines
 -- taken from Redis TIME rather than the client's clock, and a hold token
 -- that names the acquisition (lock.lua).
--- KEYS[1] lock hash, KEYS[2] waiter queue (list), KEYS[3] waiter deadlines (zset)
+-- KEYS[1] lock hash, KEYS[2] waiter queue (list), KEYS[3] waiter deadlines
+-- (zset); or the lock's key alone while its Cluster slot migrates
+-- (lock.lua): a waiter then is not queued, a free lock goes to whoever
+-- asks first, and a waiter wakes by its timer (fair_unlock.lua)
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] waiter timeout ms, ARGV[4] '1' to queue,
 -- ARGV[5] the hold's token, ARGV[6] the hold's levels once this one is added
 -- ('1': a new hold)
@@ -17,6 +20,14 @@ if redis.call('hget', KEYS[1], 'hold') == ARGV[5] then
 end
 if ARGV[6] ~= '1' then
     return redis.call('pttl', KEYS[1])
+end
+if not KEYS[2] then
+    if redis.call('exists', KEYS[1]) == 1 then
+        return redis.call('pttl', KEYS[1])
+    end
+    redis.call('hset', KEYS[1], ARGV[2], 1, 'hold', ARGV[5])
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return 'OK'
 end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -1,13 +1,15 @@
 -- Release one level of a fair lock's hold and wake only the next live
 -- waiter. As unlock.lua: the hold token decides, the levels are the
 -- Client's count, and a release that already ran answers 1 again.
--- KEYS[1] lock hash, KEYS[2] waiter queue, KEYS[3] waiter deadlines
+-- KEYS[1] lock hash, KEYS[2] waiter queue, KEYS[3] waiter deadlines, or
+-- the lock's key alone while its Cluster slot migrates (fair_lock.lua):
+-- nobody is woken then, the waiters not queued wake by their timers
 -- ARGV[1] lease ms to keep at least after a reentrant release (a longer TTL
 -- is kept: an inner unlock never cuts the lease), ARGV[2] owner,
 -- ARGV[3] channel prefix, ARGV[4] the publish command ('publish', or
 -- 'spublish' on a Redis Cluster), ARGV[5] the hold's token, ARGV[6] the
 -- levels left once this one is released ('0': the last), ARGV[7] the
--- owner's release latch (release.lua), ARGV[8] its lifetime in ms
+-- hold's release latch (release.lua), ARGV[8] its lifetime in ms
 -- Returns nil when the hold is not in Redis, 0 when it is still held, 1 when released.
 if redis.call('hget', KEYS[1], 'hold') ~= ARGV[5] then
     -- The latch is best effort (pcall): while the lock's slot migrates, a
@@ -26,6 +28,15 @@ if ARGV[6] ~= '0' then
 end
 redis.call('del', KEYS[1])
 redis.pcall('set', ARGV[7], ARGV[5], 'px', ARGV[8])
+if not KEYS[2] then
+    return 1
+end
+-- The owner's own place can only be stale (release.lua): its acquisition
+-- ran with the lock's key alone while the slot migrated (fair_lock.lua)
+-- and left it at the head, where it would keep every other waiter out
+-- until its deadline.
+redis.call('lrem', KEYS[2], 0, ARGV[2])
+redis.call('zrem', KEYS[3], ARGV[2])
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 while true do

@@ -3,11 +3,17 @@
 -- its holder's token (Redisson's RFencedLock bumps it on every level), and
 -- so does this acquisition run again (a retried request): the hold token
 -- names the acquisition (lock.lua).
--- KEYS[1] lock hash, KEYS[2] token counter (same hash tag)
+-- KEYS[1] lock hash, KEYS[2] token counter (same hash tag), or none while
+-- the lock's Cluster slot migrates (lock.lua): a free lock is then created
+-- on the importing master (the slot's master may not create a key), which
+-- takes the counter only if it has moved there already: incrementing one
+-- that is not there would start the tokens over.
 -- ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] the hold's token,
--- ARGV[4] the hold's levels once this one is added ('1': a new hold)
+-- ARGV[4] the hold's levels once this one is added ('1': a new hold),
+-- ARGV[5] the token counter's name
 -- Returns {token} when acquired, else the lock's PTTL in ms (for a
--- reentrant level, a hold Redis no longer has).
+-- reentrant level, a hold Redis no longer has), or the error COUNTERMOVING
+-- when the lock is free and the counter not on this node.
 if redis.call('hget', KEYS[1], 'hold') == ARGV[3] then
     redis.call('hset', KEYS[1], ARGV[2], ARGV[4])
     if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
@@ -16,7 +22,11 @@ if redis.call('hget', KEYS[1], 'hold') == ARGV[3] then
     return {tonumber(redis.call('hget', KEYS[1], 'token'))}
 end
 if ARGV[4] == '1' and redis.call('exists', KEYS[1]) == 0 then
-    local token = redis.call('incr', KEYS[2])
+    -- pcall: a key not on this node of a migrating slot cannot be read.
+    if not KEYS[2] and redis.pcall('exists', ARGV[5]) ~= 1 then
+        return redis.error_reply('COUNTERMOVING the fencing counter has not moved to this node yet')
+    end
+    local token = redis.call('incr', ARGV[5])
     redis.call('hset', KEYS[1], ARGV[2], 1, 'token', token, 'hold', ARGV[3])
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {token}

@@ -5,7 +5,9 @@
 -- A reader's field is its hold's token, so each hold has fields and level
 -- keys of its own, and a late request of an earlier hold finds nothing of
 -- a later one (see doc.go, "Unknown outcomes").
--- KEYS[1] lock hash, KEYS[2] waiting writers (zset: write field -> deadline, ms of Redis TIME)
+-- KEYS[1] lock hash, KEYS[2] waiting writers (zset: write field -> deadline, ms of Redis TIME),
+-- or none while the lock's Cluster slot migrates (lock.lua): readers then
+-- do not wait behind waiting writers
 -- ARGV[1] lease ms, ARGV[2] the hold's token (its field), ARGV[3] owner's write field,
 -- ARGV[4] '1': writers first, ARGV[5] the hold's read-timeout prefix (its
 -- level keys share the hash tag), ARGV[6] the hold's levels once this one
@@ -14,6 +16,14 @@
 -- at most (ms); for a reentrant level, a hold Redis no longer has.
 local lease = tonumber(ARGV[1])
 local level = ARGV[5] .. ':' .. ARGV[6]
+-- While the slot migrates, only the importing master may create its keys:
+-- the slot's master, holding the lock, refuses to touch a level key it
+-- lacks. Refuse first, as Redis refuses keys split between the masters,
+-- rather than stop half done (the reader's field written, its level key
+-- not), which broke every later release of the lock.
+if type(redis.pcall('pttl', level)) == 'table' then
+    return redis.error_reply('TRYAGAIN the read level cannot be created on this node while the slot migrates')
+end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     -- A reentrant level of this hold, or this acquisition run again: set
     -- the level the Client counts; nothing is ever shortened.
@@ -30,7 +40,7 @@ if ARGV[6] ~= '1' then
     return redis.call('pttl', KEYS[1])
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
-if ARGV[4] == '1' and not (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
+if ARGV[4] == '1' and KEYS[2] and not (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
     local t = redis.call('time')
     local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     -- A writer that stopped refreshing its place died or gave up.

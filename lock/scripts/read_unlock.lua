@@ -6,7 +6,7 @@
 -- ARGV[1] the hold's token (its field), ARGV[2] channel, ARGV[3] the
 -- hold's read-timeout prefix, ARGV[4] key prefix, ARGV[5] the publish
 -- command ('publish', or 'spublish' on a Redis Cluster), ARGV[6] the levels
--- left once this one is released ('0': the last), ARGV[7] the owner's
+-- left once this one is released ('0': the last), ARGV[7] the hold's
 -- release latch (release.lua), ARGV[8] its lifetime in ms
 -- Returns nil when the hold is not in Redis, 0 when the lock stays held, 1 when released.
 local mode = redis.call('hget', KEYS[1], 'mode')

@@ -8,8 +8,9 @@
 -- handed on, and an unlock message wakes the waiters, queued or not
 -- ARGV[1] owner field, ARGV[2] lease in ms of a grant, ARGV[4] channel,
 -- ARGV[5] the publish command ('publish', or 'spublish' on a Redis Cluster),
--- ARGV[6] the hold's token, ARGV[7] the owner's release latch (a key with
--- the lock's hash tag that keeps the token of its last release), ARGV[8] how long the latch
+-- ARGV[6] the hold's token, ARGV[7] the hold's release latch (a key with
+-- the lock's hash tag, named after the token: one per release, so no two
+-- Cluster nodes ever hold the same latch), ARGV[8] how long the latch
 -- lasts in ms: as long as the Redis client may re-send this request,
 -- ARGV[3] mode:
 --   'release'  give the lock up;

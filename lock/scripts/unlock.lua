@@ -12,7 +12,7 @@
 -- for as long as the lock's slot migrates, Redisson #612), ARGV[4] the
 -- publish command: 'publish', or 'spublish' on a Redis Cluster, ARGV[5] the
 -- hold's token, ARGV[6] the levels left once this one is released ('0':
--- the last), ARGV[7] the owner's release latch (release.lua), ARGV[8] its lifetime in ms
+-- the last), ARGV[7] the hold's release latch (release.lua), ARGV[8] its lifetime in ms
 -- Returns nil when the hold is not in Redis, 0 when it is still held
 -- (reentrant), 1 when the lock was released and waiters were told — also
 -- when this release already ran (the latch holds its token).

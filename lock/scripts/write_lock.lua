@@ -2,7 +2,9 @@
 -- A waiting writer keeps a place among the waiting writers, which makes new
 -- readers wait behind it (read_lock.lua); it leaves when it acquires. The
 -- field "<write field>:hold" holds the hold's token (lock.lua).
--- KEYS[1] lock hash, KEYS[2] waiting writers (zset: write field -> deadline)
+-- KEYS[1] lock hash, KEYS[2] waiting writers (zset: write field -> deadline),
+-- or none while the lock's Cluster slot migrates (lock.lua): a waiting
+-- writer then keeps no place, and new readers may go first
 -- ARGV[1] lease ms, ARGV[2] owner's write field, ARGV[3] '1' when the caller
 -- waits, ARGV[4] how long its place lasts unless refreshed (ms), ARGV[5] the
 -- hold's token, ARGV[6] the hold's levels once this one is added ('1': a
@@ -23,12 +25,14 @@ if ARGV[6] ~= '1' then
     return redis.call('pttl', KEYS[1])
 end
 if mode == false then
-    redis.call('zrem', KEYS[2], ARGV[2])
+    if KEYS[2] then
+        redis.call('zrem', KEYS[2], ARGV[2])
+    end
     redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1, holdField, ARGV[5])
     redis.call('pexpire', KEYS[1], ARGV[1])
     return 'OK'
 end
-if ARGV[3] == '1' then
+if ARGV[3] == '1' and KEYS[2] then
     local t = redis.call('time')
     local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     redis.call('zadd', KEYS[2], now + tonumber(ARGV[4]), ARGV[2])

@@ -4,8 +4,8 @@
 -- KEYS[1] lock hash; ARGV[1] lease ms, ARGV[2] owner's write field, ARGV[3] channel,
 -- ARGV[4] the publish command ('publish', or 'spublish' on a Redis Cluster),
 -- ARGV[5] the hold's token, ARGV[6] the levels left once this one is
--- released ('0': the last), ARGV[7] the owner's release latch (release.lua), ARGV[8] its
--- lifetime in ms
+-- released ('0': the last), ARGV[7] the hold's release latch (release.lua), ARGV[8] its
+-- lifetime in ms, ARGV[9] the waiting writers (same hash tag)
 -- Returns nil when the hold is not in Redis, 0 when the owner still holds
 -- the write lock (reentrant), 1 when released (to its own read levels, if
 -- any) — also when this release already ran (the latch holds its token).
@@ -28,6 +28,11 @@ if ARGV[6] ~= '0' then
 end
 redis.call('hdel', KEYS[1], ARGV[2], holdField)
 redis.pcall('set', ARGV[7], ARGV[5], 'px', ARGV[8])
+-- The writer's own place among the waiting writers can only be stale: its
+-- acquisition ran with the lock's key alone while the slot migrated
+-- (write_lock.lua) and could not leave it. Left there, new readers would
+-- wait behind it until it lapsed. Best effort (pcall), as the latch.
+redis.pcall('zrem', ARGV[9], ARGV[2])
 if redis.call('hlen', KEYS[1]) == 1 then
     redis.call('del', KEYS[1])
 else
