@@ -318,10 +318,10 @@ func (c *Client) renewalObserved(name string, err error) {
 func (c *Client) attempt(ctx context.Context, script *redis.Script, keys []string, args ...any) (acquired bool, ttl time.Duration, err error) {
 	res, err := c.runAcquire(ctx, script, keys, args)
 	if errors.Is(err, ErrNotReplicated) {
-		return true, 0, fmt.Errorf("lock %s: %w", keys[0], err) // held: the caller releases it
+		return true, 0, err // held: the caller releases it
 	}
 	if err != nil {
-		return false, 0, fmt.Errorf("lock %s: %w", keys[0], err)
+		return false, 0, err
 	}
 	switch res := res.(type) {
 	case string:
@@ -331,7 +331,7 @@ func (c *Client) attempt(ctx context.Context, script *redis.Script, keys []strin
 	case int64:
 		return false, time.Duration(res) * time.Millisecond, nil
 	}
-	return false, 0, fmt.Errorf("lock %s: unexpected reply %v", keys[0], res)
+	return false, 0, fmt.Errorf("unexpected reply %v", res)
 }
 
 // runAcquire runs an acquisition script, followed by WAIT when
@@ -462,7 +462,7 @@ func (c *Client) masterOf(ctx context.Context, key string, reload bool) (redis.C
 	}
 	master, err := cluster.MasterForKey(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: master of its slot: %w", key, err)
+		return nil, fmt.Errorf("master of its slot: %w", err)
 	}
 	return master, nil
 }
@@ -537,9 +537,9 @@ func replyLost(err error) bool {
 
 // expiredOnArrival is the error of an acquisition whose reply came after
 // the lease it was sent with ran out: Redis may already have let it go.
-func expiredOnArrival(key string, sent time.Time, ttl time.Duration) error {
+func expiredOnArrival(sent time.Time, ttl time.Duration) error {
 	if time.Since(sent) < ttl {
 		return nil
 	}
-	return fmt.Errorf("lock %s: %w: its lease ran out before the reply came", key, ErrLockLost)
+	return fmt.Errorf("%w: its lease ran out before the reply came", ErrLockLost)
 }

@@ -224,7 +224,7 @@ func (co *cohort) acquireRedis(ctx context.Context, start time.Time, wait, lease
 		defer cancel()
 		if leaveErr := co.runRelease(leaveCtx, releaseLeave, token).Err(); leaveErr != nil && !errors.Is(leaveErr, redis.Nil) {
 			// The place lapses with the queue's TTL, a grant with its lease.
-			err = errors.Join(err, fmt.Errorf("leave the queue of %s: %w", co.key, leaveErr))
+			err = errors.Join(err, fmt.Errorf("leave the queue: %w", leaveErr))
 		}
 	}
 	return h, err
@@ -280,7 +280,7 @@ func (co *cohort) attempt(ctx context.Context, token string, lease time.Duration
 		return nil, pttl, err
 	}
 	if err == nil {
-		err = expiredOnArrival(co.key, sent, ttl)
+		err = expiredOnArrival(sent, ttl)
 	}
 	if err != nil { // not replicated, or expired before we knew: give it back
 		cleanupCtx, cancel := co.c.cleanupContext(ctx)
@@ -304,7 +304,7 @@ func (co *cohort) reenter(ctx context.Context, m *Mutex, lease time.Duration) (b
 	h, levels := co.hold, m.depth
 	co.mu.Unlock()
 	if !h.alive() {
-		return false, fmt.Errorf("lock %s: reentrant acquisition: %w", co.key, ErrLockLost)
+		return false, fmt.Errorf("reentrant acquisition: %w", ErrLockLost)
 	}
 	ttl := lease
 	if ttl <= 0 {
@@ -324,10 +324,10 @@ func (co *cohort) reenter(ctx context.Context, m *Mutex, lease time.Duration) (b
 	case !acquired:
 		h.end(ErrLockLost)
 		co.evict(h)
-		return false, fmt.Errorf("lock %s: reentrant acquisition: %w", co.key, ErrLockLost)
+		return false, fmt.Errorf("reentrant acquisition: %w", ErrLockLost)
 	case !h.extend(sent, ttl):
 		// The hold expired as the level was added; its eviction is under way.
-		return false, fmt.Errorf("lock %s: reentrant acquisition: %w", co.key, ErrLockLost)
+		return false, fmt.Errorf("reentrant acquisition: %w", ErrLockLost)
 	}
 	co.mu.Lock()
 	m.depth++

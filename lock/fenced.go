@@ -61,13 +61,13 @@ type fencedOps struct {
 func (f *fencedOps) acquire(ctx context.Context, ttl time.Duration, _ bool, token string, levels int) (bool, time.Duration, error) {
 	res, err := f.c.runAcquire(ctx, fencedLockScript, f.keys, []any{ms(ttl), f.owner, token, strconv.Itoa(levels), f.keys[1]})
 	if redis.HasErrorPrefix(err, "COUNTERMOVING") {
-		return false, 0, fmt.Errorf("lock %s: %w", f.keys[0], ErrCounterMoving)
+		return false, 0, ErrCounterMoving
 	}
 	if errors.Is(err, ErrNotReplicated) {
-		return true, 0, fmt.Errorf("lock %s: %w", f.keys[0], err) // held: the caller releases it
+		return true, 0, err // held: the caller releases it
 	}
 	if err != nil {
-		return false, 0, fmt.Errorf("lock %s: %w", f.keys[0], err)
+		return false, 0, err
 	}
 	switch v := res.(type) {
 	case []any:
@@ -78,7 +78,7 @@ func (f *fencedOps) acquire(ctx context.Context, ttl time.Duration, _ bool, toke
 	case int64:
 		return false, time.Duration(v) * time.Millisecond, nil
 	}
-	return false, 0, fmt.Errorf("lock %s: unexpected reply %v", f.keys[0], res)
+	return false, 0, fmt.Errorf("unexpected reply %v", res)
 }
 
 func (f *fencedOps) release(ctx context.Context, ttl time.Duration, token string, left int) error {

@@ -129,7 +129,7 @@ func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 		})
 	o.c.subs.unsubscribe(o.channel, o.waker.listener)
 	if ok && err == nil {
-		err = expiredOnArrival(o.name, sent, ttl)
+		err = expiredOnArrival(sent, ttl)
 	}
 	cleanupCtx, cancel := o.c.cleanupContext(ctx)
 	defer cancel()
