@@ -395,8 +395,12 @@ func tryFor(ctx context.Context, l locker, key string, bound, each time.Duration
 	for {
 		start := time.Now()
 		attempt, cancelAttempt := context.WithTimeout(ctx, each)
+		deadline, _ := attempt.Deadline()
 		unlock, err := l.lock(attempt, key)
-		timedOut := attempt.Err() != nil
+		// A client that puts the deadline on its socket (go-redis) can
+		// fail with an i/o timeout a moment before the context's own
+		// timer fires: that attempt too ended at its deadline.
+		timedOut := attempt.Err() != nil || time.Until(deadline) < 10*time.Millisecond
 		cancelAttempt()
 		if err == nil {
 			return unlock, p, nil

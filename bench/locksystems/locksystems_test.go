@@ -37,7 +37,7 @@ func TestTheTableAsTheSeedsSayIt(t *testing.T) {
 	// detector's atexit_sleep_ms) while the run waits for it; its reports
 	// still fail the run (the child's exit status).
 	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	cfg := config{duration: 300 * time.Millisecond, procs: 2, goroutines: 2, keys: 4, uncontended: 20, faultWait: 4 * time.Second, attempt: time.Second}
+	cfg := config{duration: 300 * time.Millisecond, procs: 2, goroutines: 2, keys: 4, uncontended: 20, faultWait: 6 * time.Second, attempt: time.Second}
 	var rows []row
 	last := time.Now()
 	err := measureAll(t.Context(), cfg, func(w row) {
