@@ -322,7 +322,7 @@ func TestScriptFencedTokens(t *testing.T) {
 	r := newScriptRig(t)
 	keys := []string{"{n}", "{n}:token"}
 	token := func(owner, tok, levels string) any {
-		res, err := r.run(fencedLockScript, keys, "30000", owner, tok, levels)
+		res, err := r.run(fencedLockScript, keys, "30000", owner, tok, levels, keys[1])
 		if err != nil {
 			t.Fatal(err)
 		}

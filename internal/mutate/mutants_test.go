@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -61,5 +62,23 @@ func TestApplyNeedsExactlyOneMatch(t *testing.T) {
 	}
 	if _, err := m.apply("x and x"); err == nil {
 		t.Error("applied to a text with its original twice")
+	}
+}
+
+// The checked-in list applies to the code as it is: a change to a script
+// or guard that a mutant names fails here, in every go test run, instead
+// of the next `make mutate`.
+func TestTheListAppliesToTheCurrentCode(t *testing.T) {
+	f, err := os.Open("../../lock/mutants.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mutants, err := parseMutants(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkApply("../..", mutants); err != nil {
+		t.Fatal(err)
 	}
 }
