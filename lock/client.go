@@ -248,7 +248,9 @@ func latchKey(key, token string) string { return key + ":released:" + token }
 // replayWindow is how long after a request was first sent the Redis client
 // may still send it again: each of its tries may take a write and a read
 // timeout, with a backoff between tries. A release latch lasts that long.
-// A timeout the client does not set counts as the watchdog timeout.
+// A timeout the client does not set counts as the watchdog timeout. A
+// client that tries once (a *redis.Client with MaxRetries: -1) never sends
+// a request again: 0, and the scripts write no latch.
 func replayWindow(rdb redis.UniversalClient, watchdog time.Duration) time.Duration {
 	tries, read, write, backoff := defaultRedisRetries+1, defaultRedisTimeout, defaultRedisTimeout, defaultRedisBackoff
 	switch r := rdb.(type) {
@@ -268,7 +270,9 @@ func replayWindow(rdb redis.UniversalClient, watchdog time.Duration) time.Durati
 	if write <= 0 {
 		write = watchdog
 	}
-	tries = max(tries, 1)
+	if tries <= 1 {
+		return 0
+	}
 	return time.Duration(tries)*(read+write) + time.Duration(tries-1)*max(backoff, 0)
 }
 

@@ -66,7 +66,8 @@
 //     tokens are never reused, so a latch written on the importing master
 //     of a migrating slot never meets one of the same name on the slot's
 //     master, where MIGRATE without REPLACE would fail with BUSYKEY and
-//     stop the reshard.
+//     stop the reshard. A client that tries once (a *redis.Client with
+//     MaxRetries: -1) never sends a request again, and gets no latch.
 //   - A reentrant level finds its hold or fails: when Redis lost the hold
 //     (it expired, Redis restarted without it, a failover lost it), the
 //     level fails with ErrLockLost and the held context ends with it. It

@@ -27,7 +27,8 @@ if ARGV[6] ~= '0' then
     return 0
 end
 redis.call('del', KEYS[1])
-redis.pcall('set', ARGV[7], ARGV[5], 'px', ARGV[8])
+-- No latch ('0') when the client never sends a request twice.
+if ARGV[8] ~= '0' then redis.pcall('set', ARGV[7], ARGV[5], 'px', ARGV[8]) end
 if not KEYS[2] then
     return 1
 end

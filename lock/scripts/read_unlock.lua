@@ -37,7 +37,8 @@ redis.call('hdel', KEYS[1], ARGV[1])
 for i = math.max(levels, 1), 1, -1 do
     redis.call('del', ARGV[3] .. ':' .. i)
 end
-redis.pcall('set', ARGV[7], ARGV[1], 'px', ARGV[8])
+-- No latch ('0') when the client never sends a request twice.
+if ARGV[8] ~= '0' then redis.pcall('set', ARGV[7], ARGV[1], 'px', ARGV[8]) end
 if redis.call('hlen', KEYS[1]) > 1 then
     -- Other read levels remain: keep the lock as long as the longest of them.
     local maxRemain = -3

@@ -47,7 +47,8 @@ end
 if not nextOwner and ARGV[3] == 'keep' and KEYS[2] then
     return 0
 end
-redis.pcall('set', ARGV[7], ARGV[6], 'px', ARGV[8])
+-- No latch ('0') when the client never sends a request twice.
+if ARGV[8] ~= '0' then redis.pcall('set', ARGV[7], ARGV[6], 'px', ARGV[8]) end
 -- heard is the reply: 1, or the message if no subscriber here heard it.
 local function heard(message)
     if redis.call(ARGV[5], ARGV[4], message) == 0 then

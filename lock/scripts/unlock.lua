@@ -32,7 +32,8 @@ if ARGV[6] ~= '0' then
     return 0
 end
 redis.call('del', KEYS[1])
-redis.pcall('set', ARGV[7], ARGV[5], 'px', ARGV[8])
+-- No latch ('0') when the client never sends a request twice.
+if ARGV[8] ~= '0' then redis.pcall('set', ARGV[7], ARGV[5], 'px', ARGV[8]) end
 -- The message names the releasing owner, so its own waiters can tell
 -- their Client's unlocks from those of others.
 redis.call(ARGV[4], ARGV[3], 'u' .. ARGV[2])

@@ -27,7 +27,8 @@ if ARGV[6] ~= '0' then
     return 0
 end
 redis.call('hdel', KEYS[1], ARGV[2], holdField)
-redis.pcall('set', ARGV[7], ARGV[5], 'px', ARGV[8])
+-- No latch ('0') when the client never sends a request twice.
+if ARGV[8] ~= '0' then redis.pcall('set', ARGV[7], ARGV[5], 'px', ARGV[8]) end
 -- The writer's own place among the waiting writers can only be stale: its
 -- acquisition ran with the lock's key alone while the slot migrated
 -- (write_lock.lua) and could not leave it. Left there, new readers would
