@@ -247,6 +247,9 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	case run.Fault != nil && (r.cfg.Injector == nil || len(r.cfg.ReplicaURLs) < 2 || r.holders == nil):
 		row.Skipped = "a fault step needs the workshop (go run ./cmd/workshop): it kills, stops and cuts off its processes"
 		return row
+	case run.Fault != nil && run.Fault.Kind == FaultOrdersDown && !r.cfg.Injector.HasOrderServer():
+		row.Skipped = "an orders-down step needs the orders in MariaDB (the embedded SQLite file is the shops' own, nothing to stop)"
+		return row
 	}
 	fail := func(err error) StageRun {
 		row.Error = err.Error()
