@@ -17,11 +17,13 @@ import (
 type OrderOutageReport struct {
 	DownMS float64 `json:"down_ms"`
 	// Answers to the sales sent while it was stopped; Failures are the
-	// 503s among them, MaxFailMS the slowest of those, Unanswered the
-	// requests that got no answer at all (the load generator's timeout).
+	// 503s among them, MaxFailMS the slowest of those, OtherCodes the 503s
+	// whose code was not orders_unavailable, Unanswered the requests that
+	// got no answer at all (the load generator's timeout).
 	Answers    int     `json:"answers"`
 	Failures   int     `json:"failures"`
 	MaxFailMS  float64 `json:"max_fail_ms"`
+	OtherCodes int     `json:"other_codes"`
 	Unanswered int     `json:"unanswered"`
 	// SaidUndersold are the 503s that said their units stay taken without
 	// an order (counted undersold): the shop could not give them back, or
@@ -61,8 +63,8 @@ func (st *faultState) ordersDown(ctx context.Context) error {
 	st.rep.OrderOutage = orderOutage(st.results, st.faultAt, st.healAt)
 	st.mu.Unlock()
 	o := st.rep.OrderOutage
-	st.note("MariaDB stopped for %.0f ms: %d sales sent meanwhile, %d answered 503 (the slowest after %.0f ms), %d said their units stay taken without an order, %d got no answer",
-		o.DownMS, o.Answers, o.Failures, o.MaxFailMS, o.SaidUndersold, o.Unanswered)
+	st.note("MariaDB stopped for %.0f ms: %d sales sent meanwhile, %d answered 503 (%d not orders_unavailable; the slowest after %.0f ms), %d said their units stay taken without an order, %d got no answer",
+		o.DownMS, o.Answers, o.Failures, o.OtherCodes, o.MaxFailMS, o.SaidUndersold, o.Unanswered)
 	return st.conclude(ctx)
 }
 
@@ -81,6 +83,9 @@ func orderOutage(results []vegeta.Result, down, up time.Time) *OrderOutageReport
 		case res.Code == http.StatusServiceUnavailable:
 			o.Failures++
 			o.MaxFailMS = max(o.MaxFailMS, ms(res.Latency))
+			if !bytes.Contains(res.Body, []byte(`"orders_unavailable"`)) {
+				o.OtherCodes++
+			}
 			if bytes.Contains(res.Body, []byte("undersold")) {
 				o.SaidUndersold++
 			}
@@ -90,8 +95,8 @@ func orderOutage(results []vegeta.Result, down, up time.Time) *OrderOutageReport
 }
 
 // ordersDownWithin: sales sent while the order database was stopped
-// answered 503 within limit (the sale's deadline), every one of them
-// answered.
+// answered 503 orders_unavailable within limit (the sale's deadline),
+// every one of them answered.
 func ordersDownWithin(args []string) (checkFunc, error) {
 	return durationArg(args, func(limit time.Duration) checkFunc {
 		return func(r *StageRun, _ []StageRun) (bool, string) {
@@ -99,8 +104,9 @@ func ordersDownWithin(args []string) (checkFunc, error) {
 				return false, "no order database outage"
 			}
 			o := r.Fault.OrderOutage
-			return o.Failures > 0 && o.Unanswered == 0 && o.MaxFailMS <= ms(limit),
-				fmt.Sprintf("%d of %d sales sent while MariaDB was stopped answered 503, the slowest in %.0f ms (limit %s), %d unanswered", o.Failures, o.Answers, o.MaxFailMS, limit, o.Unanswered)
+			return o.Failures > 0 && o.OtherCodes == 0 && o.Unanswered == 0 && o.MaxFailMS <= ms(limit),
+				fmt.Sprintf("%d of %d sales sent while MariaDB was stopped answered 503 (%d not orders_unavailable), the slowest in %.0f ms (limit %s), %d unanswered",
+					o.Failures, o.Answers, o.OtherCodes, o.MaxFailMS, limit, o.Unanswered)
 		}
 	})
 }

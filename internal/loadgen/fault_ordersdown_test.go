@@ -26,10 +26,11 @@ func TestOrdersDownCountsTheSalesSentWhileStopped(t *testing.T) {
 		fail(2*time.Millisecond, 5100*time.Millisecond, `{"error":"orders_unavailable","message":"inventory: insert order (voided; its units stay taken, undersold): …"}`),
 		{Code: 200, Timestamp: at(3 * time.Second), Latency: 3 * time.Second}, // slow, then sold
 		{Code: 0, Timestamp: at(4 * time.Second), Error: "timeout"},
-		fail(7*time.Second, time.Millisecond, `{"error":"redis_unavailable"}`), // after: not counted
+		fail(5*time.Second, time.Millisecond, `{"error":"redis_unavailable","message":"…"}`), // the wrong code
+		fail(7*time.Second, time.Millisecond, `{"error":"redis_unavailable"}`),               // after: not counted
 	}
 	o := orderOutage(results, down, up)
-	want := OrderOutageReport{DownMS: 6000, Answers: 5, Failures: 3, MaxFailMS: 9800, Unanswered: 1, SaidUndersold: 2}
+	want := OrderOutageReport{DownMS: 6000, Answers: 6, Failures: 4, MaxFailMS: 9800, OtherCodes: 1, Unanswered: 1, SaidUndersold: 2}
 	if *o != want {
 		t.Fatalf("outage %+v, want %+v", *o, want)
 	}
@@ -41,7 +42,9 @@ func TestOrdersDownCountsTheSalesSentWhileStopped(t *testing.T) {
 		return &StageRun{Fault: &FaultReport{OrderOutage: &o}, Audit: Audit{Orders: &inventory.OrderCounts{Undersold: undersold}}}
 	}
 	answered := want
-	answered.Unanswered = 0
+	answered.Unanswered, answered.OtherCodes = 0, 0
+	redis := answered
+	redis.OtherCodes = 1
 	slow := answered
 	slow.MaxFailMS = 10500
 	for _, tc := range []struct {
@@ -52,6 +55,7 @@ func TestOrdersDownCountsTheSalesSentWhileStopped(t *testing.T) {
 	}{
 		{"every sale answered 503 in time", within, row(answered, 0), true},
 		{"a sale unanswered", within, row(want, 0), false},
+		{"a 503 that names Redis", within, row(redis, 0), false},
 		{"a 503 past the deadline", within, row(slow, 0), false},
 		{"no 503 at all", within, row(OrderOutageReport{Answers: 4}, 0), false},
 		{"undersold as said", checkUndersoldSaid, row(want, 2), true},
