@@ -20,6 +20,11 @@ var (
 	ErrMySQLUnavailable     error = serverUnavailable("mysql")
 	ErrEtcdUnavailable      error = serverUnavailable("etcd")
 	ErrZooKeeperUnavailable error = serverUnavailable("zookeeper")
+	// ErrOrdersUnavailable: the order database (MySQL or the embedded
+	// SQLite file; the wrapped error names which) did not answer. An
+	// ErrUnavailable too; what the sale left behind is in its message (see
+	// orderSeller.insert).
+	ErrOrdersUnavailable error = serverUnavailable("orders")
 	// ErrOutcomeUnknown: the stock write was sent but no answer came back (a
 	// timeout, a dropped connection), so the sale may have happened. The
 	// audit stays consistent either way: the write is one transaction. Every

@@ -268,8 +268,8 @@ func TestAFailedOrderInsertTakesNoUnitWithoutAnOrder(t *testing.T) {
 				faulty.insert, faulty.void = tc.insert, tc.void
 				faulty.mu.Unlock()
 				_, err := inv.DeductFor(ctx, stage, "sku-1", "alice", 1)
-				if sold := err == nil; sold != tc.sold || !tc.sold && !errors.Is(err, inventory.ErrUnavailable) {
-					t.Fatalf("sale: %v, want sold: %v (else unavailable)", err, tc.sold)
+				if sold := err == nil; sold != tc.sold || !tc.sold && !errors.Is(err, inventory.ErrOrdersUnavailable) {
+					t.Fatalf("sale: %v, want sold: %v (else the order database unavailable)", err, tc.sold)
 				}
 				a := orderAudit(t, inv, stage)
 				if a.Orders.Orders != tc.orders || a.Orders.Undersold != tc.undersold || a.Stock != tc.sto {
@@ -342,8 +342,8 @@ func TestAHungDatabaseAnswersWithinTheSaleDeadline(t *testing.T) {
 	start := time.Now()
 	_, err := inv.DeductFor(ctx, stage, "sku-1", "alice", 1)
 	took := time.Since(start)
-	if !errors.Is(err, inventory.ErrUnavailable) || !strings.Contains(err.Error(), "undersold") {
-		t.Fatalf("sale on a hung database: %v, want unavailable saying the units count as undersold", err)
+	if !errors.Is(err, inventory.ErrOrdersUnavailable) || !strings.Contains(err.Error(), "orders: mysql:") || !strings.Contains(err.Error(), "undersold") {
+		t.Fatalf("sale on a hung database: %v, want the order database (mysql) unavailable, saying the units count as undersold", err)
 	}
 	if took > deadline+200*time.Millisecond {
 		t.Fatalf("the sale answered after %v, past its %v deadline", took, deadline)

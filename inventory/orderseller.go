@@ -190,8 +190,8 @@ type OrderCounts struct {
 	Conflicts int64 `json:"conflicts"`
 }
 
-// ordersUnavailable marks an error of the order database. As for the mysql
-// stage's lock table, ErrUnavailable reads "a server the sale needs".
+// ordersUnavailable marks an error of the order database; err, the order
+// store's error, names the store (mysql or sqlite).
 func ordersUnavailable(op string, err error) error {
-	return fmt.Errorf("inventory: orders: %s: %w: %w", op, ErrUnavailable, err)
+	return fmt.Errorf("inventory: %s: %w: %w", op, ErrOrdersUnavailable, err)
 }

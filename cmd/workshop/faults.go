@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
 	"github.com/lockstep/lockstep/internal/proc"
+	"github.com/lockstep/lockstep/internal/sleep"
 )
 
 // injector carries out the loadgen's fault steps on the workshop's own
@@ -202,4 +204,47 @@ func (in *injector) RestartMember(ctx context.Context, stage string) error {
 		return err
 	}
 	return e.RestartKilled(ctx)
+}
+
+func (in *injector) HasOrderServer() bool {
+	return in.lockServers != nil && in.lockServers.mariadb != nil
+}
+
+// orderServerPid is the pid of the MariaDB that keeps the orders.
+func (in *injector) orderServerPid() (int, error) {
+	if !in.HasOrderServer() {
+		return 0, fmt.Errorf("mariadbd: %w (the orders are in the embedded SQLite file)", errSetUp)
+	}
+	return in.lockServers.mariadb.Pid(), nil
+}
+
+// StopOrderServer stops MariaDB and waits until its main thread is
+// stopped: kill returns before a busy process has taken the signal.
+func (in *injector) StopOrderServer(ctx context.Context) error {
+	pid, err := in.orderServerPid()
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("SIGSTOP mariadbd: %w", err)
+	}
+	for {
+		if st, err := proc.Read(pid); err != nil || st.State == 'T' {
+			return err
+		}
+		if err := sleep.For(ctx, 5*time.Millisecond); err != nil {
+			return fmt.Errorf("mariadbd stopping: %w", err)
+		}
+	}
+}
+
+func (in *injector) ContinueOrderServer() error {
+	pid, err := in.orderServerPid()
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		return fmt.Errorf("SIGCONT mariadbd: %w", err)
+	}
+	return nil
 }

@@ -37,3 +37,19 @@ func TestOrdersScenario(t *testing.T) {
 		})
 	}
 }
+
+// TestOrdersDownScenario stops the workshop's MariaDB (SIGSTOP) for 6 s
+// under load of one-per-user-lua: the sales sent meanwhile answer 503
+// within the sale's deadline or sell late, no unit is taken without an
+// order unless an answer said so, and sales resume once it continues.
+func TestOrdersDownScenario(t *testing.T) {
+	require(t, "redis-server", "redis-server")
+	require(t, "mariadbd", "mariadbd")
+	bins := buildBinaries(t)
+	rep, _, stderr := runWorkshop(t, 3*time.Minute, "--shop-bin", bins.shop, "--scenario", "orders-down", "--out", t.TempDir())
+	for _, r := range rep.Stages {
+		if !r.Passed() || r.Fault == nil || r.Fault.OrderOutage == nil || r.Fault.OrderOutage.Failures == 0 {
+			t.Errorf("%s: checks %+v, fault %+v:\n%s", r.Stage, r.Checks, r.Fault, stderr)
+		}
+	}
+}

@@ -10,7 +10,8 @@ import (
 )
 
 // TestUnavailableNamesTheServer: a lock-server stage's failure names the
-// server that did not answer, not Redis.
+// server that did not answer, not Redis; an order stage's order database is
+// orders_unavailable.
 func TestUnavailableNamesTheServer(t *testing.T) {
 	cause := errors.New("i/o timeout")
 	for _, tc := range []struct {
@@ -21,6 +22,7 @@ func TestUnavailableNamesTheServer(t *testing.T) {
 		{inventory.ErrMySQLUnavailable, CodeMySQLUnavailable},
 		{inventory.ErrEtcdUnavailable, CodeEtcdUnavailable},
 		{inventory.ErrZooKeeperUnavailable, CodeZooKeeperUnavailable},
+		{inventory.ErrOrdersUnavailable, CodeOrdersUnavailable},
 	} {
 		status, code := errorStatus(fmt.Errorf("inventory: acquire lock: %w: %w", tc.err, cause))
 		if status != http.StatusServiceUnavailable || code != tc.code {

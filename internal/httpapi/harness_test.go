@@ -97,7 +97,7 @@ var documentedCodes = map[int][]string{
 	http.StatusRequestEntityTooLarge: {"payload_too_large"},
 	http.StatusUnsupportedMediaType:  {"unsupported_media_type"},
 	http.StatusLocked:                {"lock_busy"},
-	http.StatusServiceUnavailable:    {"redis_unavailable", "mysql_unavailable", "etcd_unavailable", "zookeeper_unavailable", "stage_unavailable", "not_ready"},
+	http.StatusServiceUnavailable:    {"redis_unavailable", "mysql_unavailable", "etcd_unavailable", "zookeeper_unavailable", "orders_unavailable", "stage_unavailable", "not_ready"},
 }
 
 // checkShape asserts what every answer has: X-Replica, a JSON object body,

@@ -46,12 +46,15 @@ const (
 	CodeMySQLUnavailable     = "mysql_unavailable"
 	CodeEtcdUnavailable      = "etcd_unavailable"
 	CodeZooKeeperUnavailable = "zookeeper_unavailable"
-	CodeUnauthorized         = "unauthorized"
-	CodeForbidden            = "forbidden"
-	CodeNotFound             = "not_found"
-	CodeMethodNotAllowed     = "method_not_allowed"
-	CodeNotReady             = "not_ready"
-	CodeInternal             = "internal"
+	// CodeOrdersUnavailable: an order stage's order database (MySQL or
+	// SQLite, named in the message) did not answer.
+	CodeOrdersUnavailable = "orders_unavailable"
+	CodeUnauthorized      = "unauthorized"
+	CodeForbidden         = "forbidden"
+	CodeNotFound          = "not_found"
+	CodeMethodNotAllowed  = "method_not_allowed"
+	CodeNotReady          = "not_ready"
+	CodeInternal          = "internal"
 	// CodeOutcomeUnknown: an Idempotency-Key whose first request may have
 	// sold, but never recorded its answer; the key never sells again.
 	CodeOutcomeUnknown = "outcome_unknown"
@@ -210,6 +213,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusServiceUnavailable, CodeEtcdUnavailable
 	case errors.Is(err, inventory.ErrZooKeeperUnavailable):
 		return http.StatusServiceUnavailable, CodeZooKeeperUnavailable
+	case errors.Is(err, inventory.ErrOrdersUnavailable):
+		return http.StatusServiceUnavailable, CodeOrdersUnavailable
 	case errors.Is(err, inventory.ErrUnavailable):
 		return http.StatusServiceUnavailable, CodeRedisUnavailable
 	default:

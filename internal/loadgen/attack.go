@@ -34,15 +34,18 @@ const (
 	outcomeSale outcome = iota
 	outcomeSoldOut
 	outcomeBusy
-	outcomeError
+	// outcomeAlreadyBought: a one-per-user refusal (409 already_bought), a
+	// refusal of its own: neither a busy lock nor a sold out that would end
+	// the run.
+	outcomeAlreadyBought
+	outcomeError // the last: arrays of every outcome are [outcomeError + 1]
 )
 
-// outcomeOf classifies a result: as classify does, but a one-per-user
-// refusal (409 already_bought) is refused like a busy lock, not a sold
-// out that would end the run.
+// outcomeOf classifies a result: as classify does, but a 409 that is
+// already_bought is outcomeAlreadyBought.
 func outcomeOf(r *vegeta.Result) outcome {
 	if alreadyBought(r) {
-		return outcomeBusy
+		return outcomeAlreadyBought
 	}
 	return classify(r.Code)
 }
@@ -67,8 +70,10 @@ type tally struct {
 	sales      int
 	soldOut    int
 	busy       int
-	errors     int
-	firstSale  time.Time
+	// alreadyBought are the one-per-user refusals (409 already_bought).
+	alreadyBought int
+	errors        int
+	firstSale     time.Time
 	// latencies of every answer and of the sales alone. At a fixed rate
 	// they run from each request's intended send time (its slot in the
 	// pacer's schedule), so a stalled server's backlog counts the wait it
@@ -102,6 +107,8 @@ func (t *tally) add(r *vegeta.Result) {
 		t.soldOut++
 	case outcomeBusy:
 		t.busy++
+	case outcomeAlreadyBought:
+		t.alreadyBought++
 	case outcomeError:
 		t.errors++
 		msg := r.Error

@@ -66,17 +66,32 @@ func TestBuyersAreDrawnFromThePopulationWithEagerBursts(t *testing.T) {
 	}
 }
 
+// A 409 already_bought is a refusal of its own: not a sold out that ends
+// the run, and not counted as busy.
 func TestAnAlreadyBoughtAnswerIsARefusalNotSoldOut(t *testing.T) {
 	for _, tc := range []struct {
 		body string
 		want outcome
 	}{
-		{`{"error":"already_bought","message":"…"}`, outcomeBusy},
+		{`{"error":"already_bought","message":"…"}`, outcomeAlreadyBought},
 		{`{"error":"sold_out","message":"…"}`, outcomeSoldOut},
 	} {
 		if got := outcomeOf(&vegeta.Result{Code: 409, Body: []byte(tc.body)}); got != tc.want {
 			t.Errorf("409 %s: outcome %d, want %d", tc.body, got, tc.want)
 		}
+	}
+	tl := &tally{replicas: map[string]struct{}{}, errorSamples: map[string]int{}}
+	for _, r := range []vegeta.Result{
+		{Code: 200}, {Code: 423}, {Code: 409, Body: []byte(`{"error":"sold_out"}`)},
+		{Code: 409, Body: []byte(`{"error":"already_bought"}`)}, {Code: 409, Body: []byte(`{"error":"already_bought"}`)},
+	} {
+		tl.add(&r)
+	}
+	var row StageRun
+	row.fillFromTally(tl)
+	if row.Requests != 5 || row.Sales != 1 || row.Busy != 1 || row.SoldOut != 1 || row.AlreadyBought != 2 {
+		t.Errorf("counted %d requests: %d sales, %d busy, %d sold out, %d already bought; want 5: 1, 1, 1, 2",
+			row.Requests, row.Sales, row.Busy, row.SoldOut, row.AlreadyBought)
 	}
 }
 
@@ -123,11 +138,11 @@ func TestOrderExpectations(t *testing.T) {
 }
 
 // report.html and the printed table show an order stage's orders beside its
-// stock, and nothing of them for a run of no order stage.
+// stock and its already_bought answers, and nothing of them for a run of no order stage.
 func TestTheReportShowsOrders(t *testing.T) {
 	o := inventory.OrderCounts{Counts: orders.Counts{Orders: 150, Units: 150, Buyers: 57}, DuplicateOrders: 93, Conflicts: 4}
 	rep := &Report{Orders: "MariaDB at 127.0.0.1:3306", Stages: []StageRun{
-		{Stage: "one-per-user-naive", Sales: 150, Audit: Audit{Initial: 150, Orders: &o}},
+		{Stage: "one-per-user-naive", Sales: 150, Busy: 5, AlreadyBought: 61, Audit: Audit{Initial: 150, Orders: &o}},
 		{Stage: "atomic", Sales: 10, Audit: Audit{Initial: 10}},
 	}}
 	var html, table strings.Builder
@@ -145,6 +160,9 @@ func TestTheReportShowsOrders(t *testing.T) {
 	for _, out := range []string{section, table.String()} {
 		if !strings.Contains(out, "MariaDB at 127.0.0.1:3306") || !strings.Contains(out, "one-per-user-naive") || !strings.Contains(out, "93") || strings.Contains(out, "atomic") {
 			t.Errorf("orders of the naive rung missing, or atomic listed:\n%s", out)
+		}
+		if !strings.Contains(out, "already bought") || !strings.Contains(out, "61") {
+			t.Errorf("no already-bought column with the naive rung's 61:\n%s", out)
 		}
 	}
 	rep.Stages = rep.Stages[1:]

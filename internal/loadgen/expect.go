@@ -79,6 +79,10 @@ func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
 		return noArgs(checkLosesEverything), true
 	case "loses-at-most":
 		return losesAtMost, true
+	case "orders-down-within":
+		return ordersDownWithin, true
+	case "undersold-said":
+		return noArgs(checkUndersoldSaid), true
 	case "duplicate-orders", "no-duplicate-orders", "undersells", "no-undersell", "orders-match-stock",
 		"undersold-after-crash", "no-undersold-after-crash":
 		return noArgs(orderChecks[name]), true

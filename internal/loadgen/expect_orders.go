@@ -85,6 +85,7 @@ func checkOrdersMatchStock(a Audit) (bool, string) {
 // orderRow is an order stage's run as report.html's orders table shows it.
 type orderRow struct {
 	Label                                             string
+	AlreadyBought                                     int
 	Orders, Buyers, DuplicateOrders, Units, Conflicts int64
 	Undersold                                         int64
 	Remaining, Oversold                               int
@@ -106,7 +107,7 @@ func (rep *Report) orderRows() []orderRow {
 			crash = strconv.FormatInt(*r.Crash.Undersold, 10)
 		}
 		rows = append(rows, orderRow{
-			Label: r.label(), Orders: o.Orders, Buyers: o.Buyers, DuplicateOrders: o.DuplicateOrders, Units: o.Units,
+			Label: r.label(), AlreadyBought: r.AlreadyBought, Orders: o.Orders, Buyers: o.Buyers, DuplicateOrders: o.DuplicateOrders, Units: o.Units,
 			Conflicts: o.Conflicts, Undersold: o.Undersold, Remaining: r.Audit.Stock, Oversold: r.Oversold, CrashUndersold: crash,
 		})
 	}
@@ -124,9 +125,9 @@ func (rep *Report) writeOrderTable(w io.Writer) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stage\torders\tbuyers\tduplicate orders\tunits\tremaining\tconflicts\tundersold\toversold\tundersold by the crash step\t")
+	fmt.Fprintln(tw, "stage\talready bought\torders\tbuyers\tduplicate orders\tunits\tremaining\tconflicts\tundersold\toversold\tundersold by the crash step\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Label, r.Orders, r.Buyers, r.DuplicateOrders, r.Units, r.Remaining, r.Conflicts, r.Undersold, r.Oversold, r.CrashUndersold)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Label, r.AlreadyBought, r.Orders, r.Buyers, r.DuplicateOrders, r.Units, r.Remaining, r.Conflicts, r.Undersold, r.Oversold, r.CrashUndersold)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write order table: %w", err)

@@ -79,6 +79,8 @@ func (r *runner) faultStep(ctx context.Context, run RunSpec, row *StageRun, tl *
 		err = st.partition(ctx)
 	case run.Fault.Kind == FaultReshard, run.Fault.Kind == FaultReshardHalfWay:
 		err = st.reshard(ctx)
+	case run.Fault.Kind == FaultOrdersDown:
+		err = st.ordersDown(ctx)
 	}
 	st.fillRow()
 	row.judgeConsistency()
@@ -218,7 +220,7 @@ func (st *faultState) background(ctx context.Context, d Duration, sku string, re
 		attack(ctx, attackSpec{
 			name: st.run.Stage + "-" + fs.Kind, url: urls[0], also: urls[1:],
 			rate: fs.Rate, workers: fs.Workers, duration: d.D(),
-			timeout: st.run.Timeout.D(), onResult: record,
+			timeout: st.run.Timeout.D(), onResult: record, buyers: st.run.Buyers,
 		}, st.tl, st.r.progress.answer)
 	}()
 	return func() { <-done }

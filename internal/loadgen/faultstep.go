@@ -30,9 +30,12 @@ const (
 	// stage's keys moved and the slot not handed over, as an interrupted
 	// redis-cli --cluster reshard leaves it.
 	FaultReshardHalfWay = "reshard-halfway"
+	// FaultOrdersDown: an order stage's MariaDB stops answering (SIGSTOP)
+	// for hold while sales go on, then continues (SIGCONT).
+	FaultOrdersDown = "orders-down"
 )
 
-var faultKinds = []string{FaultCrash, FaultPause, FaultRedisRestart, FaultFailover, FaultPartition, FaultReshard, FaultReshardHalfWay}
+var faultKinds = []string{FaultCrash, FaultPause, FaultRedisRestart, FaultFailover, FaultPartition, FaultReshard, FaultReshardHalfWay, FaultOrdersDown}
 
 // Persistence modes of a redis-restart step.
 const (
@@ -57,7 +60,8 @@ type FaultStep struct {
 	// when the fault strikes (crash, partition), so it is still inside when
 	// the step looks; the other sales run with the run's faults.
 	VictimWork Duration `yaml:"victim_work" json:"victim_work,omitempty"`
-	// Before is how long sales go on before the fault (redis-restart).
+	// Before is how long sales go on before the fault (redis-restart,
+	// orders-down).
 	Before Duration `yaml:"before" json:"before,omitempty"`
 	// Hold is how long the fault lasts before it heals: the pause, Redis
 	// being down, the partition.
@@ -117,6 +121,8 @@ func (f *FaultStep) validate() error {
 		err = errors.Join(needs("victim_work", f.VictimWork > f.Hold), needs("hold", f.Hold > 0), needs("observe", f.Observe > f.Hold))
 	case FaultReshard, FaultReshardHalfWay:
 		err = errors.Join(needs("before", f.Before > 0), needs("observe", f.Observe > f.Before+f.Hold))
+	case FaultOrdersDown:
+		err = errors.Join(needs("before", f.Before > 0), needs("hold", f.Hold > 0), needs("observe", f.Observe > f.Hold))
 	default:
 		return fmt.Errorf("kind %q: want one of %v", f.Kind, faultKinds)
 	}
@@ -173,6 +179,13 @@ type Injector interface {
 	// redis-cli --cluster reshard does (IMPORTING and MIGRATING, MIGRATEs,
 	// the slot handed over) and returns both masters' addresses.
 	MigrateSlot(ctx context.Context, key string, move SlotMove) (from, to string, err error)
+	// HasOrderServer reports whether the order stages keep their orders in
+	// a server (MariaDB) the step can stop, rather than the embedded
+	// SQLite file. StopOrderServer stops it with SIGSTOP and returns once
+	// it is stopped; ContinueOrderServer sends SIGCONT.
+	HasOrderServer() bool
+	StopOrderServer(ctx context.Context) error
+	ContinueOrderServer() error
 }
 
 // SlotMove is how MigrateSlot moves a slot's keys.
@@ -229,6 +242,8 @@ type FaultReport struct {
 	LockKeys       []LockKey     `json:"lock_keys,omitempty"`
 	SaleAfterReset *bool         `json:"sale_after_reset,omitempty"`
 	Outage         *OutageReport `json:"outage,omitempty"`
+	// OrderOutage: what an orders-down step's sales answered.
+	OrderOutage *OrderOutageReport `json:"order_outage,omitempty"`
 	// Notes say in words what happened, step by step.
 	Notes []string `json:"notes,omitempty"`
 }

@@ -68,8 +68,8 @@ func (p *progress) answer(t *tally) {
 		return
 	}
 	p.last = now
-	line := fmt.Sprintf("%s  %4.1fs/%s  requests %d  sales %d  sold-out %d  busy %d  errors %d  oversold so far %d",
-		p.prefix, now.Sub(p.started).Seconds(), p.planned, t.requests, t.sales, t.soldOut, t.busy, t.errors, p.oversold.Load())
+	line := fmt.Sprintf("%s  %4.1fs/%s  requests %d  sales %d  sold-out %d  busy %d  already-bought %d  errors %d  oversold so far %d",
+		p.prefix, now.Sub(p.started).Seconds(), p.planned, t.requests, t.sales, t.soldOut, t.busy, t.alreadyBought, t.errors, p.oversold.Load())
 	if p.interactive {
 		fmt.Fprintf(p.w, "\r\033[K%s", line)
 		p.drawn = true

@@ -144,10 +144,13 @@ type StageRun struct {
 	Workers  int    `json:"workers"`
 	Faults   Faults `json:"faults"`
 
-	Requests       int      `json:"requests"`
-	Sales          int      `json:"sales"`
-	SoldOut        int      `json:"sold_out"`
-	Busy           int      `json:"busy"`
+	Requests int `json:"requests"`
+	Sales    int `json:"sales"`
+	SoldOut  int `json:"sold_out"`
+	Busy     int `json:"busy"`
+	// AlreadyBought are an order stage's 409 already_bought answers (a
+	// buyer's second purchase refused), not counted in Busy.
+	AlreadyBought  int      `json:"already_bought"`
 	Errors         int      `json:"errors"`
 	ErrorSamples   []string `json:"error_samples,omitempty"`
 	ElapsedMS      float64  `json:"elapsed_ms"`
@@ -223,6 +226,7 @@ type CrashReport struct {
 	Requests       int       `json:"requests"`
 	Sales          int       `json:"sales"`
 	Busy           int       `json:"busy"`
+	AlreadyBought  int       `json:"already_bought"`
 	Errors         int       `json:"errors"`
 	ObserveMS      float64   `json:"observe_ms"`
 	LockKeys       []LockKey `json:"lock_keys,omitempty"`

@@ -247,6 +247,9 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	case run.Fault != nil && (r.cfg.Injector == nil || len(r.cfg.ReplicaURLs) < 2 || r.holders == nil):
 		row.Skipped = "a fault step needs the workshop (go run ./cmd/workshop): it kills, stops and cuts off its processes"
 		return row
+	case run.Fault != nil && run.Fault.Kind == FaultOrdersDown && !r.cfg.Injector.HasOrderServer():
+		row.Skipped = "an orders-down step needs the orders in MariaDB (the embedded SQLite file is the shops' own, nothing to stop)"
+		return row
 	}
 	fail := func(err error) StageRun {
 		row.Error = err.Error()
@@ -347,7 +350,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 }
 
 func (row *StageRun) fillFromTally(t *tally) {
-	row.Requests, row.Sales, row.SoldOut, row.Busy, row.Errors = t.requests, t.sales, t.soldOut, t.busy, t.errors
+	row.Requests, row.Sales, row.SoldOut, row.Busy, row.AlreadyBought, row.Errors = t.requests, t.sales, t.soldOut, t.busy, t.alreadyBought, t.errors
 	row.Replicas = len(t.replicas)
 	for msg, n := range t.errorSamples {
 		row.ErrorSamples = append(row.ErrorSamples, fmt.Sprintf("%d× %s", n, msg))
@@ -422,7 +425,7 @@ func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *S
 		timeout:  run.Timeout.D(),
 		buyers:   run.Buyers,
 	}, tl, r.progress.answer)
-	crash.Requests, crash.Sales, crash.Busy, crash.Errors = t.requests, t.sales, t.busy, t.errors
+	crash.Requests, crash.Sales, crash.Busy, crash.AlreadyBought, crash.Errors = t.requests, t.sales, t.busy, t.alreadyBought, t.errors
 	crash.ObserveMS = ms(t.elapsed())
 	stuck := t.requests > 0 && t.sales == 0
 	row.Stuck = &stuck

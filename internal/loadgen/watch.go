@@ -53,7 +53,7 @@ type LiveSnapshot struct {
 	Phase    string
 	Timeline Timeline
 	// The attacks' answers by outcome so far.
-	Requests, Sales, SoldOut, Busy, Errors int
+	Requests, Sales, SoldOut, Busy, AlreadyBought, Errors int
 	// Oversold is the latest audit's figure; MaxHolders its most sales
 	// seen inside the critical section at once (the track_holders fault).
 	Oversold   int
@@ -81,8 +81,8 @@ func (l *LiveStage) Snapshot() LiveSnapshot {
 	}
 	var byOutcome [outcomeError + 1]int
 	s.Timeline, byOutcome = tl.snapshot()
-	s.Sales, s.SoldOut, s.Busy, s.Errors = byOutcome[outcomeSale], byOutcome[outcomeSoldOut], byOutcome[outcomeBusy], byOutcome[outcomeError]
-	s.Requests = s.Sales + s.SoldOut + s.Busy + s.Errors
+	s.Sales, s.SoldOut, s.Busy, s.AlreadyBought, s.Errors = byOutcome[outcomeSale], byOutcome[outcomeSoldOut], byOutcome[outcomeBusy], byOutcome[outcomeAlreadyBought], byOutcome[outcomeError]
+	s.Requests = s.Sales + s.SoldOut + s.Busy + s.AlreadyBought + s.Errors
 	return s
 }
 
