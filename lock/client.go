@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -342,9 +343,25 @@ func (c *Client) attempt(ctx context.Context, script *redis.Script, keys []strin
 // WithWaitReplicas is set.
 func (c *Client) runAcquire(ctx context.Context, script *redis.Script, keys []string, args []any) (any, error) {
 	if c.opts.waitReplicas > 0 {
-		return c.attemptReplicated(ctx, script, keys, args)
+		res, err := c.attemptReplicated(ctx, script, keys, args)
+		return res, atDeadline(ctx, err)
 	}
-	return c.eval(ctx, script, keys, args...).Result()
+	res, err := c.eval(ctx, script, keys, args...).Result()
+	return res, atDeadline(ctx, err)
+}
+
+// atDeadline reports a socket timeout at ctx's deadline as the deadline
+// (context.DeadlineExceeded, wrapping the timeout): a go-redis client with
+// ContextTimeoutEnabled puts ctx's deadline on its socket, which can fail
+// a moment before ctx's own timer fires, and a waiter whose wait ran out
+// must say so whichever came first.
+func atDeadline(ctx context.Context, err error) error {
+	var timeout net.Error
+	deadline, ok := ctx.Deadline()
+	if !ok || !errors.As(err, &timeout) || !timeout.Timeout() || time.Now().Before(deadline) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 }
 
 // eval runs script (EVALSHA, EVAL when Redis lacks it), again while a

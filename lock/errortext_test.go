@@ -2,6 +2,9 @@ package lock
 
 import (
 	"context"
+	"errors"
+	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +38,37 @@ func TestErrorsNameTheLockOnce(t *testing.T) {
 		}
 		if n := strings.Count(err.Error(), name); n != 1 {
 			t.Errorf("%s: %q names the lock %d times, want once", tc.kind, err, n)
+		}
+	}
+}
+
+// A socket timeout at the caller's deadline is the deadline: a go-redis
+// client with ContextTimeoutEnabled fails a request with "i/o timeout" a
+// moment before the context's own timer fires (seen in a loaded CI run:
+// Lock returned the i/o timeout, not context.DeadlineExceeded).
+func TestASocketTimeoutAtTheDeadlineIsTheDeadline(t *testing.T) {
+	socket := &net.OpError{Op: "write", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	defer cancel()
+	later, cancelLater := context.WithTimeout(context.Background(), time.Hour)
+	defer cancelLater()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{"timeout at the deadline", past, socket, true},
+		{"timeout before the deadline", later, socket, false},
+		{"no deadline", context.Background(), socket, false},
+		{"another error at the deadline", past, errors.New("NOSCRIPT"), false},
+	} {
+		err := atDeadline(tc.ctx, tc.err)
+		if got := errors.Is(err, context.DeadlineExceeded); got != tc.want {
+			t.Errorf("%s: %v is the deadline: %t, want %t", tc.name, err, got, tc.want)
+		}
+		if !errors.Is(err, tc.err) {
+			t.Errorf("%s: %v lost its cause", tc.name, err)
 		}
 	}
 }
