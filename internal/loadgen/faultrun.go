@@ -79,6 +79,8 @@ func (r *runner) faultStep(ctx context.Context, run RunSpec, row *StageRun, tl *
 		err = st.partition(ctx)
 	case run.Fault.Kind == FaultReshard, run.Fault.Kind == FaultReshardHalfWay:
 		err = st.reshard(ctx)
+	case run.Fault.Kind == FaultWorkerKill:
+		err = st.workerKill(ctx)
 	}
 	st.fillRow()
 	row.judgeConsistency()
@@ -218,7 +220,7 @@ func (st *faultState) background(ctx context.Context, d Duration, sku string, re
 		attack(ctx, attackSpec{
 			name: st.run.Stage + "-" + fs.Kind, url: urls[0], also: urls[1:],
 			rate: fs.Rate, workers: fs.Workers, duration: d.D(),
-			timeout: st.run.Timeout.D(), onResult: record,
+			timeout: st.run.Timeout.D(), onResult: record, buyers: st.run.Buyers,
 		}, st.tl, st.r.progress.answer)
 	}()
 	return func() { <-done }
@@ -394,6 +396,9 @@ func (rep *FaultReport) summary() string {
 	}
 	if rep.RecoveryMS != nil {
 		parts = append(parts, "recovered "+fmtMS(*rep.RecoveryMS))
+	}
+	if w := rep.WorkerKill; w != nil {
+		parts = append(parts, fmt.Sprintf("%s down %.1fs: %d pending, %d undersold", w.Worker, w.DownMS/1000, w.PendingWhileDown, w.UndersoldWhileDown))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -30,9 +30,13 @@ const (
 	// stage's keys moved and the slot not handed over, as an interrupted
 	// redis-cli --cluster reshard leaves it.
 	FaultReshardHalfWay = "reshard-halfway"
+	// FaultWorkerKill: on an async stage, kill -9 of an order worker that
+	// holds entries it read and did not acknowledge, kept down past the
+	// workers' claim bound, then started again under its name.
+	FaultWorkerKill = "worker-kill"
 )
 
-var faultKinds = []string{FaultCrash, FaultPause, FaultRedisRestart, FaultFailover, FaultPartition, FaultReshard, FaultReshardHalfWay}
+var faultKinds = []string{FaultCrash, FaultPause, FaultRedisRestart, FaultFailover, FaultPartition, FaultReshard, FaultReshardHalfWay, FaultWorkerKill}
 
 // Persistence modes of a redis-restart step.
 const (
@@ -117,6 +121,10 @@ func (f *FaultStep) validate() error {
 		err = errors.Join(needs("victim_work", f.VictimWork > f.Hold), needs("hold", f.Hold > 0), needs("observe", f.Observe > f.Hold))
 	case FaultReshard, FaultReshardHalfWay:
 		err = errors.Join(needs("before", f.Before > 0), needs("observe", f.Observe > f.Before+f.Hold))
+	case FaultWorkerKill:
+		// The sales end before the worker is started again, so what the
+		// audit reads while it is down is all the others could do.
+		err = errors.Join(needs("before", f.Before > 0), needs("observe", f.Observe > 0), needs("hold", f.Hold >= f.Observe))
 	default:
 		return fmt.Errorf("kind %q: want one of %v", f.Kind, faultKinds)
 	}
@@ -173,6 +181,11 @@ type Injector interface {
 	// redis-cli --cluster reshard does (IMPORTING and MIGRATING, MIGRATEs,
 	// the slot handed over) and returns both masters' addresses.
 	MigrateSlot(ctx context.Context, key string, move SlotMove) (from, to string, err error)
+	// KillOrderWorker kills the named order worker (its consumer name)
+	// with SIGKILL and keeps it down until StartOrderWorker starts it again
+	// under the same name.
+	KillOrderWorker(ctx context.Context, name string) error
+	StartOrderWorker(ctx context.Context, name string) error
 }
 
 // SlotMove is how MigrateSlot moves a slot's keys.
@@ -229,6 +242,8 @@ type FaultReport struct {
 	LockKeys       []LockKey     `json:"lock_keys,omitempty"`
 	SaleAfterReset *bool         `json:"sale_after_reset,omitempty"`
 	Outage         *OutageReport `json:"outage,omitempty"`
+	// WorkerKill: what a worker-kill step saw while the worker was down.
+	WorkerKill *WorkerKillReport `json:"worker_kill,omitempty"`
 	// Notes say in words what happened, step by step.
 	Notes []string `json:"notes,omitempty"`
 }
