@@ -22,6 +22,8 @@ type injector struct {
 	// lockServers are the etcd cluster and ZooKeeper ensemble whose leader
 	// the leader-failover step kills.
 	lockServers *lockServers
+	// workers are the order workers the worker-kill step kills, else nil.
+	workers *orderWorkers
 }
 
 var _ loadgen.Injector = (*injector)(nil)
@@ -45,6 +47,23 @@ func (in *injector) KillReplica(_ context.Context, name string) error {
 		return err
 	}
 	return r.sup.kill()
+}
+
+func (in *injector) KillOrderWorker(_ context.Context, name string) error {
+	w, err := in.workers.named(name)
+	if err != nil {
+		return err
+	}
+	return w.killHeld()
+}
+
+func (in *injector) StartOrderWorker(_ context.Context, name string) error {
+	w, err := in.workers.named(name)
+	if err != nil {
+		return err
+	}
+	w.release()
+	return nil
 }
 
 func (in *injector) StoppedReplicas() []string {

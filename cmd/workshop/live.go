@@ -398,6 +398,7 @@ type liveNow struct {
 	Renewals    int
 	Chart       template.HTML
 	ShardsTable template.HTML
+	StreamTable template.HTML
 	Trace       template.HTML
 }
 
@@ -406,6 +407,7 @@ type liveRow struct {
 	Label, NotRun, After      string
 	Checked, Passed           bool
 	Chart, ShardsTable, Trace template.HTML
+	StreamTable               template.HTML
 }
 
 func (l *live) render() (template.HTML, error) {
@@ -459,6 +461,9 @@ func (l *live) now(c *liveStage) (*liveNow, error) {
 	if now.ShardsTable, err = loadgen.ShardsHTML(snap.Shards); err != nil {
 		return nil, err
 	}
+	if now.StreamTable, err = loadgen.StreamHTML(loadgen.StreamNow(c.start.Label, snap.Stream)); err != nil {
+		return nil, err
+	}
 	now.Trace, err = loadgen.TraceHTML(snap.Trace)
 	return now, err
 }
@@ -471,6 +476,9 @@ func liveRowOf(r *loadgen.StageRun) (liveRow, error) {
 	}
 	var err error
 	if row.ShardsTable, err = loadgen.ShardsHTML(r.Shards); err != nil {
+		return row, err
+	}
+	if row.StreamTable, err = loadgen.StreamHTML(r.StreamRows()); err != nil {
 		return row, err
 	}
 	row.Trace, err = loadgen.TraceHTML(r.Trace)

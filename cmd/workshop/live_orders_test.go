@@ -2,8 +2,10 @@ package main
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
+	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/internal/loadgen"
 	"github.com/lockstep/lockstep/inventory"
 	"github.com/lockstep/lockstep/orders"
@@ -35,5 +37,22 @@ func TestLivePageShowsOrders(t *testing.T) {
 	}
 	if c := cells("atomic"); len(c) < 10 || c[8] != "-" || c[9] != "-" {
 		t.Errorf("atomic's row %q: want - for orders", c)
+	}
+}
+
+// A finished async run's section on the live page has its order stream:
+// the most it reached while running and what was left after draining.
+func TestLivePageShowsTheOrderStream(t *testing.T) {
+	l := &live{scenario: "async", runs: 1, renewals: newRenewalCounter()}
+	l.StageDone(loadgen.StageRun{Index: 0, Stage: "async-stream", Sales: 300, DrainMS: 200,
+		Audit:              loadgen.Audit{Initial: 300, Stream: &asyncorders.Stats{Length: 300, DeadLetters: 2}},
+		StreamWhileRunning: &loadgen.StreamView{Length: 250, Pending: 9, Samples: 8}})
+	page, err := l.render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile(`<tr data-stream="async-stream">.*?</tr>`).FindAllString(string(page), -1)
+	if len(rows) != 2 || !strings.Contains(rows[0], "<td>9</td>") || !strings.Contains(rows[1], "after draining") || !strings.Contains(rows[1], "<td>2</td>") {
+		t.Errorf("stream rows %q", rows)
 	}
 }

@@ -282,7 +282,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		RedisAddr:        redisAddr,
 		RedisCluster:     wiring.loadgenCluster(),
 		HoldersRedisAddr: holdersAddr,
-		Injector:         &injector{replicas: replicas, redis: rs, group: wiring.group, links: wiring.links, lockServers: servers},
+		Injector:         &injector{replicas: replicas, redis: rs, group: wiring.group, links: wiring.links, lockServers: servers, workers: workers},
 		Redis:            redisComponent,
 		Proxy:            proxy.component,
 		Orders:           servers.orders(),

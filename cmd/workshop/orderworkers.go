@@ -57,6 +57,18 @@ func paymentEnv(sc *loadgen.Scenario) []string {
 // when it exits (a restarted worker finishes its own pending entries).
 type orderWorkers struct{ sups []*supervised }
 
+// named is the worker whose consumer name is name.
+func (w *orderWorkers) named(name string) (*supervised, error) {
+	if w != nil {
+		for _, s := range w.sups {
+			if s.name == name {
+				return s, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("order worker %q: %w", name, errSetUp)
+}
+
 func (w *orderWorkers) stop() {
 	for _, s := range w.sups {
 		s.stop(syscall.SIGTERM)

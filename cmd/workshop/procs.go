@@ -99,6 +99,9 @@ type supervised struct {
 	stopping bool
 	restarts int
 	stopped  chan struct{}
+	// held, while open, keeps the supervisor from starting the process
+	// again (killHeld); closed by release or stop.
+	held chan struct{}
 }
 
 // restartDelay spaces restarts so a child that cannot start does not spin.
@@ -122,6 +125,12 @@ func (s *supervised) loop() {
 		s.mu.Unlock()
 		<-p.done
 		time.Sleep(restartDelay)
+		s.mu.Lock()
+		held := s.held
+		s.mu.Unlock()
+		if held != nil {
+			<-held
+		}
 		s.mu.Lock()
 		if s.stopping {
 			s.mu.Unlock()
@@ -170,6 +179,31 @@ func (s *supervised) kill() error {
 	return nil
 }
 
+// killHeld kills the process as kill does and keeps it down until release
+// (or stop): a fault step that needs it gone for a while.
+func (s *supervised) killHeld() error {
+	s.mu.Lock()
+	if s.held == nil {
+		s.held = make(chan struct{})
+	}
+	s.mu.Unlock()
+	if err := s.kill(); err != nil {
+		s.release()
+		return err
+	}
+	return nil
+}
+
+// release lets the supervisor start the process again after killHeld.
+func (s *supervised) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held != nil {
+		close(s.held)
+		s.held = nil
+	}
+}
+
 // errNotRunning: a fault step asked for a process that is not running.
 var errNotRunning = errors.New("not running")
 
@@ -179,6 +213,7 @@ func (s *supervised) stop(sig syscall.Signal) {
 	s.stopping = true
 	p := s.current
 	s.mu.Unlock()
+	s.release()
 	// Restarts happen under s.mu after checking stopping, so p is the last
 	// process this supervisor will ever start.
 	p.stop(sig)

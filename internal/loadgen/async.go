@@ -2,7 +2,11 @@ package loadgen
 
 import (
 	"context"
+	"html/template"
+	"strings"
+
 	"fmt"
+	"github.com/lockstep/lockstep/asyncorders"
 	"io"
 	"text/tabwriter"
 	"time"
@@ -54,6 +58,24 @@ func (r *runner) drainAsync(ctx context.Context, base, stage, sku string, a Audi
 var asyncChecks = map[string]checkFunc{
 	"drained":       streamCheck(func(a Audit) bool { return a.Stream.Drained() }),
 	"pending-grows": streamCheck(func(a Audit) bool { return a.Stream.Undelivered == 0 && a.Stream.Pending > 0 }),
+	// A worker-kill step: while the killed worker was down, the others
+	// claimed its entries and wrote their orders — or did not.
+	"claimed-while-down": workerKillCheck(func(w *WorkerKillReport) bool { return w.PendingWhileDown == 0 && w.UndersoldWhileDown == 0 }),
+	"missing-while-down": workerKillCheck(func(w *WorkerKillReport) bool { return w.PendingWhileDown > 0 && w.UndersoldWhileDown > 0 }),
+}
+
+func workerKillCheck(f func(w *WorkerKillReport) bool) checkFunc {
+	return func(r *StageRun, _ []StageRun) (bool, string) {
+		if r.Fault == nil || r.Fault.WorkerKill == nil {
+			return false, "no worker-kill step ran"
+		}
+		w := r.Fault.WorkerKill
+		if w.PendingAtKill == 0 {
+			return false, w.Worker + " held no entry when it was killed, so nothing was shown"
+		}
+		return f(w), fmt.Sprintf("%s killed holding %d entries; %.1fs later, still down: %d pending, %d units sold without an order",
+			w.Worker, w.PendingAtKill, w.DownMS/1000, w.PendingWhileDown, w.UndersoldWhileDown)
+	}
 }
 
 func streamCheck(f func(a Audit) bool) checkFunc {
@@ -93,4 +115,108 @@ func (rep *Report) writeStreamTable(w io.Writer) error {
 		return fmt.Errorf("write stream table: %w", err)
 	}
 	return nil
+}
+
+// StreamView is an async stage's order stream in the units the report and
+// the live page show.
+type StreamView struct {
+	Length         int64   `json:"length"`
+	Undelivered    int64   `json:"undelivered"`
+	Pending        int64   `json:"pending"`
+	OldestPendingS float64 `json:"oldest_pending_s"`
+	DeadLetters    int64   `json:"dead_letters"`
+	LagP50MS       float64 `json:"lag_p50_ms"`
+	LagP99MS       float64 `json:"lag_p99_ms"`
+	// Samples is how many audits a most-seen view took its figures from.
+	Samples int `json:"samples,omitempty"`
+}
+
+// streamView is s as the pages show it; nil for a stage without a stream.
+func streamView(s *asyncorders.Stats) *StreamView {
+	if s == nil {
+		return nil
+	}
+	return &StreamView{Length: s.Length, Undelivered: s.Undelivered, Pending: s.Pending, OldestPendingS: s.OldestPending.Seconds(),
+		DeadLetters: s.DeadLetters, LagP50MS: msOf(s.LagP50), LagP99MS: msOf(s.LagP99)}
+}
+
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// most keeps, figure by figure, the most of v and s: what an async stage's
+// stream reached while its load ran (read from the audits polled then).
+func (v *StreamView) most(s *asyncorders.Stats) {
+	if v == nil || s == nil {
+		return
+	}
+	now := streamView(s)
+	v.Length, v.Undelivered, v.Pending = max(v.Length, now.Length), max(v.Undelivered, now.Undelivered), max(v.Pending, now.Pending)
+	v.OldestPendingS, v.DeadLetters = max(v.OldestPendingS, now.OldestPendingS), max(v.DeadLetters, now.DeadLetters)
+	v.LagP50MS, v.LagP99MS = max(v.LagP50MS, now.LagP50MS), max(v.LagP99MS, now.LagP99MS)
+	v.Samples++
+}
+
+// streamPeak is where a run of stage keeps its stream's most-seen figures
+// while it runs; nil for a stage without a stream.
+func streamPeak(stage string) *StreamView {
+	if _, ok := asyncorders.ModeOf(stage); ok {
+		return &StreamView{}
+	}
+	return nil
+}
+
+// StreamRow is a line of an order stream table: a stage, when its stream
+// was read, and the figures then.
+type StreamRow struct {
+	Label, When string
+	*StreamView
+}
+
+var streamTemplate = template.Must(template.New("streams").Parse(`<table class="streams" data-streams>
+<thead><tr><th>stage</th><th class="left">read</th><th>length</th><th>undelivered</th><th>pending</th><th>oldest pending s</th><th>dead letters</th><th>lag p50 ms</th><th>lag p99 ms</th></tr></thead>
+<tbody>{{range .}}<tr data-stream="{{.Label}}"><td>{{.Label}}</td><td class="left">{{.When}}</td><td>{{.Length}}</td><td>{{.Undelivered}}</td><td>{{.Pending}}</td><td>{{printf "%.1f" .OldestPendingS}}</td><td>{{.DeadLetters}}</td><td>{{printf "%.1f" .LagP50MS}}</td><td>{{printf "%.1f" .LagP99MS}}</td></tr>
+{{end}}</tbody></table>`))
+
+// StreamHTML is the table of rows' order streams; "" without any.
+func StreamHTML(rows []StreamRow) (template.HTML, error) {
+	if len(rows) == 0 {
+		return "", nil
+	}
+	var b strings.Builder
+	if err := streamTemplate.Execute(&b, rows); err != nil {
+		return "", fmt.Errorf("render the stream table: %w", err)
+	}
+	return template.HTML(b.String()), nil //nolint:gosec // rendered by html/template
+}
+
+// StreamNow is the live page's line of a running async stage's stream at
+// the latest audit; none for another stage.
+func StreamNow(label string, v *StreamView) []StreamRow {
+	if v == nil {
+		return nil
+	}
+	return []StreamRow{{Label: label, When: "now", StreamView: v}}
+}
+
+// StreamRows are an async stage run's stream lines: the most it reached
+// while the load ran, and after the workers drained it; none for another
+// stage.
+func (r *StageRun) StreamRows() []StreamRow {
+	after := streamView(r.Audit.Stream)
+	if after == nil {
+		return nil
+	}
+	var rows []StreamRow
+	if v := r.StreamWhileRunning; v != nil && v.Samples > 0 {
+		rows = append(rows, StreamRow{Label: r.label(), When: fmt.Sprintf("most while running (%d audits)", v.Samples), StreamView: v})
+	}
+	return append(rows, StreamRow{Label: r.label(), When: fmt.Sprintf("after draining (%.1f s)", r.DrainMS/1000), StreamView: after})
+}
+
+// streamTable is report.html's order stream table over every async run.
+func (rep *Report) streamTable() (template.HTML, error) {
+	var rows []StreamRow
+	for i := range rep.Stages {
+		rows = append(rows, rep.Stages[i].StreamRows()...)
+	}
+	return StreamHTML(rows)
 }

@@ -86,7 +86,7 @@ func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
 	case "duplicate-orders", "no-duplicate-orders", "undersells", "no-undersell", "orders-match-stock",
 		"undersold-after-crash", "no-undersold-after-crash":
 		return noArgs(orderChecks[name]), true
-	case "drained", "pending-grows":
+	case "drained", "pending-grows", "claimed-while-down", "missing-while-down":
 		return noArgs(asyncChecks[name]), true
 	case "payments-settle":
 		return noArgs(paymentChecks[name]), true

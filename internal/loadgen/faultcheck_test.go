@@ -65,6 +65,18 @@ func TestFaultChecks(t *testing.T) {
 		{"loses-at-most 1s",
 			StageRun{Fault: &FaultReport{Outage: &OutageReport{InitialKept: true, SalesBefore: 100, LostSales: 20, LostMS: 100}}},
 			StageRun{Fault: &FaultReport{Outage: &OutageReport{InitialKept: true, SalesBefore: 100, LostSales: 400, LostMS: 2000}}}, "2000 ms"},
+		{"claimed-while-down",
+			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", PendingAtKill: 3}}},
+			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", PendingAtKill: 3, PendingWhileDown: 3, UndersoldWhileDown: 2}}}, "3 pending, 2 units"},
+		{"claimed-while-down", // killed holding nothing: nothing shown
+			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", PendingAtKill: 2}}},
+			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1"}}}, "held no entry"},
+		{"missing-while-down",
+			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", PendingAtKill: 3, PendingWhileDown: 3, UndersoldWhileDown: 2}}},
+			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", PendingAtKill: 3}}}, "0 pending, 0 units"},
+		{"missing-while-down",
+			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", PendingAtKill: 3, PendingWhileDown: 1, UndersoldWhileDown: 1}}},
+			StageRun{Fault: &FaultReport{Kind: FaultCrash}}, "no worker-kill step"},
 	} {
 		c, err := parseCheck(tc.check)
 		if err != nil {
@@ -105,7 +117,9 @@ func TestFaultStepsParse(t *testing.T) {
 		"runs: [{stage: watchdog, fault: {kind: meteor}}]",
 		"runs: [{stage: watchdog, faults: {pause_before_write: true}}]",
 		"runs: [{stage: setnx, crash: {observe: 1s}, fault: {kind: crash, victim_work: 1s, observe: 1s}}]",
-		"runs: [{stage: watchdog, faults: {wait_replicas: 1}}]", // WAIT without a timeout blocks forever
+		"runs: [{stage: watchdog, faults: {wait_replicas: 1}}]",                                        // WAIT without a timeout blocks forever
+		"runs: [{stage: async-stream, fault: {kind: worker-kill, before: 1s, observe: 3s, hold: 2s}}]", // sales go on after the restart
+		"runs: [{stage: async-stream, fault: {kind: worker-kill, observe: 1s, hold: 2s}}]",             // no before
 	} {
 		if _, err := ParseScenario([]byte(doc)); err == nil {
 			t.Errorf("accepted %s", doc)

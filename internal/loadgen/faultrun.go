@@ -81,6 +81,8 @@ func (r *runner) faultStep(ctx context.Context, run RunSpec, row *StageRun, tl *
 		err = st.reshard(ctx)
 	case run.Fault.Kind == FaultOrdersDown:
 		err = st.ordersDown(ctx)
+	case run.Fault.Kind == FaultWorkerKill:
+		err = st.workerKill(ctx)
 	}
 	st.fillRow()
 	row.judgeConsistency()
@@ -396,6 +398,9 @@ func (rep *FaultReport) summary() string {
 	}
 	if rep.RecoveryMS != nil {
 		parts = append(parts, "recovered "+fmtMS(*rep.RecoveryMS))
+	}
+	if w := rep.WorkerKill; w != nil {
+		parts = append(parts, fmt.Sprintf("%s down %.1fs: %d pending, %d undersold", w.Worker, w.DownMS/1000, w.PendingWhileDown, w.UndersoldWhileDown))
 	}
 	return strings.Join(parts, ", ")
 }

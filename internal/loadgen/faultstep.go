@@ -33,9 +33,13 @@ const (
 	// FaultOrdersDown: an order stage's MariaDB stops answering (SIGSTOP)
 	// for hold while sales go on, then continues (SIGCONT).
 	FaultOrdersDown = "orders-down"
+	// FaultWorkerKill: on an async stage, kill -9 of an order worker that
+	// holds entries it read and did not acknowledge, kept down past the
+	// workers' claim bound, then started again under its name.
+	FaultWorkerKill = "worker-kill"
 )
 
-var faultKinds = []string{FaultCrash, FaultPause, FaultRedisRestart, FaultFailover, FaultPartition, FaultReshard, FaultReshardHalfWay, FaultOrdersDown}
+var faultKinds = []string{FaultCrash, FaultPause, FaultRedisRestart, FaultFailover, FaultPartition, FaultReshard, FaultReshardHalfWay, FaultOrdersDown, FaultWorkerKill}
 
 // Persistence modes of a redis-restart step.
 const (
@@ -123,6 +127,10 @@ func (f *FaultStep) validate() error {
 		err = errors.Join(needs("before", f.Before > 0), needs("observe", f.Observe > f.Before+f.Hold))
 	case FaultOrdersDown:
 		err = errors.Join(needs("before", f.Before > 0), needs("hold", f.Hold > 0), needs("observe", f.Observe > f.Hold))
+	case FaultWorkerKill:
+		// The sales end before the worker is started again, so what the
+		// audit reads while it is down is all the others could do.
+		err = errors.Join(needs("before", f.Before > 0), needs("observe", f.Observe > 0), needs("hold", f.Hold >= f.Observe))
 	default:
 		return fmt.Errorf("kind %q: want one of %v", f.Kind, faultKinds)
 	}
@@ -186,6 +194,11 @@ type Injector interface {
 	HasOrderServer() bool
 	StopOrderServer(ctx context.Context) error
 	ContinueOrderServer() error
+	// KillOrderWorker kills the named order worker (its consumer name)
+	// with SIGKILL and keeps it down until StartOrderWorker starts it again
+	// under the same name.
+	KillOrderWorker(ctx context.Context, name string) error
+	StartOrderWorker(ctx context.Context, name string) error
 }
 
 // SlotMove is how MigrateSlot moves a slot's keys.
@@ -244,6 +257,8 @@ type FaultReport struct {
 	Outage         *OutageReport `json:"outage,omitempty"`
 	// OrderOutage: what an orders-down step's sales answered.
 	OrderOutage *OrderOutageReport `json:"order_outage,omitempty"`
+	// WorkerKill: what a worker-kill step saw while the worker was down.
+	WorkerKill *WorkerKillReport `json:"worker_kill,omitempty"`
 	// Notes say in words what happened, step by step.
 	Notes []string `json:"notes,omitempty"`
 }

@@ -38,6 +38,7 @@ type htmlPage struct {
 	Rows          []htmlRow
 	FaultRows     []faultRow
 	OrderRows     []orderRow
+	StreamTable   template.HTML
 	Failed        int
 	SalesChart    template.HTML
 	OversoldChart template.HTML
@@ -98,6 +99,11 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	}
 	page.FaultRows = rep.faultRows()
 	page.OrderRows = rep.orderRows()
+	streams, err := rep.streamTable()
+	if err != nil {
+		return err
+	}
+	page.StreamTable = streams
 	page.SalesChart = barChart("sales-per-sec", "sales per second per stage run", sales)
 	page.OversoldChart = barChart("oversold", "units oversold per stage run", oversold)
 	page.LatencyChart = latencyChart(rep.Stages)

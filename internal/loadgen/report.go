@@ -131,6 +131,10 @@ type StageRun struct {
 	// DrainMS is how long the async stage's workers took, after the load,
 	// to deliver every entry (0 for the other stages).
 	DrainMS float64 `json:"drain_ms,omitempty"`
+	// StreamWhileRunning is the most an async stage's stream reached while
+	// its load (or fault step) ran, figure by figure, from the audits
+	// polled then.
+	StreamWhileRunning *StreamView `json:"stream_while_running,omitempty"`
 	// Skipped says why a run did not happen by design (stage unavailable);
 	// Error says why it broke off.
 	Skipped string `json:"skipped,omitempty"`

@@ -274,9 +274,11 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 		r.live.follow(tl)
 		r.live.setPhase(run.Fault.Kind + " step")
 		r.progress.phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.label(), run.Fault.Kind), run.Fault.window())
-		stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, nil)
+		peak := streamPeak(run.Stage)
+		stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, nil, peak)
 		err := r.faultStep(ctx, run, &row, tl)
 		stopPolling()
+		row.StreamWhileRunning = peak
 		row.Timeline = tl.build()
 		if err != nil {
 			return fail(fmt.Errorf("%s step: %w", run.Fault.Kind, err))
@@ -297,7 +299,8 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	r.progress.phase(fmt.Sprintf("[%d/%d] %s via %s", index+1, len(r.cfg.Scenario.Runs), run.Stage, run.Via), run.Duration.D())
 	cpu := startCPUSampler(r.cfg.Processes)
 	shards := startShardSampler(ctx, r.rdb, run.Stage, sku, segmentCount(run.Stage, run.Segments))
-	stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, shards)
+	peak := streamPeak(run.Stage)
+	stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, shards, peak)
 	t := attack(ctx, attackSpec{
 		name:          run.Stage,
 		url:           deductURL(base, run.Stage, sku),
@@ -316,6 +319,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	row.CPU = cpu.stop()
 	row.Shards = shards.stop(after)
 	stopPolling()
+	row.StreamWhileRunning = peak
 	row.fillFromTally(t)
 
 	audit, err := r.shop.audit(after, base, run.Stage, sku)
@@ -577,10 +581,11 @@ func (r *runner) lockKeys(ctx context.Context, stage string) ([]LockKey, error) 
 
 // pollLoad keeps the progress line's "oversold so far" and the live
 // page's fresh from the audit, samples it on the timeline, and gives the
-// live page each master's load every second (on a cluster), until the
+// live page each master's load every second (on a cluster), keeps in peak
+// (an async stage's, else nil) the most its stream reached, until the
 // returned stop function is called.
-func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *timelineBuilder, shards *shardSampler) (stop func()) {
-	if r.cfg.Progress == nil && r.cfg.Watch == nil {
+func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *timelineBuilder, shards *shardSampler, peak *StreamView) (stop func()) {
+	if r.cfg.Progress == nil && r.cfg.Watch == nil && peak == nil {
 		return func() {}
 	}
 	live := r.live
@@ -597,6 +602,7 @@ func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *time
 				if a, err := r.shop.audit(ctx, base, stage, sku); err == nil {
 					r.progress.oversold.Store(int64(a.Oversold))
 					live.audited(a)
+					peak.most(a.Stream)
 					tl.sampleOversold(time.Now(), a.Oversold)
 				}
 				if live != nil && n%4 == 1 { // once a second

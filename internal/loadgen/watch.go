@@ -44,6 +44,7 @@ type LiveStage struct {
 	trace    *SaleTrace
 	shards   []ShardLoad
 	orders   *inventory.OrderCounts
+	stream   *StreamView
 }
 
 // LiveSnapshot is a copy of a LiveStage's figures at one moment.
@@ -68,12 +69,15 @@ type LiveSnapshot struct {
 	// Orders are an order stage's orders at the latest audit; nil for
 	// other stages.
 	Orders *inventory.OrderCounts
+	// Stream is an async stage's order stream at the latest audit; nil for
+	// other stages.
+	Stream *StreamView
 }
 
 // Snapshot copies the figures so far.
 func (l *LiveStage) Snapshot() LiveSnapshot {
 	l.mu.Lock()
-	s := LiveSnapshot{Phase: l.phase, Oversold: l.oversold, MaxHolders: l.maxHeld, Trace: l.trace, Stock: l.stock, Shards: l.shards, Orders: l.orders}
+	s := LiveSnapshot{Phase: l.phase, Oversold: l.oversold, MaxHolders: l.maxHeld, Trace: l.trace, Stock: l.stock, Shards: l.shards, Orders: l.orders, Stream: l.stream}
 	tl := l.tl
 	l.mu.Unlock()
 	if tl == nil {
@@ -113,7 +117,7 @@ func (l *LiveStage) audited(a Audit) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	stock := a.Stock
-	l.oversold, l.maxHeld, l.stock, l.orders = a.Oversold, a.MaxHolders, &stock, a.Orders
+	l.oversold, l.maxHeld, l.stock, l.orders, l.stream = a.Oversold, a.MaxHolders, &stock, a.Orders, streamView(a.Stream)
 }
 
 func (l *LiveStage) sharded(shards []ShardLoad) {
