@@ -38,10 +38,12 @@ type loadPayers struct {
 	mu        sync.Mutex
 	rep       PaymentReport
 	loadEnded time.Time // zero while the load runs
+	// giveUpAfter bounds the retries of a 404 (notWrittenBound).
+	giveUpAfter time.Duration
 }
 
 func newLoadPayers(ctx context.Context, shop *shopClient, base string, step PaymentStep) *loadPayers {
-	return &loadPayers{ctx: ctx, shop: shop, base: base, step: step, rep: PaymentReport{DuringLoad: true}}
+	return &loadPayers{ctx: ctx, shop: shop, base: base, step: step, rep: PaymentReport{DuringLoad: true}, giveUpAfter: notWrittenBound}
 }
 
 // onSale starts a payer for a Share of the sales whose answer names an
@@ -83,7 +85,7 @@ func (lp *loadPayers) pay(at time.Time, order, user string) {
 		lp.rep.SentDuringLoad++
 	}
 	lp.mu.Unlock()
-	giveUp := time.Now().Add(notWrittenBound)
+	giveUp := time.Now().Add(lp.giveUpAfter)
 	for {
 		err := lp.shop.pay(lp.ctx, lp.base, order, user)
 		var api *apiError
