@@ -48,7 +48,9 @@ var paymentsSchema = []string{
 //     ignored (INSERT IGNORE / OR IGNORE), its state untouched.
 //   - Pay: a compare-and-set unpaid → paid; run again it finds paid and
 //     answers nil (the same answer); arriving after the sweeper's cancel it
-//     answers ErrCancelled and changes nothing.
+//     answers ErrCancelled and changes nothing; arriving as its row is
+//     opened it pays it (one more compare-and-set), never answering paid
+//     for a row left unpaid.
 //   - Cancel (the sweeper's): one transaction of the compare-and-set
 //     unpaid → cancelled, with the deadline passed, and the order row's
 //     void; run again, or after a payment, it matches no row and changes

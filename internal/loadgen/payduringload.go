@@ -76,6 +76,10 @@ func (lp *loadPayers) onSale(res *vegeta.Result) {
 }
 
 // pay pays order at at, retrying a 404 until the workers have written it.
+// A payment whose answer is lost counts as failed (the check then fails:
+// nothing is guessed); one sent twice is answered paid again (paying a
+// paid order changes nothing); one that comes past the deadline is paid
+// if the sweeper has not got there yet, or refused 409.
 func (lp *loadPayers) pay(at time.Time, order, user string) {
 	if sleep.For(lp.ctx, time.Until(at)) != nil {
 		return
