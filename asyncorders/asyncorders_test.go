@@ -152,6 +152,11 @@ func TestAsyncOrders(t *testing.T) {
 		if _, err := q.Admit(ctx, message("cid"), true); !errors.Is(err, asyncorders.ErrSoldOut) {
 			t.Fatalf("admit past the stock: %v", err)
 		}
+		// The buyer is checked by adding it (admit.lua), after the stock:
+		// a buyer turned away sold out is not one who bought.
+		if in, err := e.rdb.SIsMember(ctx, "lockstep:admit:{"+sku+"}:buyers", "cid").Result(); err != nil || in {
+			t.Fatalf("cid, turned away sold out, is among the buyers: %v %v", in, err)
+		}
 		s, err := q.Stats(ctx, sku)
 		if err != nil || s.Length != 2 || s.Remaining != 0 || s.Undelivered != 2 {
 			t.Fatalf("stats: %+v %v", s, err)

@@ -34,7 +34,7 @@ func (s *asyncStage) sell(ctx context.Context, sku, user string, qty int64, f Fa
 	if user == "" {
 		return Sale{}, errNoBuyer(s.id)
 	}
-	m := asyncorders.Message{OrderID: s.newOrder(sku, user, qty, true).ID, SKU: sku, User: user, Qty: qty,
+	m := asyncorders.Message{OrderID: orders.NewID(), SKU: sku, User: user, Qty: qty,
 		Replica: s.replica, Admitted: time.Now()}
 	a, err := s.queue.Admit(ctx, m, !s.twoSteps)
 	if errors.Is(err, asyncorders.ErrNoStock) {

@@ -1,7 +1,11 @@
 -- Admits one sale of an async stage: checks the stock and the buyer, takes
 -- the units, adds the buyer and, when ARGV[6] is "1", appends the order
--- message to the stream. Every check comes before the first write, so the
--- script writes all of it or nothing.
+-- message to the stream. The buyer is checked by adding it: SADD answers 0
+-- and writes nothing for a buyer already in the set; it comes after the
+-- stock check and before the other writes, none of which fails on the
+-- stage's own keys, so the script writes all of it or nothing. (SADD's
+-- answer rather than a SISMEMBER first: one lookup of the buyers' set, not
+-- two; BENCHMARKS.md.)
 -- KEYS[1] stock, KEYS[2] sold, KEYS[3] buyers, KEYS[4] stream;
 -- ARGV[1] qty, ARGV[2] user, ARGV[3] order id, ARGV[4] replica,
 -- ARGV[5] admitted at (unix microseconds), ARGV[6] "1" to enqueue here,
@@ -16,12 +20,11 @@ local qty = tonumber(ARGV[1])
 if tonumber(stock) < qty then
   return -1
 end
-if redis.call('SISMEMBER', KEYS[3], ARGV[2]) == 1 then
+if redis.call('SADD', KEYS[3], ARGV[2]) == 0 then
   return -3
 end
 local remaining = redis.call('DECRBY', KEYS[1], qty)
 redis.call('INCRBY', KEYS[2], qty)
-redis.call('SADD', KEYS[3], ARGV[2])
 if ARGV[6] == '1' then
   redis.call('XADD', KEYS[4], '*', 'id', ARGV[3], 'user', ARGV[2], 'qty', ARGV[1], 'replica', ARGV[4], 'at', ARGV[5])
 end
