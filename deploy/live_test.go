@@ -120,7 +120,12 @@ func TestLiveStack(t *testing.T) {
 	// A malformed order message, written by hand after the async-stream
 	// run: a worker must move it to the dead letters (and go on), so the
 	// dead-letter panel and LockstepDeadLetters show a figure that is not 0.
-	writeMalformedOrder(t, s, sc.SKU)
+	// Then the workers stop: the spike below is timed by k6's thresholds,
+	// and their sweepers poll the order table five times a second.
+	deadLetterMalformedOrder(t, s, sc.SKU)
+	for _, w := range s.orderWorkers {
+		w.stop()
+	}
 
 	// The spike on compose's STAGE (atomic), selling out its stock so 409s
 	// show too.
@@ -138,17 +143,34 @@ func TestLiveStack(t *testing.T) {
 	}
 }
 
-// writeMalformedOrder adds an entry no order can be made of to
-// async-stream's order stream of sku.
-func writeMalformedOrder(t *testing.T, s *stack, sku string) {
+// deadLetterMalformedOrder adds an entry no order can be made of to
+// async-stream's order stream of sku, and waits until an order worker
+// moved it to the dead-letter stream, the only entry there.
+func deadLetterMalformedOrder(t *testing.T, s *stack, sku string) {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: s.redisAddr, Password: s.redisPassword})
 	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	stream := asyncorders.NewQueue(rdb, "async-stream").Stream(sku)
-	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: []any{"id", "deploy-live-malformed"}}).Err(); err != nil {
-		t.Fatalf("XADD %s: %v", stream, err)
+	q := asyncorders.NewQueue(rdb, "async-stream")
+	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.Stream(sku), Values: []any{"id", "deploy-live-malformed"}}).Err(); err != nil {
+		t.Fatalf("XADD %s: %v", q.Stream(sku), err)
+	}
+	for {
+		n, err := rdb.XLen(ctx, q.DeadLetters(sku)).Result()
+		switch {
+		case err != nil:
+			t.Fatalf("no worker dead-lettered the malformed entry: XLEN %s: %v", q.DeadLetters(sku), err)
+		case n == 1:
+			return
+		case n > 1:
+			t.Fatalf("%s holds %d entries, want only the malformed one", q.DeadLetters(sku), n)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no worker dead-lettered the malformed entry: %v", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 

@@ -36,6 +36,7 @@ type stack struct {
 	redisPassword string
 	adminToken    string
 	shops         []replica
+	orderWorkers  []*process
 	nginxURL      string
 	statusURL     string // nginx's stub_status server (compose's conf.d)
 	exporters     map[string]string
@@ -81,16 +82,20 @@ func startProcess(t *testing.T, dir, name, bin string, args, env []string) *proc
 		logFile.Close()
 		close(p.done)
 	}()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
-	})
+	t.Cleanup(p.stop)
 	return p
+}
+
+// stop ends p's process group: SIGTERM, and SIGKILL if it is still there
+// after 5 s. Stopping a stopped process does nothing.
+func (p *process) stop() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
 }
 
 // waitHTTP polls url until it answers 200, failing early if p exits.
@@ -197,7 +202,7 @@ func startStack(t *testing.T, compose *types.Project) *stack {
 		t.Fatal("compose runs no order worker")
 	}
 	for _, svc := range workers {
-		startProcess(t, s.dir, svc.Name, workerBin, nil, serviceEnv(svc))
+		s.orderWorkers = append(s.orderWorkers, startProcess(t, s.dir, svc.Name, workerBin, nil, serviceEnv(svc)))
 	}
 
 	// nginx: the template rendered as the workshop renders it, and
