@@ -76,9 +76,10 @@ function count(stage, res) {
   return res;
 }
 
-// deduct is one sale attempt with its own Idempotency-Key, counted by answer.
-export function deduct(stage, key) {
-  const [method, url, body, params] = deductRequest(stage, key);
+// deduct is one sale attempt with its own Idempotency-Key, counted by
+// answer; user, optional, names the buyer.
+export function deduct(stage, key, user) {
+  const [method, url, body, params] = deductRequest(stage, key, user);
   return count(stage, http.request(method, url, body, params));
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	_ "github.com/go-sql-driver/mysql"
 
@@ -165,6 +166,38 @@ func TestBuyComparesAndSetsTheStockRow(t *testing.T) {
 			}
 			if c := counts(t, s); c.Units != 2 || c.Orders != 2 {
 				t.Fatalf("counts %+v: a refused buy left an order", c)
+			}
+		})
+	}
+}
+
+// TestAPaymentArrivingAsItsRowIsOpenedIsPaid: the workers open a payment
+// just after its order's insert, so a payment can find no row in its
+// compare-and-set and an unpaid one when it reads the state. It must pay
+// it, not answer paid and leave it unpaid for the sweeper to cancel.
+func TestAPaymentArrivingAsItsRowIsOpenedIsPaid(t *testing.T) {
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			p, err := s.(*orders.SQLStore).Payments(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := order("user-1", true)
+			o.Stage = "async-stream"
+			if err := s.Insert(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			p.SetBetweenPayAndRead(func() {
+				if err := p.Open(ctx, o, time.Now().Add(time.Hour)); err != nil {
+					t.Error(err)
+				}
+			})
+			if err := p.Pay(ctx, o.ID, o.User); err != nil {
+				t.Fatalf("pay: %v", err)
+			}
+			if status, err := p.Status(ctx, o.ID, o.User); err != nil || status != orders.PaymentPaid {
+				t.Errorf("answered paid, the payment is %q (%v)", status, err)
 			}
 		})
 	}

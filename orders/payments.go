@@ -48,7 +48,9 @@ var paymentsSchema = []string{
 //     ignored (INSERT IGNORE / OR IGNORE), its state untouched.
 //   - Pay: a compare-and-set unpaid → paid; run again it finds paid and
 //     answers nil (the same answer); arriving after the sweeper's cancel it
-//     answers ErrCancelled and changes nothing.
+//     answers ErrCancelled and changes nothing; arriving as its row is
+//     opened it pays it (one more compare-and-set), never answering paid
+//     for a row left unpaid.
 //   - Cancel (the sweeper's): one transaction of the compare-and-set
 //     unpaid → cancelled, with the deadline passed, and the order row's
 //     void; run again, or after a payment, it matches no row and changes
@@ -56,7 +58,13 @@ var paymentsSchema = []string{
 //     order id (asyncorders), and MarkReturned records it; a sweeper killed
 //     between the two finds the row unreturned and gives back again, which
 //     the mark turns into nothing.
-type Payments struct{ s *SQLStore }
+type Payments struct {
+	s *SQLStore
+	// betweenPayAndRead, set by tests only, runs between Pay's
+	// compare-and-set and its read of the state (a worker opening the
+	// payment right then).
+	betweenPayAndRead func()
+}
 
 // Payments creates the payment table when it is missing.
 func (s *SQLStore) Payments(ctx context.Context) (*Payments, error) {
@@ -84,25 +92,52 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`, o.ID, o.Stage, o.SKU, o.User, o.Qty, PaymentUnpai
 
 // Pay marks user's order id paid: nil when it is paid (now or before),
 // ErrCancelled, or ErrNoOrder (no order of that id for user).
+//
+// The workers open a payment just after its order's insert, so a payment
+// may arrive while its row appears: the compare-and-set finds no row, and
+// the row read after it is unpaid. That payment is then paid by one more
+// compare-and-set; it is never answered paid while its row stays unpaid (a
+// sweeper would then cancel an order its buyer was told is paid). A state
+// leaves unpaid once and never comes back, so the read after the second
+// compare-and-set decides.
 func (p *Payments) Pay(ctx context.Context, id, user string) error {
-	res, err := p.s.db.ExecContext(ctx, `UPDATE lockstep_payments SET status = ? WHERE id = ? AND user_id = ? AND status = ?`,
-		PaymentPaid, id, user, PaymentUnpaid)
-	if err != nil {
-		return p.s.unavailable("pay", err)
+	paid, err := p.setPaid(ctx, id, user)
+	if err != nil || paid {
+		return err
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return p.s.unavailable("pay", err)
-	} else if n == 1 {
-		return nil
+	if p.betweenPayAndRead != nil {
+		p.betweenPayAndRead()
 	}
 	status, err := p.Status(ctx, id, user)
+	if err == nil && status == PaymentUnpaid {
+		if paid, err = p.setPaid(ctx, id, user); err != nil || paid {
+			return err
+		}
+		status, err = p.Status(ctx, id, user)
+	}
 	switch {
 	case err != nil:
 		return err
 	case status == PaymentCancelled:
 		return fmt.Errorf("%w: %s", ErrCancelled, id)
+	case status == PaymentPaid:
+		return nil // paid before: the same answer
 	}
-	return nil // paid before: the same answer
+	return fmt.Errorf("orders: payment %s is %q after its payment", id, status)
+}
+
+// setPaid is Pay's compare-and-set unpaid → paid: true when it changed the row.
+func (p *Payments) setPaid(ctx context.Context, id, user string) (bool, error) {
+	res, err := p.s.db.ExecContext(ctx, `UPDATE lockstep_payments SET status = ? WHERE id = ? AND user_id = ? AND status = ?`,
+		PaymentPaid, id, user, PaymentUnpaid)
+	if err != nil {
+		return false, p.s.unavailable("pay", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, p.s.unavailable("pay", err)
+	}
+	return n == 1, nil
 }
 
 // Status is the payment state of user's order id; ErrNoOrder when there is none.

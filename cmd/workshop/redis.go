@@ -147,15 +147,28 @@ func startRedis(ctx context.Context, mode string, count int, dir string) (*redis
 	return set, nil
 }
 
-// startServer adds a redis-server with args to the set and starts it.
+// startServer adds a redis-server with args to the set and starts it. A
+// free port can be taken by another program before redis-server binds it
+// (or, on a cluster node, its bus port, 10000 above): then it tries
+// another, as redistest does.
 func (s *redisSet) startServer(ctx context.Context, bin, name, dir string, args ...string) error {
-	srv, err := newRedisProc(bin, name, dir, args...)
-	if err != nil {
-		return err
+	for attempt := 1; ; attempt++ {
+		srv, err := newRedisProc(bin, name, dir, args...)
+		if err != nil {
+			return err
+		}
+		err = srv.start(ctx, loadgen.PersistenceNone)
+		if err == nil {
+			s.servers = append(s.servers, srv)
+			s.addrs = append(s.addrs, srv.addr)
+			return nil
+		}
+		srv.stop()
+		log, _ := os.ReadFile(srv.logPath)
+		if attempt == 5 || !errors.Is(err, errExited) || !strings.Contains(string(log), "Address already in use") {
+			return err
+		}
 	}
-	s.servers = append(s.servers, srv)
-	s.addrs = append(s.addrs, srv.addr)
-	return srv.start(ctx, loadgen.PersistenceNone)
 }
 
 func startEmbeddedRedis(count int, why string) (*redisSet, error) {

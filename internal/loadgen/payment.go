@@ -14,15 +14,20 @@ import (
 	"github.com/lockstep/lockstep/orders"
 )
 
-// PaymentStep, after an async stage's load and drain, races payments
-// against the order workers' payment sweeper (issue 28's payment-timeout):
-// a Share of the buyers pay, each at a random moment within PayWithin of
-// the step's start, while the sweeper cancels what stays unpaid past its
-// deadline; then the units the sweeper gave back are sold again. The
-// workshop runs its workers with -pay-within PayWithin and a sweeper.
+// PaymentStep races payments against the order workers' payment sweeper
+// (issue 28's payment-timeout): a Share of the buyers pay while the sweeper
+// cancels what stays unpaid past its deadline; then the units the sweeper
+// gave back are sold again. After the load and drain, each payer pays at a
+// random moment within PayWithin of the step's start. With DuringLoad, each
+// payer pays while the load still runs: it reads the order id from its
+// sale's answer and pays after a delay drawn within 1.5 × PayWithin of that
+// answer, so a third of them come late and race the sweeper; a 404 (the
+// workers have not written the order yet) is retried, bounded. The workshop
+// runs its workers with -pay-within PayWithin and a sweeper.
 type PaymentStep struct {
-	PayWithin Duration `yaml:"pay_within" json:"pay_within"`
-	Share     float64  `yaml:"share" json:"share"`
+	PayWithin  Duration `yaml:"pay_within" json:"pay_within"`
+	Share      float64  `yaml:"share" json:"share"`
+	DuringLoad bool     `yaml:"during_load" json:"during_load,omitempty"`
 }
 
 func (p *PaymentStep) validate() error {
@@ -34,15 +39,26 @@ func (p *PaymentStep) validate() error {
 
 // PaymentReport is what the payment step saw.
 type PaymentReport struct {
+	// Stock is the run's; Orders are those listed after the drain, or,
+	// during the load, the sales whose answer named an order.
+	Stock  int `json:"stock"`
 	Orders int `json:"orders"`
 	Payers int `json:"payers"`
 	// Paid are payments answered 200, Refused 409 order_cancelled, Failed
-	// anything else.
+	// anything else (a 404 still there after the retries too).
 	Paid    int `json:"paid"`
 	Refused int `json:"refused"`
 	Failed  int `json:"failed"`
 	// FirstFailure is the first failed payment's error.
 	FirstFailure string `json:"first_failure,omitempty"`
+	// DuringLoad: the payers paid while the load ran. Then SentDuringLoad are the payers whose first
+	// request went before the load's last answer, Late those whose delay
+	// was past pay_within, Retried404 the 404s retried (order not written
+	// yet).
+	DuringLoad     bool `json:"during_load,omitempty"`
+	SentDuringLoad int  `json:"sent_during_load,omitempty"`
+	Late           int  `json:"late,omitempty"`
+	Retried404     int  `json:"retried_404,omitempty"`
 	// LiveUnits and Remaining are the audit's after the sweep.
 	LiveUnits int64 `json:"live_units"`
 	Remaining int   `json:"remaining"`
@@ -50,15 +66,25 @@ type PaymentReport struct {
 	Resold int `json:"resold"`
 }
 
-// settleBound bounds the wait for the sweepers after the payments.
-const settleBound = 10 * time.Second
+// count records one payer's answer.
+func (rep *PaymentReport) count(err error) {
+	var api *apiError
+	switch {
+	case err == nil:
+		rep.Paid++
+	case errors.As(err, &api) && api.Status == http.StatusConflict:
+		rep.Refused++
+	default:
+		if rep.Failed++; rep.FirstFailure == "" {
+			rep.FirstFailure = err.Error()
+		}
+	}
+}
 
-// maxPaymentOrders bounds the orders one step pays (a page each).
-const maxPaymentOrders = 5000
-
-func (r *runner) paymentStep(ctx context.Context, run RunSpec, base, sku string) (*PaymentReport, error) {
-	p := run.Payment
-	list, err := r.shop.orders(ctx, base, run.Stage, sku)
+// payAfterLoad lists the drained orders and has a Share of their buyers
+// pay, each at a random moment within PayWithin.
+func (r *runner) payAfterLoad(ctx context.Context, p *PaymentStep, base, stage, sku string) (*PaymentReport, error) {
+	list, err := r.shop.orders(ctx, base, stage, sku)
 	if err != nil {
 		return nil, err
 	}
@@ -78,22 +104,33 @@ func (r *runner) paymentStep(ctx context.Context, run RunSpec, base, sku string)
 			case <-time.After(delay):
 			}
 			err := r.shop.pay(ctx, base, o.ID, o.User)
-			var api *apiError
 			mu.Lock()
 			defer mu.Unlock()
-			switch {
-			case err == nil:
-				rep.Paid++
-			case errors.As(err, &api) && api.Status == http.StatusConflict:
-				rep.Refused++
-			default:
-				if rep.Failed++; rep.FirstFailure == "" {
-					rep.FirstFailure = err.Error()
-				}
-			}
+			rep.count(err)
 		})
 	}
 	wg.Wait()
+	return rep, nil
+}
+
+// settleBound bounds the wait for the sweepers after the payments.
+const settleBound = 10 * time.Second
+
+// maxPaymentOrders bounds the orders one step pays (a page each).
+const maxPaymentOrders = 5000
+
+func (r *runner) paymentStep(ctx context.Context, run RunSpec, base, sku string, during *loadPayers) (*PaymentReport, error) {
+	p := run.Payment
+	var rep *PaymentReport
+	if during != nil {
+		rep = during.wait()
+	} else {
+		var err error
+		if rep, err = r.payAfterLoad(ctx, p, base, run.Stage, sku); err != nil {
+			return nil, err
+		}
+	}
+	rep.Stock = int(run.Stock)
 	// Every deadline has passed by now; give the sweepers two periods more.
 	select {
 	case <-ctx.Done():
@@ -172,8 +209,10 @@ func (c *shopClient) buy(ctx context.Context, base, stage, sku, user string) (in
 
 // paymentChecks judge the payment step: every payer answered paid or
 // cancelled; the live units are exactly the paid orders' (no order both
-// paid and cancelled, no unpaid one left past its deadline); every unit
-// given back sold again.
+// paid and cancelled, no unpaid one left past its deadline), so the stock
+// left is the run's less the paid units (every cancelled unit back once);
+// every unit given back sold again. A step during the load must have sent
+// payments while it ran.
 var paymentChecks = map[string]checkFunc{
 	"payments-settle": func(r *StageRun, _ []StageRun) (bool, string) {
 		p := r.Payment
@@ -183,7 +222,11 @@ var paymentChecks = map[string]checkFunc{
 		detail := fmt.Sprintf("%d orders, %d payers: %d paid, %d refused (cancelled), %d failed; %d units live, %d back on sale, %d resold",
 			p.Orders, p.Payers, p.Paid, p.Refused, p.Failed, p.LiveUnits, p.Remaining, p.Resold)
 		ok := p.Failed == 0 && p.Paid+p.Refused == p.Payers && p.LiveUnits == int64(p.Paid) &&
-			p.Remaining == p.Orders-p.Paid && p.Resold == p.Remaining && p.Remaining > 0 && p.Paid > 0
+			p.Remaining == p.Stock-p.Paid && p.Resold == p.Remaining && p.Remaining > 0 && p.Paid > 0
+		if p.DuringLoad {
+			detail += fmt.Sprintf("; during the load: %d payers sent before its end, %d late past pay_within, %d 404s retried", p.SentDuringLoad, p.Late, p.Retried404)
+			ok = ok && p.SentDuringLoad > 0 && p.Late > 0
+		}
 		return ok, detail
 	},
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // Config is what Run needs to know about the set-up.
@@ -301,6 +302,15 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	shards := startShardSampler(ctx, r.rdb, run.Stage, sku, segmentCount(run.Stage, run.Segments))
 	peak := streamPeak(run.Stage)
 	stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, shards, peak)
+	var payers *loadPayers
+	var onSale func(*vegeta.Result)
+	if run.Payment != nil && run.Payment.DuringLoad {
+		// The payers end with the run, whichever way it ends.
+		payCtx, cancelPayers := context.WithCancel(ctx)
+		payers = newLoadPayers(payCtx, r.shop, base, *run.Payment)
+		defer func() { cancelPayers(); payers.wait() }()
+		onSale = payers.onSale
+	}
 	t := attack(ctx, attackSpec{
 		name:          run.Stage,
 		url:           deductURL(base, run.Stage, sku),
@@ -310,7 +320,11 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 		stopAtSoldOut: run.StopsWhenSoldOut(),
 		timeout:       run.Timeout.D(),
 		buyers:        run.Buyers,
+		onResult:      onSale,
 	}, tl, r.progress.answer)
+	if payers != nil {
+		payers.loadDone()
+	}
 	row.Interrupted = ctx.Err() != nil
 	// What the load did is read even when the run was interrupted (Ctrl-C):
 	// on a context of its own, bounded, so the figures are kept.
@@ -338,7 +352,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	row.MaxHolders = audit.MaxHolders
 	row.judgeConsistency()
 	if run.Payment != nil && ctx.Err() == nil {
-		if row.Payment, err = r.paymentStep(ctx, run, base, sku); err != nil {
+		if row.Payment, err = r.paymentStep(ctx, run, base, sku, payers); err != nil {
 			row.Timeline = tl.build()
 			return fail(fmt.Errorf("payment step: %w", err))
 		}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestPaymentDuringLoadScenario runs payment-during-load on real processes
+// (redis-server, three shops, nginx, MariaDB, two order workers with their
+// sweepers): buyers pay their orders, read from the sales' answers, while
+// the sale still runs, some past pay_within. Payments must have gone out
+// before the load's end, late ones must have been refused, and every
+// payment is paid or cancelled, never both, each cancelled unit back once.
+func TestPaymentDuringLoadScenario(t *testing.T) {
+	require(t, "redis-server", "redis-server")
+	require(t, "nginx", "nginx", "/usr/sbin/nginx")
+	require(t, "mariadbd", "mariadbd")
+	bins := buildBinaries(t)
+	out := filepath.Join(t.ArtifactDir(), "payment-during-load")
+	rep, stdout, _ := runWorkshop(t, 4*time.Minute, "--shop-bin", bins.shop, "--scenario", "payment-during-load", "--out", out)
+	t.Logf("report in %s:\n%s", out, stdout)
+	if len(rep.Stages) != 1 {
+		t.Fatalf("%d rows, want 1", len(rep.Stages))
+	}
+	r := &rep.Stages[0]
+	p := r.Payment
+	if p == nil {
+		t.Fatalf("%s: no payment step (error %q)", r.Stage, r.Error)
+	}
+	t.Logf("payment: %+v", *p)
+	if !p.DuringLoad || p.SentDuringLoad == 0 || p.Late == 0 || p.Refused == 0 || p.Paid == 0 {
+		t.Errorf("payments during the load: %+v", *p)
+	}
+	if !r.Passed() || r.Audit.Orders == nil || r.Audit.Orders.Undersold != 0 || r.Audit.Orders.DuplicateOrders != 0 {
+		t.Errorf("checks %+v, orders %+v", r.Checks, r.Audit.Orders)
+	}
+}
