@@ -316,6 +316,23 @@ func rows() []rowSpec {
 				description: "少卖: units gone from the stock that no order holds: initial - remaining - units ordered (a replica killed between the deduction and the order insert, a database that could not be told to void an order).",
 				targets:     []Target{query(`max by (stage) (lockstep_undersold{`+stageFilter+`})`, "{{stage}}")}},
 		}},
+		{"Asynchronous orders (the async stages: a Redis Stream and its order workers)", []panelSpec{
+			{kind: "timeseries", title: "Stream: undelivered and pending", width: 6, height: 8, unit: "short",
+				description: "Entries no worker read yet, and entries read but not acknowledged. Pending that only grows: a consumer acknowledging the wrong key (async-wrong-ack), or a dead worker nobody claims from (async-no-claim).",
+				targets: []Target{
+					query(`max by (stage) (lockstep_stream_undelivered{`+stageFilter+`})`, "{{stage}} undelivered"),
+					query(`max by (stage) (lockstep_stream_pending{`+stageFilter+`})`, "{{stage}} pending"),
+				}},
+			{kind: "timeseries", title: "Oldest pending entry", width: 6, height: 8, unit: "s",
+				description: "Age of the oldest entry read and not acknowledged (0: none). It climbs while a dead worker's entries wait for a claim (claim-idle), and without bound when nobody claims them.",
+				targets:     []Target{query(`max by (stage) (lockstep_stream_oldest_pending_seconds{`+stageFilter+`})`, "{{stage}}")}},
+			{kind: "timeseries", title: "Order lag p50 / p99", width: 6, height: 8, unit: "s",
+				description: "From a sale's 200 to its order row, over the last orders the workers wrote: how far the order table trails the sale.",
+				targets:     []Target{query(`max by (stage, quantile) (lockstep_order_lag_seconds{`+stageFilter+`})`, "{{stage}} q{{quantile}}")}},
+			{kind: "stat", title: "Dead letters", width: 6, height: 8, fields: redAbove,
+				description: "Entries moved to the dead-letter stream: delivered too often, or malformed; an admitted order's unit went back on sale.",
+				targets:     []Target{query(`max by (stage) (lockstep_dead_letters{`+stageFilter+`})`, "{{stage}}")}},
+		}},
 		{"Redis", []panelSpec{
 			{kind: "timeseries", title: "Redis commands/s", width: 8, height: 8, unit: "ops",
 				targets: []Target{

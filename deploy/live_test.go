@@ -17,11 +17,16 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/internal/loadgen"
 )
 
-// stagesRun are the stages the live test drives: the load generator's
-// (testdata/live.yaml) and k6's spike (atomic).
+// stagesRun are the stages the live test drives whose every lock and stock
+// panel must show them: the load generator's (testdata/live.yaml; its
+// one-per-user-naive and async-stream runs are for the order rows) and
+// k6's spike (atomic).
 var stagesRun = []string{"naive", "setnx-expire", "watchdog", "segmented", "atomic"}
 
 // panelStages says, for every panel filtered by $stage, which of the
@@ -43,12 +48,17 @@ var panelStages = map[string][]string{
 	"Orders/s by stage":                            {"one-per-user-naive"},
 	"Duplicate orders":                             {"one-per-user-naive"},
 	"Undersold units":                              {"one-per-user-naive"},
+	"Stream: undelivered and pending":              {"async-stream"},
+	"Oldest pending entry":                         {"async-stream"},
+	"Order lag p50 / p99":                          {"async-stream"},
+	"Dead letters":                                 {"async-stream"},
 }
 
 // TestLiveStack is issue 5's proof with real programs: the stack of
-// stack.go, the load generator over four stages and k6's spike on atomic
-// (both through nginx), then every PromQL expression of the dashboard and
-// the alert rules through Prometheus's HTTP API.
+// stack.go (with compose's order workers), the load generator over its
+// stages (async-stream among them) and k6's spike on atomic (both through
+// nginx), then every PromQL expression of the dashboard and the alert
+// rules through Prometheus's HTTP API.
 func TestLiveStack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the live stack takes about half a minute")
@@ -107,6 +117,16 @@ func TestLiveStack(t *testing.T) {
 		t.Error("the load generator's expectations were not met")
 	}
 
+	// A malformed order message, written by hand after the async-stream
+	// run: a worker must move it to the dead letters (and go on), so the
+	// dead-letter panel and LockstepDeadLetters show a figure that is not 0.
+	// Then the workers stop: the spike below is timed by k6's thresholds,
+	// and their sweepers poll the order table five times a second.
+	deadLetterMalformedOrder(t, s, sc.SKU)
+	for _, w := range s.orderWorkers {
+		w.stop()
+	}
+
 	// The spike on compose's STAGE (atomic), selling out its stock so 409s
 	// show too.
 	out := runK6(t, k6, compose, s, "", "START_RATE=50", "PEAK_RATE=400", "RAMP=1s", "HOLD=3s", "STOCK=1000")
@@ -120,6 +140,37 @@ func TestLiveStack(t *testing.T) {
 	t.Run("metric names", func(t *testing.T) { checkMetricNames(t, s) })
 	if *preview != "" {
 		renderPreview(t, s, start, end, *preview)
+	}
+}
+
+// deadLetterMalformedOrder adds an entry no order can be made of to
+// async-stream's order stream of sku, and waits until an order worker
+// moved it to the dead-letter stream, the only entry there.
+func deadLetterMalformedOrder(t *testing.T, s *stack, sku string) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: s.redisAddr, Password: s.redisPassword})
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	q := asyncorders.NewQueue(rdb, "async-stream")
+	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.Stream(sku), Values: []any{"id", "deploy-live-malformed"}}).Err(); err != nil {
+		t.Fatalf("XADD %s: %v", q.Stream(sku), err)
+	}
+	for {
+		n, err := rdb.XLen(ctx, q.DeadLetters(sku)).Result()
+		switch {
+		case err != nil:
+			t.Fatalf("no worker dead-lettered the malformed entry: XLEN %s: %v", q.DeadLetters(sku), err)
+		case n == 1:
+			return
+		case n > 1:
+			t.Fatalf("%s holds %d entries, want only the malformed one", q.DeadLetters(sku), n)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no worker dead-lettered the malformed entry: %v", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
@@ -288,6 +339,10 @@ func checkDashboardQueries(t *testing.T, s *stack, start, end time.Time, perStag
 	if oversold["naive"] == "0" || oversold["naive"] == "" || oversold["watchdog"] != "0" || oversold["atomic"] != "0" {
 		t.Errorf("oversold by stage %v: want naive > 0, watchdog and atomic 0", oversold)
 	}
+	dead := last(s.grafanaExpr(`max by (stage) (lockstep_dead_letters{stage=~"$stage"})`, ".*"), "stage")
+	if dead["async-stream"] != "1" {
+		t.Errorf("dead letters by stage %v: want async-stream 1 (the hand-written malformed entry)", dead)
+	}
 	perReplica := last(s.grafanaExpr(`sum by (replica) (increase(lockstep_requests_total{result="sold",stage=~"$stage"}[1h]))`, ".*"), "replica")
 	for _, r := range s.shops {
 		if _, ok := perReplica[r.name]; !ok {
@@ -391,7 +446,10 @@ func checkAlerts(t *testing.T, s *stack) {
 			}
 		}
 	}
-	for _, name := range []string{"LockstepReplicaDown", "LockstepRedisDown", "LockstepNginxDown"} {
+	if !slices.Contains(firing["LockstepDeadLetters"], "async-stream:firing") {
+		t.Errorf("LockstepDeadLetters not firing for async-stream after its malformed entry: %v", firing)
+	}
+	for _, name := range []string{"LockstepReplicaDown", "LockstepRedisDown", "LockstepNginxDown", "LockstepOrderStreamStuck"} {
 		if len(firing[name]) > 0 {
 			t.Errorf("%s is %v with everything up", name, firing[name])
 		}

@@ -98,7 +98,7 @@ body{margin:0;background:#111217;color:#ccccdc;font:12px "DejaVu Sans",sans-seri
 .stat small{display:block;font-size:11px;opacity:.9}.stat div{font-size:22px;font-weight:bold}
 .lg{padding:0 8px;font-size:11px;line-height:15px}.lg i{display:inline-block;width:12px;height:3px;margin:0 4px 3px 8px}
 </style></head><body><div class="head"><b>lockstep</b> <span>&nbsp;dashboard preview: every panel of grafana/dashboards/lockstep.json, its PromQL run on a live Prometheus
-(go test ./deploy -run TestLiveStack -preview FILE: setnx and fenced by k6's stage walk, naive, setnx-expire, watchdog and segmented by the load generator, atomic by k6's spike). Drawn by deploy's preview, not by Grafana.</span></div>
+(go test ./deploy -run TestLiveStack -preview FILE: setnx and fenced by k6's stage walk, naive, setnx-expire, watchdog, segmented, one-per-user-naive and async-stream (two order workers, one malformed entry) by the load generator, atomic by k6's spike). Drawn by deploy's preview, not by Grafana.</span></div>
 `, previewWidth, height)
 	col := float64(previewWidth) / 24
 	for _, p := range d.Panels {

@@ -92,17 +92,24 @@ func inProfile(s types.ServiceConfig, profile string) bool {
 // sorted by name.
 func shopServices(t *testing.T, p *types.Project, profile string) []types.ServiceConfig {
 	t.Helper()
-	var shops []types.ServiceConfig
-	for _, name := range p.ServiceNames() {
-		s := p.Services[name]
-		if len(s.Command) > 0 && s.Command[0] == "shop" && inProfile(s, profile) {
-			shops = append(shops, s)
-		}
-	}
+	shops := servicesRunning(p, profile, "shop")
 	if len(shops) < 2 {
 		t.Fatalf("compose runs %d shop replicas in profile %q, want several", len(shops), profile)
 	}
 	return shops
+}
+
+// servicesRunning are the compose services of profile whose command runs
+// program (a command of the lockstep image), sorted by name.
+func servicesRunning(p *types.Project, profile, program string) []types.ServiceConfig {
+	var out []types.ServiceConfig
+	for _, name := range p.ServiceNames() {
+		s := p.Services[name]
+		if len(s.Command) > 0 && s.Command[0] == program && inProfile(s, profile) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func env(s types.ServiceConfig, key string) string {

@@ -36,6 +36,7 @@ type stack struct {
 	redisPassword string
 	adminToken    string
 	shops         []replica
+	orderWorkers  []*process
 	nginxURL      string
 	statusURL     string // nginx's stub_status server (compose's conf.d)
 	exporters     map[string]string
@@ -81,16 +82,20 @@ func startProcess(t *testing.T, dir, name, bin string, args, env []string) *proc
 		logFile.Close()
 		close(p.done)
 	}()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
-	})
+	t.Cleanup(p.stop)
 	return p
+}
+
+// stop ends p's process group: SIGTERM, and SIGKILL if it is still there
+// after 5 s. Stopping a stopped process does nothing.
+func (p *process) stop() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
 }
 
 // waitHTTP polls url until it answers 200, failing early if p exits.
@@ -159,30 +164,45 @@ func startStack(t *testing.T, compose *types.Project) *stack {
 	}, nil)
 	waitRedis(t, redis, s.redisAddr, s.redisPassword)
 
-	shopBin := filepath.Join(s.dir, "shop")
-	if out, err := exec.Command("go", "build", "-o", shopBin, "../cmd/shop").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/shop: %v\n%s", err, out)
+	shopBin, workerBin := filepath.Join(s.dir, "shop"), filepath.Join(s.dir, "orderworker")
+	for bin, pkg := range map[string]string{shopBin: "../cmd/shop", workerBin: "../cmd/orderworker"} {
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
 	}
-	var upstreams []string
-	for _, svc := range shopServices(t, compose, mainStack) {
-		addr := freeAddr(t)
-		// The compose service's own environment, pointed at this stack.
+	// A compose service's own environment, pointed at this stack. No
+	// MariaDB here: the order stages keep their orders in one embedded
+	// SQLite file the shops and the order workers share (the last value
+	// wins).
+	serviceEnv := func(svc types.ServiceConfig) []string {
 		var env []string
 		for k, v := range svc.Environment {
 			if v != nil {
 				env = append(env, k+"="+*v)
 			}
 		}
-		env = append(env, "LOCKSTEP_ADDR="+addr, "LOCKSTEP_REDIS_ADDR="+s.redisAddr,
-			"LOCKSTEP_REDIS_PASSWORD="+s.redisPassword, "LOCKSTEP_ADMIN_TOKEN="+s.adminToken,
-			// No MariaDB here: the order stages keep their orders in one
-			// embedded SQLite file the shops share (the last value wins).
+		return append(env, "LOCKSTEP_REDIS_ADDR="+s.redisAddr, "LOCKSTEP_REDIS_PASSWORD="+s.redisPassword,
 			"LOCKSTEP_MYSQL_DSN=", "LOCKSTEP_ORDERS_SQLITE="+filepath.Join(s.dir, "orders.db"))
+	}
+	var upstreams []string
+	for _, svc := range shopServices(t, compose, mainStack) {
+		addr := freeAddr(t)
+		env := append(serviceEnv(svc), "LOCKSTEP_ADDR="+addr, "LOCKSTEP_ADMIN_TOKEN="+s.adminToken)
 		p := startProcess(t, s.dir, svc.Name, shopBin, nil, env)
 		r := replica{name: svc.Name, url: "http://" + addr}
 		p.waitHTTP(t, r.url+"/readyz", nil)
 		s.shops = append(s.shops, r)
 		upstreams = append(upstreams, addr)
+	}
+	// compose's order workers, as the workshop starts them: the same
+	// program under its service's consumer name, on the async stages'
+	// streams (the live load's async-stream run needs them to drain).
+	workers := servicesRunning(compose, mainStack, "orderworker")
+	if len(workers) == 0 {
+		t.Fatal("compose runs no order worker")
+	}
+	for _, svc := range workers {
+		s.orderWorkers = append(s.orderWorkers, startProcess(t, s.dir, svc.Name, workerBin, nil, serviceEnv(svc)))
 	}
 
 	// nginx: the template rendered as the workshop renders it, and
