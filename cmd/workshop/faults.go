@@ -57,6 +57,17 @@ func (in *injector) KillOrderWorker(_ context.Context, name string) error {
 	return w.killHeld()
 }
 
+func (in *injector) PauseOrderWorker(_ context.Context, name string, paused bool) error {
+	w, err := in.workers.named(name)
+	if err != nil {
+		return err
+	}
+	if paused {
+		return w.signal(syscall.SIGSTOP)
+	}
+	return w.signal(syscall.SIGCONT)
+}
+
 func (in *injector) StartOrderWorker(_ context.Context, name string) error {
 	w, err := in.workers.named(name)
 	if err != nil {

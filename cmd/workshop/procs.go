@@ -179,6 +179,15 @@ func (s *supervised) kill() error {
 	return nil
 }
 
+// signal sends sig to the running process's group.
+func (s *supervised) signal(sig syscall.Signal) error {
+	pid := s.pid()
+	if pid == 0 {
+		return fmt.Errorf("%s: %w", s.name, errNotRunning)
+	}
+	return syscall.Kill(-pid, sig)
+}
+
 // killHeld kills the process as kill does and keeps it down until release
 // (or stop): a fault step that needs it gone for a while.
 func (s *supervised) killHeld() error {

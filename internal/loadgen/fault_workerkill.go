@@ -102,28 +102,55 @@ func (st *faultState) workerKill(ctx context.Context) error {
 	return nil
 }
 
-// midBatch is how many entries a worker must hold, read and not
-// acknowledged, to be killed mid-batch: it inserts and acknowledges one
-// entry at a time, so with two at least one has no order row yet.
-const midBatch = 2
-
-// workerMidBatch waits, for at most holdTimeout, until an order worker
-// holds midBatch entries it read and did not acknowledge, and names it.
+// workerMidBatch finds an order worker holding an entry it read and has
+// not processed, and names it with its pending count; the worker is left
+// stopped (SIGSTOP) for the kill. Waiting for a worker that holds two
+// entries at once was left to chance: at a few hundred sales/s a worker
+// read, inserted and acknowledged each before the next came (a CI run found
+// none in 10 s). Instead each worker in turn is stopped while the sales go
+// on: an entry Redis delivers to its blocked read while it is stopped is
+// pending and surely has no order row. A worker stopped elsewhere (in an
+// insert) reads no more: it is let go on, and the next is tried.
 func (st *faultState) workerMidBatch(ctx context.Context, stream string) (string, int64, error) {
+	inj := st.r.cfg.Injector
 	deadline := time.Now().Add(holdTimeout)
 	for time.Now().Before(deadline) {
-		p, err := st.r.rdb.XPending(ctx, stream, asyncorders.Group).Result()
+		consumers, err := st.r.rdb.XInfoConsumers(ctx, stream, asyncorders.Group).Result()
 		if err != nil {
-			return "", 0, fmt.Errorf("read pending: %w", err)
+			return "", 0, fmt.Errorf("read consumers: %w", err)
 		}
-		for worker, n := range p.Consumers {
-			if n >= midBatch {
-				return worker, n, nil
+		for _, c := range consumers {
+			if err := inj.PauseOrderWorker(ctx, c.Name, true); err != nil {
+				continue // not one of this run's workers, or not running
+			}
+			if n, ok := st.deliveredWhilePaused(ctx, stream, c.Name, c.Pending); ok {
+				return c.Name, n, nil
+			}
+			if err := inj.PauseOrderWorker(ctx, c.Name, false); err != nil {
+				return "", 0, err
 			}
 		}
 		if err := sleep.For(ctx, pollEvery); err != nil {
 			return "", 0, err
 		}
 	}
-	return "", 0, fmt.Errorf("no order worker held %d entries at once within %s", midBatch, holdTimeout)
+	return "", 0, fmt.Errorf("no order worker was delivered an entry while stopped within %s", holdTimeout)
+}
+
+// deliveredWhilePaused waits up to a second for worker's pending count to
+// grow past before, and reports the count.
+func (st *faultState) deliveredWhilePaused(ctx context.Context, stream, worker string, before int64) (int64, bool) {
+	for end := time.Now().Add(time.Second); time.Now().Before(end); {
+		if err := sleep.For(ctx, 20*time.Millisecond); err != nil {
+			return 0, false
+		}
+		p, err := st.r.rdb.XPending(ctx, stream, asyncorders.Group).Result()
+		if err != nil {
+			return 0, false
+		}
+		if n := p.Consumers[worker]; n > before {
+			return n, true
+		}
+	}
+	return 0, false
 }

@@ -198,6 +198,9 @@ type Injector interface {
 	// with SIGKILL and keeps it down until StartOrderWorker starts it again
 	// under the same name.
 	KillOrderWorker(ctx context.Context, name string) error
+	// PauseOrderWorker stops the named order worker with SIGSTOP (paused)
+	// or lets it go on with SIGCONT.
+	PauseOrderWorker(ctx context.Context, name string, paused bool) error
 	StartOrderWorker(ctx context.Context, name string) error
 }
 
