@@ -32,7 +32,8 @@ func TestPaymentDuringLoadScenario(t *testing.T) {
 	if !p.DuringLoad || p.SentDuringLoad == 0 || p.Late == 0 || p.Refused == 0 || p.Paid == 0 {
 		t.Errorf("payments during the load: %+v", *p)
 	}
-	if !r.Passed() || r.Audit.Orders == nil || r.Audit.Orders.Undersold != 0 || r.Audit.Orders.DuplicateOrders != 0 {
+	// Undersold is not judged here: see the scenario's comment.
+	if !r.Passed() || r.Audit.Orders == nil || r.Audit.Orders.DuplicateOrders != 0 {
 		t.Errorf("checks %+v, orders %+v", r.Checks, r.Audit.Orders)
 	}
 }
