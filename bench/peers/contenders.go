@@ -10,7 +10,6 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
 	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
-	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
@@ -103,7 +102,7 @@ func peerContenders(fastBackoff time.Duration) []contender {
 
 // goredisClient is a go-redis client whose requests are counted.
 func goredisClient(t target) *redis.Client {
-	return redisclient.New(redisclient.Settings{Dialer: t.requests.dial}, t.addr)
+	return redis.NewClient(&redis.Options{Addr: t.addr, Dialer: t.requests.dial})
 }
 
 // redsync: usage and defaults from github.com/go-redsync/redsync v4.18.1

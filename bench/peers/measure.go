@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -39,7 +38,7 @@ const baselineScript = "return 1"
 
 func newBench(ctx context.Context, addr string) (*bench, error) {
 	b := &bench{
-		work:       redisclient.New(redisclient.Settings{}, addr),
+		work:       redis.NewClient(&redis.Options{Addr: addr}),
 		baseline:   redis.NewScript(baselineScript),
 		stallLimit: 10 * time.Second,
 		stacks:     os.Stderr,

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -98,7 +97,7 @@ func launchRedis(ctx context.Context, bin, cpus, dir string) (*redisServer, erro
 func (s *redisServer) waitReady(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	rdb := redisclient.New(redisclient.Settings{Timeout: 200 * time.Millisecond}, s.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer rdb.Close()
 	for {
 		info, err := rdb.InfoMap(ctx, "server").Result()
