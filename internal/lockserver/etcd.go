@@ -30,7 +30,13 @@ type etcdMember struct {
 
 // StartEtcd starts a cluster of n members under dir and waits until every
 // member is healthy.
+// A member that exits first (its port taken meanwhile) has the cluster
+// started again on other ports.
 func StartEtcd(ctx context.Context, dir string, n int) (*Etcd, error) {
+	return retryExited(dir, func(dir string) (*Etcd, error) { return startEtcd(ctx, dir, n) })
+}
+
+func startEtcd(ctx context.Context, dir string, n int) (*Etcd, error) {
 	bin, err := lookPath("etcd")
 	if err != nil {
 		return nil, err

@@ -26,7 +26,13 @@ func (m *MariaDB) DSN(db string) string {
 
 // StartMariaDB initialises a data directory under dir and starts a server
 // on it, returning once it accepts connections.
+// on it, returning once it accepts connections; a server that exits first
+// (its port taken meanwhile) is started again on another.
 func StartMariaDB(ctx context.Context, dir string) (*MariaDB, error) {
+	return retryExited(dir, func(dir string) (*MariaDB, error) { return startMariaDB(ctx, dir) })
+}
+
+func startMariaDB(ctx context.Context, dir string) (*MariaDB, error) {
 	bin, err := lookPath("mariadbd")
 	if err != nil {
 		return nil, err

@@ -34,7 +34,13 @@ type zkMember struct {
 
 // StartZooKeeper starts an ensemble of n members under dir and waits until
 // every member serves as leader or follower.
+// A member that exits first (its port taken meanwhile) has the ensemble
+// started again on other ports.
 func StartZooKeeper(ctx context.Context, dir string, n int) (*ZooKeeper, error) {
+	return retryExited(dir, func(dir string) (*ZooKeeper, error) { return startZooKeeper(ctx, dir, n) })
+}
+
+func startZooKeeper(ctx context.Context, dir string, n int) (*ZooKeeper, error) {
 	java, err := lookPath("java")
 	if err != nil {
 		return nil, err
