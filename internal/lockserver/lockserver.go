@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -141,6 +142,61 @@ func (p *process) waitUntil(ctx context.Context, what string, ready func(context
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready: %w (last error: %w)\n%s", what, ctx.Err(), err, p.logTail())
 		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// member is one server of an etcd cluster or a ZooKeeper ensemble: its
+// command, and its process, replaced when it is started again.
+type member struct {
+	name, bin string
+	args      []string
+	logPath   string
+
+	mu   sync.Mutex
+	proc *process
+}
+
+func (m *member) start() error {
+	p, err := startProcess(m.bin, m.args, m.logPath)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.proc = p
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *member) current() *process {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.proc
+}
+
+// startMembers starts every member, then waits until each is ready
+// (ready(i) checks member i); on a failure it kills them all.
+func startMembers(ctx context.Context, what string, members []*member, ready func(i int) func(context.Context) error) error {
+	for _, m := range members {
+		if err := m.start(); err != nil {
+			stopMembers(members)
+			return err
+		}
+	}
+	for i, m := range members {
+		if err := m.current().waitUntil(ctx, what+" "+m.name, ready(i)); err != nil {
+			stopMembers(members)
+			return err
+		}
+	}
+	return nil
+}
+
+// stopMembers kills every member that was started.
+func stopMembers(members []*member) {
+	for _, m := range members {
+		if p := m.current(); p != nil {
+			p.kill()
 		}
 	}
 }
