@@ -96,7 +96,19 @@ type loadResult struct {
 	Total        counts         `json:"total"`
 	Windows      []window       `json:"windows"`
 	ErrorSamples map[string]int `json:"error_samples,omitempty"`
+	// Failures are the first errored requests (maxFailures), each with
+	// when it was sent and how long it took: what a shop's log is read for.
+	Failures []failure `json:"failures,omitempty"`
 }
+
+// failure is one errored request.
+type failure struct {
+	AtS       float64 `json:"at_s"` // sent, from the load's start
+	LatencyMS float64 `json:"latency_ms"`
+	Answer    string  `json:"answer"` // status and body, or the client's error
+}
+
+const maxFailures = 20
 
 // attack offers rate sales per second of stage's sku for duration through
 // url, each with an Idempotency-Key, and buckets the answers into windows
@@ -137,12 +149,20 @@ func attack(ctx context.Context, url string, rate, workers int, duration, interv
 		w.add(r)
 		w.latencies = append(w.latencies, r.Latency)
 		if r.Code != http.StatusOK && r.Code != http.StatusConflict && r.Code != http.StatusLocked {
+			// vegeta's error for an answer is its status line alone: the
+			// body says which error it was.
 			msg := r.Error
-			if msg == "" {
+			if r.Code != 0 {
 				msg = strconv.Itoa(int(r.Code)) + " " + string(r.Body)
 			}
 			if _, seen := res.ErrorSamples[msg]; seen || len(res.ErrorSamples) < 5 {
 				res.ErrorSamples[msg]++
+			}
+			if len(res.Failures) < maxFailures {
+				res.Failures = append(res.Failures, failure{
+					AtS: r.Timestamp.Sub(start).Seconds(), LatencyMS: float64(r.Latency.Microseconds()) / 1000,
+					Answer: msg,
+				})
 			}
 		}
 	}

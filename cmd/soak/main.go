@@ -17,8 +17,9 @@
 //	go run ./cmd/soak                        # 10 minutes at 200 sales/s
 //	go run ./cmd/soak --duration 30s         # a short look
 //
-// It prints a table of the samples and writes OUT/soak.json; it exits 1
-// when a check fails.
+// It prints a table of the samples and writes OUT/soak.json, keeps the
+// workshop's log in OUT/workshop.log and the shops' in OUT/shops/; it exits
+// 1 when a check fails.
 package main
 
 import (
@@ -76,7 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.segments, "segments", 16, "segments of the soak's SKU")
 	fs.StringVar(&o.faults, "faults", `{"work":"2ms","slow_ratio":0.01,"slow":"300ms","lock_ttl":"200ms"}`,
 		"the stage's fault knobs (the body of PUT faults): by default the workshop's scaled-down ones, so sales hold their lock, wait for it, and the watchdog renews it")
-	fs.StringVar(&o.out, "out", "out/soak", "directory for soak.json, workshop.log and the workshop's own files")
+	fs.StringVar(&o.out, "out", "out/soak", "directory for soak.json, workshop.log, the shops' logs (shops/) and the workshop's own files")
 	fs.StringVar(&o.workshopBin, "workshop-bin", "", "workshop binary; empty: go build ./cmd/workshop (and ./cmd/shop)")
 	fs.StringVar(&o.shopBin, "shop-bin", "", "shop binary; empty: built with the workshop")
 	if err := fs.Parse(args); err != nil {
@@ -163,6 +164,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	defer func() {
+		if err := ws.keepShopLogs(filepath.Join(o.out, "shops")); err != nil {
+			say("keeping the shops' logs: %v", err)
+		}
 		say("stopping the workshop")
 		ws.stop()
 	}()

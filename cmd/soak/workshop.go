@@ -29,6 +29,7 @@ runs:
 // workshopState is the part of workshop.json the soak uses.
 type workshopState struct {
 	PID        int    `json:"pid"`
+	WorkDir    string `json:"work_dir"`
 	AdminToken string `json:"admin_token"`
 	Proxy      struct {
 		Kind string `json:"kind"`
@@ -122,6 +123,24 @@ func startWorkshop(ctx context.Context, o options, workshopBin, shopBin, dir str
 		return nil, fmt.Errorf("workshop.json: %v: %s", err, data)
 	}
 	return w, nil
+}
+
+// keepShopLogs copies the shops' logs out of the workshop's work
+// directory, which the workshop removes when it stops, into dir: a failed
+// request's cause is there (the shop logs every 5xx with its error).
+func (w *workshop) keepShopLogs(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range w.state.Replicas {
+		data, err := os.ReadFile(filepath.Join(w.state.WorkDir, r.Name+".log"))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, r.Name+".log"), data, 0o644)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // stop interrupts the workshop, which stops every process it started, and
