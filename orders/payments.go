@@ -264,7 +264,8 @@ type Ledger struct {
 	Cancelled map[string]int64
 }
 
-// Ledger reads stage's ledger of sku.
+// Ledger reads stage's ledger of sku. On SQLite the store's transactions
+// begin IMMEDIATE, so writers wait for this read (one short transaction).
 func (p *Payments) Ledger(ctx context.Context, stage, sku string) (Ledger, error) {
 	var opts *sql.TxOptions
 	if p.s.d.name == "mysql" {
