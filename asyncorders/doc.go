@@ -91,7 +91,12 @@
 // order cancelled and returned between them (live at m, back at r), and a
 // Ledger of two separate statements one cancelled between them (live in
 // the first, cancelled and not yet back in the second).
-// TestAuditWhileTheSweeperWorks reads at each step by hooks.
+// TestAuditWhileTheSweeperWorks reads at each step by hooks. This is
+// exact against the sweepers and the workers' give-ups (whose return and
+// acknowledgement are one script, so an entry pending at the stream's read
+// holds "drained" false); a sale admitted between the two reads, while a
+// load runs, may still count twice (on sale at r, its order live at m),
+// which is why a row is judged after its load.
 //
 // A sweeper killed between t1 and t2 leaves its order cancelled with
 // returned = 0: the next pass of any sweeper lists it (Unreturned) and
