@@ -107,6 +107,13 @@ func TestPaymentTimeout(t *testing.T) {
 		time.Sleep(60 * time.Millisecond) // the deadlines pass: payments and sweepers race
 		var wg sync.WaitGroup
 		results := make([]error, n)
+		pay := func(i int) { results[i] = payments.Pay(ctx, msgs[i].OrderID, msgs[i].User) }
+		// Both outcomes happen whatever the machine's speed: the newest is
+		// paid before the sweepers start, the oldest only after a sweeper's
+		// first pass, which cancelled it.
+		pay(n - 1)
+		swept := make(chan struct{})
+		var once sync.Once
 		for range 2 {
 			wg.Go(func() {
 				s := asyncorders.NewSweeper(q, payments, time.Hour, quiet)
@@ -114,13 +121,15 @@ func TestPaymentTimeout(t *testing.T) {
 					if err := s.Sweep(ctx, time.Now()); err != nil {
 						t.Error(err)
 					}
+					once.Do(func() { close(swept) })
 				}
 			})
 		}
+		wg.Go(func() { <-swept; pay(0) })
 		// The sweepers cancel from the oldest deadline, the payers pay from
 		// the newest: they meet in the middle.
-		for i := n - 1; i >= 0; i-- {
-			wg.Go(func() { results[i] = payments.Pay(ctx, msgs[i].OrderID, msgs[i].User) })
+		for i := n - 2; i > 0; i-- {
+			wg.Go(func() { pay(i) })
 			time.Sleep(time.Millisecond)
 		}
 		wg.Wait()
