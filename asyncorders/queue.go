@@ -207,12 +207,15 @@ type Stats struct {
 // Drained reports that every admitted message was handled.
 func (s Stats) Drained() bool { return s.Undelivered == 0 && s.Pending == 0 }
 
-// Stats reads sku's figures.
+// Stats reads sku's figures; ErrNoStock for a SKU never initialised.
 func (q *Queue) Stats(ctx context.Context, sku string) (Stats, error) {
 	k := q.keys(sku)
 	var s Stats
 	var err error
-	if s.Initial, err = q.rdb.Get(ctx, k.initial()).Int64(); err != nil {
+	switch s.Initial, err = q.rdb.Get(ctx, k.initial()).Int64(); {
+	case errors.Is(err, redis.Nil):
+		return Stats{}, fmt.Errorf("%w: %s", ErrNoStock, sku)
+	case err != nil:
 		return Stats{}, unavailable("read initial stock", err)
 	}
 	if s.Remaining, err = q.rdb.Get(ctx, k.stock()).Int64(); err != nil {

@@ -94,6 +94,14 @@ func (s *asyncStage) reset(ctx context.Context, sku string, stock int64, _ int) 
 // its unit's return counts that unit once, as returning.
 func (s *asyncStage) audit(ctx context.Context, sku string) (Audit, error) {
 	st, err := s.queue.Stats(ctx, sku)
+	if errors.Is(err, asyncorders.ErrNoStock) {
+		// As every stage's audit does: a SKU never reset starts with the
+		// default stock (the metrics audit the default SKU before any run).
+		if err := s.queue.Initialise(ctx, sku, s.defaultStock); err != nil {
+			return Audit{}, asyncFailed(err)
+		}
+		st, err = s.queue.Stats(ctx, sku)
+	}
 	if err != nil {
 		return Audit{}, asyncFailed(err)
 	}

@@ -187,3 +187,18 @@ func TestAnAsyncAuditCountsACancelledUnitNotYetBackOnce(t *testing.T) {
 		t.Errorf("after the return: stock %d, orders %+v; want ann's unit on sale", a.Stock, *a.Orders)
 	}
 }
+
+// TestAnAsyncAuditOfANeverResetSKUStartsIt: as every stage's audit does, an
+// async stage's audit of a SKU nobody reset answers its default stock, not
+// "redis unavailable" (the shops' metrics audit the default SKU before any
+// run, and logged that error every scrape).
+func TestAnAsyncAuditOfANeverResetSKUStartsIt(t *testing.T) {
+	store := mariaDBOrders(t, lockservertest.MariaDB(t))
+	inv := newOrderInventory(t, redistest.Start(t).Client(t), store, "r0")
+	for _, stage := range asyncorders.Stages() {
+		a, err := inv.Audit(context.Background(), stage, "never-reset")
+		if err != nil || a.Initial != 500 || a.Stock != 500 || !a.Consistent || a.Stream == nil || a.Orders == nil || a.Orders.Undersold != 0 {
+			t.Errorf("%s: audit of a never-reset SKU = %+v, %v; want the default stock 500, consistent", stage, a, err)
+		}
+	}
+}
