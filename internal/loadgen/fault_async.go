@@ -12,6 +12,26 @@ import (
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
+// What the step's own calls do when their reply is lost, when they run
+// twice and when they are late:
+//
+//	call                      reply lost                  run twice                     late
+//	stream stats (Redis,      the step fails with the     a read: the same figures      read before the SIGCONT or the
+//	  backlog)                error, nothing guessed                                    kill it stands for, so it can
+//	                                                                                    only undercount (no worker reads
+//	                                                                                    while held; checks want > 0)
+//	SIGSTOP/SIGCONT of the    (a signal: no reply) a      a stopped worker stays        a worker taking SIGSTOP a moment
+//	  workers (Injector)      failed one fails the step   stopped, a running one runs   late writes one entry more: the
+//	                          and the undo continues all                                backlog is read a second later
+//	rebuy (POST a sale as a   the step fails; the sale    the second answers 409        the workers are held while it
+//	  buyer of before)        may be admitted (none: a    (the buyer is now in the      runs, so its buyer's first
+//	                          dead letter more)           set): the none row's check    order is in the table already
+//	                                                      fails, saying 409 — not
+//	                                                      hidden (Go's client does not
+//	                                                      resend a POST)
+//	list orders (GET, after   the step fails              a read: the same rows         read after draining: nothing
+//	  draining)                                                                         writes rows any more
+//
 // AsyncOutageReport is what an async stage's orders did through an
 // orders-down or a redis-restart step: the stream's backlog when the fault
 // struck and when it healed, and, after the workers drained the stream,
