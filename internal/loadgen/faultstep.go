@@ -16,7 +16,9 @@ const (
 	// past its lease, and is continued while another holder works.
 	FaultPause = "pause"
 	// FaultRedisRestart: kill -9 of the stock's redis-server mid-load, and a
-	// restart with or without an append-only file.
+	// restart with or without an append-only file; on an async stage the
+	// order workers are held (SIGSTOP) from halfway through before until
+	// Redis answers again.
 	FaultRedisRestart = "redis-restart"
 	// FaultFailover: the Sentinel-managed master dies right after a lock
 	// grant it never replicated (or one of redlock's masters does).
