@@ -30,6 +30,8 @@ type env struct {
 	mariadb *lockserver.MariaDB
 	db      *sql.DB
 	store   *orders.SQLStore
+	// payments are the store's payment table; check reads through them.
+	payments *orders.Payments
 }
 
 func newEnv(t testing.TB) env {
@@ -53,7 +55,11 @@ func newEnv(t testing.TB) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return env{rdb: rdb, mariadb: m, db: db, store: store}
+	payments, err := store.Payments(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{rdb: rdb, mariadb: m, db: db, store: store, payments: payments}
 }
 
 // queue resets stage's SKU to stock units.
@@ -112,7 +118,7 @@ func drain(t *testing.T, q *asyncorders.Queue) {
 
 func check(t testing.TB, e env, q *asyncorders.Queue) asyncorders.Invariant {
 	t.Helper()
-	inv, err := q.Check(context.Background(), e.store, sku)
+	inv, err := q.Check(context.Background(), e.store, e.payments, sku)
 	if err != nil {
 		t.Fatal(err)
 	}

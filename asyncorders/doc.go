@@ -54,11 +54,54 @@
 //	                                                                  order stands, nothing returned
 //	compensate.lua     the compensated set has the order id: it only  two workers giving up the same
 //	                   acknowledges, the unit is returned once        entry: the second only acknowledges
+//	Cancel (sweeper)   the second compare-and-set matches no row:     after a payment: matches no row, the
+//	                   one cancel; the reply lost, the next pass      order stays paid; after the cancel, a
+//	                   finds it cancelled and unreturned              payment answers ErrCancelled
+//	compensate.lua     the order id's mark: returned once; a sweeper  a second sweeper's, after the first's:
+//	(sweeper)          killed before it: the next pass's Unreturned   nothing more
+//	                   lists the order, and it runs then
+//	MarkReturned       sets the same flag again                       a flag for Unreturned only: the audit
+//	                                                                  reads the compensated set instead
+//	Account (reads)    a read: sent again, it reads again             a stale figure, each unit counted once
+//	                                                                  at that moment (below)
 //
 // A worker killed at any point leaves its entry pending; the entry is
 // claimed (or re-read under the worker's name) and every step above is
 // safe to run again: an order is written once or, when given up, its unit
 // is returned once.
+//
+// # The audit while the sweeper works
+//
+// A sweeper cancels an unpaid order in the order database (t1: its
+// payment cancelled and its order row voided, one transaction), then gives
+// its unit back in Redis (t2 > t1: compensate.lua adds the order id to
+// the compensated set and the unit to the stock, one script). Between t1
+// and t2 the unit is neither on sale nor in a live order. Account counts it
+// as returning: a cancelled order whose id is not in the compensated set.
+// It reads Redis first (r: the stock and the compensated set, one MULTI),
+// then the order database (m > r: the live orders and the cancelled ones,
+// one snapshot). For one order, with t1 < t2 and r < m:
+//
+//	r < t2 (not back at r), m < t1 (live at m): in the live units only
+//	r < t2, m > t1 (cancelled at m): not in the stock, not live: returning
+//	r > t2 (back at r), so m > r > t2 > t1: in the stock; cancelled but
+//	compensated at r: not returning
+//
+// Each unit counts once. The other order of reads would count twice an
+// order cancelled and returned between them (live at m, back at r), and a
+// Ledger of two separate statements one cancelled between them (live in
+// the first, cancelled and not yet back in the second).
+// TestAuditWhileTheSweeperWorks reads at each step by hooks. This is
+// exact against the sweepers and the workers' give-ups (whose return and
+// acknowledgement are one script, so an entry pending at the stream's read
+// holds "drained" false); a sale admitted between the two reads, while a
+// load runs, may still count twice (on sale at r, its order live at m),
+// which is why a row is judged after its load.
+//
+// A sweeper killed between t1 and t2 leaves its order cancelled with
+// returned = 0: the next pass of any sweeper lists it (Unreturned) and
+// gives the unit back, once (the mark). Until then the audit shows it
+// returning, and a run's drain waits for none to be.
 //
 // Reset deletes the stream while workers may hold entries of the old round:
 // an insert of one lands as a row the reset already deleted the others of.

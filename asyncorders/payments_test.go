@@ -107,6 +107,13 @@ func TestPaymentTimeout(t *testing.T) {
 		time.Sleep(60 * time.Millisecond) // the deadlines pass: payments and sweepers race
 		var wg sync.WaitGroup
 		results := make([]error, n)
+		pay := func(i int) { results[i] = payments.Pay(ctx, msgs[i].OrderID, msgs[i].User) }
+		// Both outcomes happen whatever the machine's speed: the newest is
+		// paid before the sweepers start, the oldest only after a sweeper's
+		// first pass, which cancelled it.
+		pay(n - 1)
+		swept := make(chan struct{})
+		var once sync.Once
 		for range 2 {
 			wg.Go(func() {
 				s := asyncorders.NewSweeper(q, payments, time.Hour, quiet)
@@ -114,13 +121,15 @@ func TestPaymentTimeout(t *testing.T) {
 					if err := s.Sweep(ctx, time.Now()); err != nil {
 						t.Error(err)
 					}
+					once.Do(func() { close(swept) })
 				}
 			})
 		}
+		wg.Go(func() { <-swept; pay(0) })
 		// The sweepers cancel from the oldest deadline, the payers pay from
 		// the newest: they meet in the middle.
-		for i := n - 1; i >= 0; i-- {
-			wg.Go(func() { results[i] = payments.Pay(ctx, msgs[i].OrderID, msgs[i].User) })
+		for i := n - 2; i > 0; i-- {
+			wg.Go(func() { pay(i) })
 			time.Sleep(time.Millisecond)
 		}
 		wg.Wait()
@@ -149,5 +158,103 @@ func TestPaymentTimeout(t *testing.T) {
 			t.Fatalf("paid %d, cancelled %d: no race was run", paid, cancelled)
 		}
 		t.Logf("%d paid, %d cancelled", paid, cancelled)
+	})
+}
+
+// TestAuditWhileTheSweeperWorks reads the audit between the sweeper's two
+// steps (the cancel in MySQL, then the unit's return in Redis), by hooks,
+// not by timing: the unit counts once, as returning, never as missing.
+func TestAuditWhileTheSweeperWorks(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	const payWithin = 100 * time.Millisecond
+	// expired admits ann and bob, writes their orders, has bob pay and
+	// waits past ann's deadline: the next sweep cancels ann's order.
+	expired := func(t *testing.T, stage string) (*asyncorders.Queue, asyncorders.Message) {
+		q := e.queue(t, stage, 2)
+		c := config("w1", asyncorders.Correct)
+		c.Payments, c.PayWithin = e.payments, payWithin
+		e.start(t, q, c)
+		ann, bob := message("ann"), message("bob")
+		for _, m := range []asyncorders.Message{ann, bob} {
+			if _, err := q.Admit(ctx, m, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		drain(t, q)
+		if err := e.payments.Pay(ctx, bob.OrderID, "bob"); err != nil {
+			t.Fatalf("bob pays: %v", err)
+		}
+		time.Sleep(2 * payWithin)
+		return q, ann
+	}
+	returning := func(t *testing.T, when string, inv asyncorders.Invariant) {
+		t.Helper()
+		if inv.Undersold != 0 || inv.Oversold != 0 || inv.Returning != 1 || inv.Units != 1 || inv.Remaining != 0 || inv.Holds {
+			t.Errorf("%s: want ann's unit returning, bob's ordered, none on sale, none missing: %+v", when, inv)
+		}
+	}
+	settled := func(t *testing.T, q *asyncorders.Queue) {
+		t.Helper()
+		if inv := check(t, e, q); !inv.Holds || inv.Returning != 0 || inv.Units != 1 || inv.Remaining != 1 {
+			t.Errorf("after the sweep: want ann's unit back on sale: %+v", inv)
+		}
+	}
+
+	t.Run("read between the cancel and the return", func(t *testing.T) {
+		q, _ := expired(t, "audit-mid-sweep")
+		s := asyncorders.NewSweeper(q, e.payments, time.Hour, quiet)
+		read := false
+		s.SetBetweenCancelAndReturn(func() error {
+			returning(t, "between the cancel and the return", check(t, e, q))
+			read = true
+			return nil
+		})
+		if err := s.Sweep(ctx, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if !read {
+			t.Fatal("the sweep cancelled nothing")
+		}
+		settled(t, q)
+	})
+
+	t.Run("a whole sweep between the audit's Redis read and its MySQL read", func(t *testing.T) {
+		q, _ := expired(t, "audit-sweep-between-reads")
+		s := asyncorders.NewSweeper(q, e.payments, time.Hour, quiet)
+		q.SetBetweenAccountReads(func() {
+			if err := s.Sweep(ctx, time.Now()); err != nil {
+				t.Error(err)
+			}
+		})
+		inv := check(t, e, q)
+		q.SetBetweenAccountReads(nil)
+		returning(t, "the stock read before the return, the orders after the cancel", inv)
+		settled(t, q)
+	})
+
+	t.Run("a sweeper killed between the cancel and the return: the next one gives the unit back, once", func(t *testing.T) {
+		q, ann := expired(t, "audit-sweeper-killed")
+		killed := errors.New("killed between the cancel and the return")
+		s := asyncorders.NewSweeper(q, e.payments, time.Hour, quiet)
+		s.SetBetweenCancelAndReturn(func() error { return killed })
+		if err := s.Sweep(ctx, time.Now()); !errors.Is(err, killed) {
+			t.Fatalf("the killed sweep: %v", err)
+		}
+		returning(t, "after the kill", check(t, e, q))
+		next := asyncorders.NewSweeper(q, e.payments, time.Hour, quiet)
+		for range 2 { // the next sweeper, then one more pass: returned once
+			if err := next.Sweep(ctx, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		settled(t, q)
+		if err := e.payments.Pay(ctx, ann.OrderID, "ann"); !errors.Is(err, orders.ErrCancelled) {
+			t.Errorf("ann pays late: %v, want ErrCancelled", err)
+		}
+		if _, err := q.Admit(ctx, message("carol"), true); err != nil {
+			t.Fatalf("the unit given back does not sell again: %v", err)
+		}
 	})
 }

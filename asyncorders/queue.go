@@ -44,6 +44,9 @@ const lagSamples = 100_000
 type Queue struct {
 	rdb   redis.UniversalClient
 	stage string
+	// betweenAccountReads, set by tests only, runs in Account between its
+	// Redis read and its order database read.
+	betweenAccountReads func()
 }
 
 // NewQueue is stage's queue on rdb.
@@ -281,29 +284,35 @@ func percentiles(samples []string) (p50, p99 time.Duration) {
 type Invariant struct {
 	Stats
 	Units int64 `json:"units_in_orders"`
-	// Holds: initial = remaining + units in live orders, and nothing pending.
+	// Returning are units of cancelled orders not yet back on sale.
+	Returning int64 `json:"returning"`
+	// Holds: initial = remaining + units in live orders, nothing pending
+	// and nothing returning.
 	Holds bool `json:"holds"`
-	// Undersold are units neither on sale nor in an order.
+	// Undersold are units neither on sale, nor in an order, nor returning.
 	Undersold int64 `json:"undersold"`
 	// Oversold are units in orders beyond the initial stock.
 	Oversold int64 `json:"oversold"`
 }
 
-// Check reads sku's stream figures and its orders in store.
-func (q *Queue) Check(ctx context.Context, store orders.Store, sku string) (Invariant, error) {
+// Check reads sku's stream figures, then its Account (payments nil when
+// the stage has none).
+func (q *Queue) Check(ctx context.Context, store orders.Store, payments *orders.Payments, sku string) (Invariant, error) {
 	s, err := q.Stats(ctx, sku)
 	if err != nil {
 		return Invariant{}, err
 	}
-	c, err := store.Counts(ctx, q.stage, sku)
+	a, err := q.Account(ctx, store, payments, sku)
 	if err != nil {
-		return Invariant{}, fmt.Errorf("asyncorders: count orders: %w", err)
+		return Invariant{}, err
 	}
-	missing := s.Initial - s.Remaining - c.Units
+	s.Initial, s.Remaining = a.Initial, a.Remaining
+	missing := a.Missing()
 	return Invariant{
 		Stats:     s,
-		Units:     c.Units,
-		Holds:     missing == 0 && s.Drained(),
+		Units:     a.Orders.Units,
+		Returning: a.Returning,
+		Holds:     missing == 0 && a.Returning == 0 && s.Drained(),
 		Undersold: max(0, missing),
 		Oversold:  max(0, -missing),
 	}, nil

@@ -22,6 +22,10 @@ type Sweeper struct {
 	payments *orders.Payments
 	every    time.Duration
 	log      *slog.Logger
+	// betweenCancelAndReturn, set by tests only, runs after a pass's
+	// cancels, before it gives their units back; an error ends the pass
+	// there, as a sweeper killed right then.
+	betweenCancelAndReturn func() error
 }
 
 // NewSweeper sweeps q's stage every every.
@@ -54,6 +58,11 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) error {
 	}
 	if err != nil {
 		return err
+	}
+	if s.betweenCancelAndReturn != nil {
+		if err := s.betweenCancelAndReturn(); err != nil {
+			return err
+		}
 	}
 	due, err := s.payments.Unreturned(ctx, s.q.stage, sweepBatch)
 	if err != nil {

@@ -89,16 +89,29 @@ func (s *asyncStage) reset(ctx context.Context, sku string, stock int64, _ int) 
 // undersold counts the units admitted whose order no worker wrote yet, so
 // it holds at 0 only once the stream is drained (Stream.Drained). The
 // stream is read first: a stream read drained after the orders were
-// counted would vouch for orders the count missed.
+// counted would vouch for orders the count missed. The units are read as
+// asyncorders.Queue.Account reads them, so a sweeper's cancel read before
+// its unit's return counts that unit once, as returning.
 func (s *asyncStage) audit(ctx context.Context, sku string) (Audit, error) {
 	st, err := s.queue.Stats(ctx, sku)
 	if err != nil {
 		return Audit{}, asyncFailed(err)
 	}
-	a, err := s.orderSeller.audit(ctx, sku)
-	if err != nil {
+	acc, err := s.queue.Account(ctx, s.orders, s.payments, sku)
+	switch {
+	case errors.Is(err, orders.ErrUnavailable):
+		return Audit{}, ordersUnavailable("count orders", err)
+	case err != nil:
+		return Audit{}, asyncFailed(err)
+	}
+	a := auditOf(Counts{Initial: acc.Initial, Stock: acc.Remaining, Sold: acc.Sold}, nil)
+	if a.MaxHolders, err = s.holders.max(ctx, sku); err != nil {
 		return Audit{}, err
 	}
+	if a, err = s.withOrders(ctx, sku, a, acc.Orders); err != nil {
+		return Audit{}, err
+	}
+	a.Orders.Returning, a.Orders.Undersold = acc.Returning, acc.Missing()
 	a.Stream = &st
 	if s.payments != nil {
 		pc, err := s.payments.Counts(ctx, s.id, sku)

@@ -129,3 +129,61 @@ func TestAnAsyncAuditReadsTheStreamBeforeTheOrders(t *testing.T) {
 		t.Fatalf("after the drain: orders %+v, stream %+v", *a.Orders, *a.Stream)
 	}
 }
+
+// The sweeper cancels in the order database first and gives the unit back
+// in Redis after: an audit read in between (here after the cancel alone,
+// the sweeper's first step) counts the unit once, as returning, not as
+// undersold.
+func TestAnAsyncAuditCountsACancelledUnitNotYetBackOnce(t *testing.T) {
+	ctx := context.Background()
+	store := mariaDBOrders(t, lockservertest.MariaDB(t))
+	payments, err := store.(*orders.SQLStore).Payments(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redistest.Start(t).Client(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	inv, err := inventory.New(inventory.Config{Redis: rdb, Orders: store, Payments: payments, Replica: "r0", Logger: quiet, Exit: func(int) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inv.Close() })
+	invs := []*inventory.Inventory{inv}
+	prepare(t, invs, asyncorders.StageStream, 2, inventory.Faults{})
+	q := asyncorders.NewQueue(rdb, asyncorders.StageStream)
+	cfg := asyncorders.DefaultConfig("w1", []string{"sku-1"})
+	cfg.Payments, cfg.PayWithin = payments, 100*time.Millisecond
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = asyncorders.NewWorker(q, store, cfg, quiet).Run(wctx) }()
+	defer func() { stop(); <-done }()
+	var bob string
+	for _, user := range []string{"ann", "bob"} {
+		sale, err := inv.DeductFor(ctx, asyncorders.StageStream, "sku-1", user, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bob = sale.Order
+	}
+	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := q.Drain(dctx, "sku-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := payments.Pay(ctx, bob, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // ann's deadline passes
+	if c, err := payments.CancelExpired(ctx, asyncorders.StageStream, time.Now(), 10); err != nil || len(c) != 1 {
+		t.Fatalf("the sweeper's cancel: %v, %v", c, err)
+	}
+	if a := orderAudit(t, inv, asyncorders.StageStream); a.Orders.Undersold != 0 || a.Orders.Returning != 1 || a.Orders.Units != 1 || a.Stock != 0 {
+		t.Errorf("after the cancel, before the return: stock %d, orders %+v; want ann's unit returning", a.Stock, *a.Orders)
+	}
+	if err := asyncorders.NewSweeper(q, payments, time.Hour, quiet).Sweep(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if a := orderAudit(t, inv, asyncorders.StageStream); a.Orders.Undersold != 0 || a.Orders.Returning != 0 || a.Stock != 1 {
+		t.Errorf("after the return: stock %d, orders %+v; want ann's unit on sale", a.Stock, *a.Orders)
+	}
+}

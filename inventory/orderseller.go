@@ -183,8 +183,13 @@ type OrderCounts struct {
 	// DuplicateOrders are the orders beyond each buyer's first.
 	DuplicateOrders int64 `json:"duplicate_orders"`
 	// Undersold (少卖) are units gone from the stock that no order holds:
-	// initial - remaining - units ordered.
+	// initial - remaining - units ordered (- returning, async stages).
 	Undersold int64 `json:"undersold"`
+	// Returning (async stages with payments) are the units of orders the
+	// sweeper cancelled that are not back on sale yet: the cancel and the
+	// return are two steps (asyncorders' doc, "The audit while the sweeper
+	// works").
+	Returning int64 `json:"returning,omitempty"`
 	// Conflicts are the sales an optimistic lock refused because the stock
 	// changed after they read it.
 	Conflicts int64 `json:"conflicts"`

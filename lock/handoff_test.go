@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,5 +207,65 @@ func TestReleaseSkipsTheOwnersStalePlace(t *testing.T) {
 	}
 	if n := rdb.Exists(ctx, ma.Key()).Val(); n != 0 {
 		t.Fatalf("lock granted back to its releasing Client: %v", rdb.HGetAll(ctx, ma.Key()).Val())
+	}
+}
+
+// A waiter whose grant message is lost (its pub/sub connection missed it)
+// still takes the lock, by its timer: it sleeps no longer than the lock's
+// TTL at its last attempt, so it waits past the free lock for at most one
+// lease, never for ever, even with no wait limit of its own.
+func TestAWaiterWhoseGrantMessageIsLostTakesTheLockByItsTimer(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	const lease = 900 * time.Millisecond // a's watchdog lease, and its grant's
+	var dropped atomic.Int32
+	var channel string
+	// The release publishes on a channel nobody listens on: the message
+	// is lost, as a pub/sub connection that missed it would lose it.
+	dropGrant := scriptHook{sha: releaseScript.Hash(), around: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		args := cmd.Args()
+		for i := range args {
+			if args[i] == channel {
+				args[i] = channel + ":nobody"
+				dropped.Add(1)
+			}
+		}
+		return next(ctx, cmd)
+	}}
+	ctx := ctxTimeout(t, 20*time.Second)
+	if err := releaseScript.Load(ctx, rdb).Err(); err != nil { // an EVALSHA, which the hook sees
+		t.Fatal(err)
+	}
+	a, b := hookedClient(t, srv, dropGrant, WithWatchdogTimeout(lease)), newClient(t, srv)
+	ma := a.Mutex("lost-grant")
+	channel = ma.channel
+	if err := ma.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bDone := lockAsync(ctx, b.Mutex("lost-grant")) // no wait limit but ctx
+	queued(t, rdb, ma, b.ID())
+	time.Sleep(lease) // b sleeps on a TTL a's watchdog renewed meanwhile
+
+	unlocked := time.Now()
+	if err := ma.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if dropped.Load() != 1 {
+		t.Fatalf("%d grant messages dropped, want 1", dropped.Load())
+	}
+	if owners := rdb.HGetAll(ctx, ma.Key()).Val(); owners[b.ID()] != "1" {
+		t.Fatalf("lock hash %v, want the grant to the waiter", owners)
+	}
+	select {
+	case err := <-bDone:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(lease + 5*time.Second):
+		t.Fatalf("waiter still waiting %v after the unlock whose grant message was lost (lease %v)", time.Since(unlocked), lease)
+	}
+	// One lease, plus the scheduling of a loaded machine.
+	if took := time.Since(unlocked); took > lease+time.Second {
+		t.Errorf("waiter acquired %v after the unlock whose grant message was lost; it sleeps one lease at most (%v)", took, lease)
 	}
 }

@@ -58,12 +58,17 @@ var paymentsSchema = []string{
 //     order id (asyncorders), and MarkReturned records it; a sweeper killed
 //     between the two finds the row unreturned and gives back again, which
 //     the mark turns into nothing.
+//   - Ledger (the audit's read, one read-only transaction): a read, so
+//     sent again it reads again; late, it is a snapshot of its moment.
 type Payments struct {
 	s *SQLStore
 	// betweenPayAndRead, set by tests only, runs between Pay's
 	// compare-and-set and its read of the state (a worker opening the
 	// payment right then).
 	betweenPayAndRead func()
+	// betweenLedgerReads, set by tests only, runs between Ledger's count
+	// of the live orders and its list of the cancelled ones.
+	betweenLedgerReads func()
 }
 
 // Payments creates the payment table when it is missing.
@@ -158,7 +163,7 @@ func (p *Payments) Status(ctx context.Context, id, user string) (string, error) 
 // (which also frees the buyer's place in the unique index), and returns
 // the orders it cancelled.
 func (p *Payments) CancelExpired(ctx context.Context, stage string, now time.Time, limit int) ([]Order, error) {
-	due, err := p.list(ctx, `SELECT id, sku, user_id, qty FROM lockstep_payments
+	due, err := p.list(ctx, p.s.db, `SELECT id, sku, user_id, qty FROM lockstep_payments
 WHERE stage = ? AND status = ? AND deadline < ? ORDER BY deadline LIMIT ?`, stage, PaymentUnpaid, now.UnixMicro(), limit)
 	if err != nil {
 		return nil, err
@@ -209,7 +214,7 @@ func (p *Payments) cancel(ctx context.Context, o Order, now time.Time) (bool, er
 // Unreturned lists up to limit cancelled orders of stage whose units were
 // not recorded as given back.
 func (p *Payments) Unreturned(ctx context.Context, stage string, limit int) ([]Order, error) {
-	list, err := p.list(ctx, `SELECT id, sku, user_id, qty FROM lockstep_payments
+	list, err := p.list(ctx, p.s.db, `SELECT id, sku, user_id, qty FROM lockstep_payments
 WHERE stage = ? AND status = ? AND returned = 0 LIMIT ?`, stage, PaymentCancelled, limit)
 	for i := range list {
 		list[i].Stage = stage
@@ -249,6 +254,49 @@ FROM lockstep_payments WHERE stage = ? AND sku = ?`, stage, sku).Scan(&c.Unpaid,
 	return c, nil
 }
 
+// Ledger is one snapshot of stage's orders of sku in the order database:
+// the live orders' counts and the cancelled orders' units, read in one
+// transaction. A cancel voids its order row and cancels its payment in one
+// transaction, so each order is in exactly one of the two.
+type Ledger struct {
+	Counts
+	// Cancelled are the units of each cancelled order, by order id.
+	Cancelled map[string]int64
+}
+
+// Ledger reads stage's ledger of sku. On SQLite the store's transactions
+// begin IMMEDIATE, so writers wait for this read (one short transaction).
+func (p *Payments) Ledger(ctx context.Context, stage, sku string) (Ledger, error) {
+	var opts *sql.TxOptions
+	if p.s.d.name == "mysql" {
+		// Every read of the transaction from one snapshot, whatever the
+		// server's default isolation; SQLite's transactions always are.
+		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+	}
+	tx, err := p.s.db.BeginTx(ctx, opts)
+	if err != nil {
+		return Ledger{}, p.s.unavailable("begin ledger read", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	c, err := p.s.counts(ctx, tx, stage, sku)
+	if err != nil {
+		return Ledger{}, err
+	}
+	if p.betweenLedgerReads != nil {
+		p.betweenLedgerReads()
+	}
+	cancelled, err := p.list(ctx, tx, `SELECT id, sku, user_id, qty FROM lockstep_payments
+WHERE stage = ? AND sku = ? AND status = ?`, stage, sku, PaymentCancelled)
+	if err != nil {
+		return Ledger{}, err
+	}
+	l := Ledger{Counts: c, Cancelled: make(map[string]int64, len(cancelled))}
+	for _, o := range cancelled {
+		l.Cancelled[o.ID] = o.Qty
+	}
+	return l, nil
+}
+
 // Reset deletes stage's payments of sku.
 func (p *Payments) Reset(ctx context.Context, stage, sku string) error {
 	if _, err := p.s.db.ExecContext(ctx, `DELETE FROM lockstep_payments WHERE stage = ? AND sku = ?`, stage, sku); err != nil {
@@ -257,8 +305,8 @@ func (p *Payments) Reset(ctx context.Context, stage, sku string) error {
 	return nil
 }
 
-func (p *Payments) list(ctx context.Context, query string, args ...any) ([]Order, error) {
-	rows, err := p.s.db.QueryContext(ctx, query, args...)
+func (p *Payments) list(ctx context.Context, x execer, query string, args ...any) ([]Order, error) {
+	rows, err := x.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, p.s.unavailable("list payments", err)
 	}

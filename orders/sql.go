@@ -140,6 +140,7 @@ func (s *SQLStore) unavailable(op string, err error) error {
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 const insertOrder = `INSERT INTO lockstep_orders (id, stage, sku, user_id, qty, replica, created_at, status, one_per_user)
@@ -203,13 +204,18 @@ WHERE stage = ? AND sku = ? AND user_id = ? AND status = 'live' LIMIT 1`, stage,
 }
 
 func (s *SQLStore) Counts(ctx context.Context, stage, sku string) (Counts, error) {
+	return s.counts(ctx, s.db, stage, sku)
+}
+
+// counts reads Counts on x: the database, or a read transaction's snapshot.
+func (s *SQLStore) counts(ctx context.Context, x execer, stage, sku string) (Counts, error) {
 	var c Counts
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(qty), 0), COUNT(DISTINCT user_id)
+	err := x.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(qty), 0), COUNT(DISTINCT user_id)
 FROM lockstep_orders WHERE stage = ? AND sku = ? AND status = 'live'`, stage, sku).Scan(&c.Orders, &c.Units, &c.Buyers)
 	if err != nil {
 		return Counts{}, s.unavailable("count orders", err)
 	}
-	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT user_id FROM lockstep_orders
+	err = x.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT user_id FROM lockstep_orders
 WHERE stage = ? AND sku = ? AND status = 'live' GROUP BY user_id HAVING COUNT(*) > 1) AS d`, stage, sku).Scan(&c.DuplicateBuyers)
 	if err != nil {
 		return Counts{}, s.unavailable("count duplicate buyers", err)

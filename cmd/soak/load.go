@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	mrand "math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/lockstep/lockstep/inventory"
 )
 
 // keySource hands out Idempotency-Keys: a new one per request, except that
@@ -62,23 +66,52 @@ type counts struct {
 	Sales    int `json:"sales"`
 	Replays  int `json:"replays"`
 	SoldOut  int `json:"sold_out"`
-	Busy     int `json:"busy"`
+	Busy     int `json:"busy"` // 423: the lock stayed taken for the whole lock wait
 	Errors   int `json:"errors"`
+	// Unknown are the errors whose stock write's reply was lost: each may
+	// have sold, and keeps its key's marker pending until its TTL.
+	Unknown int `json:"outcome_unknown"`
+	// Unsettled are the retries of a key whose first request never
+	// settled (one of Unknown), answered so: 423 "still in progress" at
+	// the retry's deadline, then 409 outcome_unknown once the marker is
+	// older than any request.
+	Unsettled int `json:"unsettled_retries"`
 }
+
+// unanswered are the requests that neither sold nor replayed a sale.
+func (c counts) unanswered() int { return c.Requests - c.Sales - c.Replays }
+
+// The shop's answers the soak tells apart (docs/exactly-once.md).
+const (
+	codeOutcomeUnknown = "outcome_unknown"
+	// keyPending is the message of a 423 to a retry whose key's first
+	// request is still in progress.
+	keyPending = "Idempotency-Key is still in progress"
+)
 
 func (c *counts) add(r *vegeta.Result) {
 	c.Requests++
+	var body struct{ Error, Message string }
+	if r.Code != http.StatusOK {
+		_ = json.Unmarshal(r.Body, &body) // an answer that is not the shop's JSON counts by its status
+	}
 	switch {
 	case r.Code == http.StatusOK && r.Headers.Get("Idempotent-Replayed") == "true":
 		c.Replays++
 	case r.Code == http.StatusOK:
 		c.Sales++
+	case r.Code == http.StatusConflict && body.Error == codeOutcomeUnknown,
+		r.Code == http.StatusLocked && strings.Contains(body.Message, keyPending):
+		c.Unsettled++
 	case r.Code == http.StatusConflict:
 		c.SoldOut++
 	case r.Code == http.StatusLocked:
 		c.Busy++
 	default:
 		c.Errors++
+		if strings.Contains(body.Message, inventory.ErrOutcomeUnknown.Error()) {
+			c.Unknown++
+		}
 	}
 }
 
@@ -96,7 +129,20 @@ type loadResult struct {
 	Total        counts         `json:"total"`
 	Windows      []window       `json:"windows"`
 	ErrorSamples map[string]int `json:"error_samples,omitempty"`
+	// Failures are the first requests answered other than 200
+	// (maxFailures), each with when it was sent and how long it took: what
+	// a shop's log is read for.
+	Failures []failure `json:"failures,omitempty"`
 }
+
+// failure is one request that sold nothing.
+type failure struct {
+	AtS       float64 `json:"at_s"` // sent, from the load's start
+	LatencyMS float64 `json:"latency_ms"`
+	Answer    string  `json:"answer"` // status and body, or the client's error
+}
+
+const maxFailures = 100
 
 // attack offers rate sales per second of stage's sku for duration through
 // url, each with an Idempotency-Key, and buckets the answers into windows
@@ -136,14 +182,25 @@ func attack(ctx context.Context, url string, rate, workers int, duration, interv
 		w := &res.Windows[i]
 		w.add(r)
 		w.latencies = append(w.latencies, r.Latency)
-		if r.Code != http.StatusOK && r.Code != http.StatusConflict && r.Code != http.StatusLocked {
-			msg := r.Error
-			if msg == "" {
-				msg = strconv.Itoa(int(r.Code)) + " " + string(r.Body)
-			}
+		if r.Code == http.StatusOK {
+			continue
+		}
+		// vegeta's error for an answer is its status line alone: the body
+		// says which error it was.
+		msg := r.Error
+		if r.Code != 0 {
+			msg = strconv.Itoa(int(r.Code)) + " " + string(r.Body)
+		}
+		if r.Code != http.StatusConflict && r.Code != http.StatusLocked {
 			if _, seen := res.ErrorSamples[msg]; seen || len(res.ErrorSamples) < 5 {
 				res.ErrorSamples[msg]++
 			}
+		}
+		if len(res.Failures) < maxFailures {
+			res.Failures = append(res.Failures, failure{
+				AtS: r.Timestamp.Sub(start).Seconds(), LatencyMS: float64(r.Latency.Microseconds()) / 1000,
+				Answer: msg,
+			})
 		}
 	}
 	for i := range res.Windows {

@@ -166,10 +166,13 @@ func (s *sampler) redis(ctx context.Context) redisSample {
 
 // idempotencyAudit is a look at every idempotency key of the stage.
 type idempotencyAudit struct {
-	Keys    int   `json:"keys"`
-	NoTTL   int   `json:"without_ttl"`
-	Pending int   `json:"pending"` // markers of a request still running (or of a replica that died)
-	MaxTTL  int64 `json:"max_ttl_ms"`
+	Keys    int `json:"keys"`
+	NoTTL   int `json:"without_ttl"`
+	Pending int `json:"pending"` // markers of a request still running, or whose outcome is unknown
+	// MaxTTL is the longest TTL of an answer, MaxPendingTTL of a marker
+	// (the shop's request timeout + 5 s, twice that past the stock write).
+	MaxTTL        int64 `json:"max_ttl_ms"`
+	MaxPendingTTL int64 `json:"max_pending_ttl_ms"`
 }
 
 func auditIdempotencyKeys(ctx context.Context, rdb *redis.Client) (idempotencyAudit, error) {
@@ -204,9 +207,11 @@ func auditIdempotencyKeys(ctx context.Context, rdb *redis.Client) (idempotencyAu
 			if ttl < 0 {
 				a.NoTTL++
 			}
-			a.MaxTTL = max(a.MaxTTL, ttl.Milliseconds())
 			if heads[i].Val() == "pending:" {
 				a.Pending++
+				a.MaxPendingTTL = max(a.MaxPendingTTL, ttl.Milliseconds())
+			} else {
+				a.MaxTTL = max(a.MaxTTL, ttl.Milliseconds())
 			}
 		}
 	}

@@ -29,6 +29,7 @@ runs:
 // workshopState is the part of workshop.json the soak uses.
 type workshopState struct {
 	PID        int    `json:"pid"`
+	WorkDir    string `json:"work_dir"`
 	AdminToken string `json:"admin_token"`
 	Proxy      struct {
 		Kind string `json:"kind"`
@@ -83,8 +84,12 @@ func startWorkshop(ctx context.Context, o options, workshopBin, shopBin, dir str
 	if err != nil {
 		return nil, err
 	}
+	// No lock servers: segmented needs none, and MariaDB, etcd's three
+	// members and ZooKeeper's three JVMs would take the cores the shops and
+	// Redis need (a Redis reply that misses the shops' 300 ms timeout fails
+	// a sale).
 	cmd := exec.Command(workshopBin, "--keep", "--scenario", scenario, "--out", out,
-		"--replicas", strconv.Itoa(o.replicas), "--redis", "server", "--redis-masters", "1", "--shop-bin", shopBin)
+		"--replicas", strconv.Itoa(o.replicas), "--redis", "server", "--redis-masters", "1", "--lock-servers", "off", "--shop-bin", shopBin)
 	cmd.Env = append(os.Environ(), "LOCKSTEP_IDEMPOTENCY_TTL="+o.idempotencyTTL.String())
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group, so a Ctrl-C on the terminal reaches the soak
@@ -122,6 +127,24 @@ func startWorkshop(ctx context.Context, o options, workshopBin, shopBin, dir str
 		return nil, fmt.Errorf("workshop.json: %v: %s", err, data)
 	}
 	return w, nil
+}
+
+// keepShopLogs copies the shops' logs out of the workshop's work
+// directory, which the workshop removes when it stops, into dir: a failed
+// request's cause is there (the shop logs every 5xx with its error).
+func (w *workshop) keepShopLogs(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range w.state.Replicas {
+		data, err := os.ReadFile(filepath.Join(w.state.WorkDir, r.Name+".log"))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, r.Name+".log"), data, 0o644)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // stop interrupts the workshop, which stops every process it started, and

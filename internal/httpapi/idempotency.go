@@ -126,8 +126,12 @@ func (idem *idempotency) do(ctx context.Context, stage, key, request string, run
 	rkey := idem.redisKey(stage, key)
 	poll := pollMin
 	for {
-		res, err := claimKeyScript.Run(ctx, idem.rdb, []string{rkey}, rand.Text(), idem.pendingTTL.Milliseconds()).StringSlice()
+		id := rand.Text()
+		res, err := claimKeyScript.Run(ctx, idem.rdb, []string{rkey}, id, idem.pendingTTL.Milliseconds()).StringSlice()
 		if err != nil || len(res) != 2 {
+			if replyLost(err) {
+				idem.unclaim(ctx, rkey, id)
+			}
 			return answer{}, false, fmt.Errorf("idempotency: claim key: %w: %w", inventory.ErrUnavailable, err)
 		}
 		switch res[0] {
@@ -153,6 +157,36 @@ func (idem *idempotency) do(ctx context.Context, stage, key, request string, run
 		case <-t.C:
 		}
 		poll = min(2*poll, pollMax)
+	}
+}
+
+// replyLost reports whether a command that failed with err may have run
+// in Redis: its reply, not Redis's refusal, is what is missing.
+func replyLost(err error) bool {
+	var replied redis.Error
+	return err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &replied)
+}
+
+// unclaimTimeout bounds the deletion of a claim whose reply was lost.
+const unclaimTimeout = time.Second
+
+// unclaim deletes the pending marker that a claim whose reply was lost may
+// have written (marker id): the request ran nothing, and without this its
+// key would stay pending for pendingTTL, each retry polling it until its
+// own deadline to be answered 423. It runs even when the request's
+// context ended, since a claim cut short by the deadline may have run.
+// The release runs once, and what it may find:
+//   - the claim never ran, or this release runs twice: no marker of ours,
+//     nothing deleted;
+//   - its reply is lost too, or the claim arrives after it: the marker
+//     lapses with pendingTTL, as it did without this;
+//   - it arrives late, after a retry claimed the key: that retry's marker
+//     has another id, and is left alone.
+func (idem *idempotency) unclaim(ctx context.Context, rkey, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unclaimTimeout)
+	defer cancel()
+	if err := releasePendingScript.Run(ctx, idem.rdb, []string{rkey}, "pending:"+id+":").Err(); err != nil {
+		idem.log.Warn("idempotency: delete the marker of a claim whose reply was lost (it lapses with its TTL)", "err", err)
 	}
 }
 

@@ -9,8 +9,11 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,32 +138,62 @@ func scriptSHA(t *testing.T, name string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// A sale whose answer cannot be stored is never sold again under its key:
-// retries are told the outcome is unknown, however long they wait.
-func TestKeyedSaleWhoseAnswerIsLostNeverSellsTwice(t *testing.T) {
+// keyedShop is a shop's handler on one Redis, with atomic's sku-1 reset to 10.
+type keyedShop struct {
+	inv *inventory.Inventory
+	h   http.Handler
+}
+
+// startKeyedShop starts a keyedShop whose idempotency keys go through a
+// client with hook, and whose requests last at most requestTimeout.
+func startKeyedShop(t *testing.T, hook redis.Hook, requestTimeout time.Duration) *keyedShop {
+	t.Helper()
 	srv := redistest.Start(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	stock := srv.Client(t)
-	inv, err := inventory.New(inventory.Config{Redis: stock, Logger: log, Exit: func(int) {}})
+	inv, err := inventory.New(inventory.Config{Redis: srv.Client(t), Logger: log, Exit: func(int) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = inv.Close() })
 	keys := srv.Client(t)
-	keys.AddHook(failStore{sha: scriptSHA(t, "idempotency_store.lua")})
-	const requestTimeout = 200 * time.Millisecond // markers of running requests last this + 5s
+	// Every script loaded: each runs as an EVALSHA, which the hook sees.
+	scripts, err := fs.Glob(httpapi.Scripts(), "scripts/*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range scripts {
+		src, err := fs.ReadFile(httpapi.Scripts(), name)
+		if err == nil {
+			err = keys.ScriptLoad(context.Background(), string(src)).Err()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys.AddHook(hook)
 	h := httpapi.New(httpapi.Config{
 		Inventory: inv, Redis: keys, Metrics: metrics.New(inv, log), Logger: log, Replica: "r0",
 		AdminToken: testToken, RequestTimeout: requestTimeout,
 	}).Handler()
-	serve := func() *httptest.ResponseRecorder {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, keyedSale(context.Background(), "atomic", "order-1"))
-		return rec
-	}
 	if err := inv.Reset(context.Background(), "atomic", "sku-1", 10, 0); err != nil {
 		t.Fatal(err)
 	}
+	return &keyedShop{inv: inv, h: h}
+}
+
+// serve sends one sale of sku-1 with the Idempotency-Key order-1.
+func (ks *keyedShop) serve() *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	ks.h.ServeHTTP(rec, keyedSale(context.Background(), "atomic", "order-1"))
+	return rec
+}
+
+// A sale whose answer cannot be stored is never sold again under its key:
+// retries are told the outcome is unknown, however long they wait.
+func TestKeyedSaleWhoseAnswerIsLostNeverSellsTwice(t *testing.T) {
+	const requestTimeout = 200 * time.Millisecond // markers of running requests last this + 5s
+	ks := startKeyedShop(t, failStore{sha: scriptSHA(t, "idempotency_store.lua")}, requestTimeout)
+	inv, serve := ks.inv, ks.serve
 	if first := serve(); first.Code != http.StatusOK {
 		t.Fatalf("first sale = %d %s", first.Code, first.Body)
 	}
@@ -173,6 +206,54 @@ func TestKeyedSaleWhoseAnswerIsLostNeverSellsTwice(t *testing.T) {
 		t.Fatalf("late retry = %d %s, want 409 outcome_unknown", late.Code, late.Body)
 	}
 	if a, _ := inv.Audit(context.Background(), "atomic", "sku-1"); a.Sold != 1 {
+		t.Fatalf("sold %d under one key", a.Sold)
+	}
+}
+
+// loseReply runs the first EVALSHA of one script and then loses its
+// reply, as a read timeout does: the script ran, the caller cannot know.
+type loseReply struct {
+	sha  string
+	lost *atomic.Int32
+}
+
+func (l loseReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (l loseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if args := cmd.Args(); err == nil && cmd.Name() == "evalsha" && len(args) > 1 && args[1] == l.sha && l.lost.CompareAndSwap(0, 1) {
+			err = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+			cmd.SetErr(err)
+		}
+		return err
+	}
+}
+func (l loseReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A claim of a key whose reply is lost (it ran: the key is marked pending)
+// answers 503 having sold nothing, and leaves the key free: the retry
+// sells at once, instead of polling the orphan marker until its deadline
+// to be answered 423 (a soak under CPU starvation: a retry of such a key
+// waited the shop's whole 10 s request timeout).
+func TestAClaimWhoseReplyIsLostLeavesTheKeyFree(t *testing.T) {
+	var lost atomic.Int32
+	const requestTimeout = 2 * time.Second
+	ks := startKeyedShop(t, loseReply{sha: scriptSHA(t, "idempotency_claim.lua"), lost: &lost}, requestTimeout)
+	first := ks.serve()
+	if lost.Load() != 1 || first.Code != http.StatusServiceUnavailable || !containsCode(first, httpapi.CodeRedisUnavailable) {
+		t.Fatalf("claim whose reply was lost (%d lost) = %d %s, want 503 redis_unavailable", lost.Load(), first.Code, first.Body)
+	}
+	if a, _ := ks.inv.Audit(context.Background(), "atomic", "sku-1"); a.Sold != 0 {
+		t.Fatalf("the failed claim sold %d", a.Sold)
+	}
+	start := time.Now()
+	retry := ks.serve()
+	if retry.Code != http.StatusOK || retry.Header().Get("Idempotent-Replayed") != "" {
+		t.Fatalf("retry after %v = %d %s, want a sale: the lost claim's marker still held the key", time.Since(start), retry.Code, retry.Body)
+	}
+	if a, _ := ks.inv.Audit(context.Background(), "atomic", "sku-1"); a.Sold != 1 {
 		t.Fatalf("sold %d under one key", a.Sold)
 	}
 }

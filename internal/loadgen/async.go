@@ -23,8 +23,9 @@ const (
 
 // drainAsync waits, after an async stage's load, until the order workers
 // delivered every entry and the pending list is empty or stopped moving,
-// and returns the audit then: the invariant (initial = remaining + units
-// ordered, nothing pending) is judged after draining, never mid-flight.
+// and the sweepers gave back every cancelled order's units, and returns
+// the audit then: the invariant (initial = remaining + units ordered,
+// nothing pending, nothing returning) is judged after draining.
 func (r *runner) drainAsync(ctx context.Context, base, stage, sku string, a Audit) (Audit, time.Duration, error) {
 	if a.Stream == nil {
 		return a, 0, nil
@@ -33,7 +34,7 @@ func (r *runner) drainAsync(ctx context.Context, base, stage, sku string, a Audi
 	lastPending, still := a.Stream.Pending, time.Now()
 	for time.Since(start) < drainBound {
 		s := a.Stream
-		if s.Undelivered == 0 && (s.Pending == 0 || time.Since(still) >= drainStill) {
+		if s.Undelivered == 0 && (s.Pending == 0 || time.Since(still) >= drainStill) && returning(a) == 0 {
 			break
 		}
 		if s.Pending != lastPending {
@@ -56,7 +57,7 @@ func (r *runner) drainAsync(ctx context.Context, base, stage, sku string, a Audi
 // asyncChecks are the expectations of the async stages, read from the
 // audit's stream after draining.
 var asyncChecks = map[string]checkFunc{
-	"drained":       streamCheck(func(a Audit) bool { return a.Stream.Drained() }),
+	"drained":       streamCheck(func(a Audit) bool { return a.Stream.Drained() && returning(a) == 0 }),
 	"pending-grows": streamCheck(func(a Audit) bool { return a.Stream.Undelivered == 0 && a.Stream.Pending > 0 }),
 	// A worker-kill step: while the killed worker was down, the others
 	// claimed its entries and wrote their orders — or did not.
@@ -78,14 +79,23 @@ func workerKillCheck(f func(w *WorkerKillReport) bool) checkFunc {
 	}
 }
 
+// returning are the units of orders a sweeper cancelled that are not back
+// on sale yet.
+func returning(a Audit) int64 {
+	if a.Orders == nil {
+		return 0
+	}
+	return a.Orders.Returning
+}
+
 func streamCheck(f func(a Audit) bool) checkFunc {
 	return func(r *StageRun, _ []StageRun) (bool, string) {
 		if r.Audit.Stream == nil {
 			return false, "the audit has no stream: not an async stage"
 		}
 		s := r.Audit.Stream
-		return f(r.Audit), fmt.Sprintf("after draining %.1fs: %d undelivered, %d pending (oldest %.1fs), %d dead letters",
-			r.DrainMS/1000, s.Undelivered, s.Pending, s.OldestPending.Seconds(), s.DeadLetters)
+		return f(r.Audit), fmt.Sprintf("after draining %.1fs: %d undelivered, %d pending (oldest %.1fs), %d dead letters, %d cancelled units not yet back on sale",
+			r.DrainMS/1000, s.Undelivered, s.Pending, s.OldestPending.Seconds(), s.DeadLetters, returning(r.Audit))
 	}
 }
 

@@ -2,12 +2,18 @@ package loadgen
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/inventory"
 )
 
 // An async stage's stream while it runs: the live page's snapshot has the
@@ -61,5 +67,48 @@ func TestTheReportShowsTheOrderStreams(t *testing.T) {
 	}
 	if strings.Contains(html.String(), "data-stream") {
 		t.Error("a report without async runs has a stream table")
+	}
+}
+
+// drained holds when the stream is drained and no cancelled order's unit
+// is still on its way back to the stock.
+func TestDrainedIncludesTheSweepersReturns(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		stream    asyncorders.Stats
+		returning int64
+		want      bool
+	}{
+		{"drained, nothing returning", asyncorders.Stats{}, 0, true},
+		{"drained, a cancelled unit not back yet", asyncorders.Stats{}, 1, false},
+		{"an entry pending", asyncorders.Stats{Pending: 1}, 0, false},
+	} {
+		row := &StageRun{Audit: Audit{Stream: &tc.stream, Orders: &inventory.OrderCounts{Returning: tc.returning}}}
+		if ok, detail := asyncChecks["drained"](row, nil); ok != tc.want {
+			t.Errorf("%s: %v (%s), want %v", tc.name, ok, detail, tc.want)
+		}
+	}
+}
+
+// The run's drain waits, after the stream drained, until no cancelled
+// order's unit is on its way back: its audit is the first with none.
+func TestTheDrainWaitsForTheSweepersReturns(t *testing.T) {
+	var audits atomic.Int64
+	shop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		var returning int64
+		if audits.Add(1) < 3 {
+			returning = 1
+		}
+		_ = json.NewEncoder(w).Encode(Audit{Initial: 2, Stream: &asyncorders.Stats{}, Orders: &inventory.OrderCounts{Returning: returning}})
+	}))
+	t.Cleanup(shop.Close)
+	r := &runner{shop: newShopClient("")}
+	first := Audit{Initial: 2, Stream: &asyncorders.Stats{}, Orders: &inventory.OrderCounts{Returning: 1}}
+	a, _, err := r.drainAsync(context.Background(), shop.URL, asyncorders.StageStream, "sku-1", first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Orders.Returning != 0 || audits.Load() != 3 {
+		t.Errorf("the drain ended with %d returning after %d audits; want 0 after 3", a.Orders.Returning, audits.Load())
 	}
 }

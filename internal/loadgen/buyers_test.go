@@ -110,6 +110,10 @@ func TestOrderExpectations(t *testing.T) {
 	refused.Conflicts = 50
 	lost := clean
 	lost.Undersold = 1
+	// A unit an async stage's sweeper cancelled, read before its return:
+	// neither on sale nor live, but accounted for.
+	returning := clean
+	returning.Returning = 1
 	for _, tc := range []struct {
 		check string
 		run   *StageRun
@@ -124,6 +128,8 @@ func TestOrderExpectations(t *testing.T) {
 		{"no-undersell", run(10, 0, clean), true},
 		{"orders-match-stock", run(10, 0, clean), true},
 		{"orders-match-stock", run(11, 0, lost), false},
+		{"orders-match-stock", run(11, 0, returning), true},
+		{"no-undersell", run(11, 0, returning), true},
 		{"no-duplicate-orders", &StageRun{Sales: 1}, false}, // not an order stage
 		{"undersold-after-crash", crashed(1), true},
 		{"undersold-after-crash", crashed(0), false},

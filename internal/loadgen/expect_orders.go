@@ -62,11 +62,13 @@ func checkNoDuplicateOrders(a Audit) (bool, string) {
 }
 
 // undersold is what a run sold too little (少卖): units gone from the stock
-// that no order holds, or, when sales were refused for a conflict, the
-// stock the run left unsold.
+// that no order holds (nor a cancelled order whose units are on their way
+// back), or, when sales were refused for a conflict, the stock the run
+// left unsold.
 func undersold(a Audit) (bool, string) {
 	o := a.Orders
-	detail := fmt.Sprintf("undersold %d (initial %d - remaining %d - %d units ordered), %d left unsold after %d conflicts", o.Undersold, a.Initial, a.Stock, o.Units, a.Stock, o.Conflicts)
+	detail := fmt.Sprintf("undersold %d (initial %d - remaining %d - %d units ordered - %d returning), %d left unsold after %d conflicts",
+		o.Undersold, a.Initial, a.Stock, o.Units, o.Returning, a.Stock, o.Conflicts)
 	return o.Undersold > 0 || a.Stock > 0 && o.Conflicts > 0, detail
 }
 
@@ -77,9 +79,12 @@ func checkNoUndersell(a Audit) (bool, string) {
 	return !under, detail
 }
 
+// checkOrdersMatchStock: every unit on sale, in an order, or (async
+// stages) in a cancelled order on its way back to the stock.
 func checkOrdersMatchStock(a Audit) (bool, string) {
 	o := a.Orders
-	return int64(a.Initial) == int64(a.Stock)+o.Units, fmt.Sprintf("initial %d vs remaining %d + %d units ordered", a.Initial, a.Stock, o.Units)
+	return int64(a.Initial) == int64(a.Stock)+o.Units+o.Returning,
+		fmt.Sprintf("initial %d vs remaining %d + %d units ordered + %d returning", a.Initial, a.Stock, o.Units, o.Returning)
 }
 
 // orderRow is an order stage's run as report.html's orders table shows it.

@@ -1,7 +1,10 @@
 -- Deletes our pending marker so a retry may run the request again (it sold
 -- nothing), unless the marker is no longer ours.
--- KEYS[1] the idempotency key; ARGV[1] our pending marker.
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+-- KEYS[1] the idempotency key; ARGV[1] our pending marker, or its beginning
+-- 'pending:<random>:' when the claim's reply was lost (the Redis time the
+-- claim wrote after it is unknown): no other marker nor any answer begins so.
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
 return 0
