@@ -77,6 +77,17 @@ func (in *injector) StartOrderWorker(_ context.Context, name string) error {
 	return nil
 }
 
+func (in *injector) OrderWorkers() []string {
+	if in.workers == nil {
+		return nil
+	}
+	names := make([]string, len(in.workers.sups))
+	for i, s := range in.workers.sups {
+		names[i] = s.name
+	}
+	return names
+}
+
 func (in *injector) StoppedReplicas() []string {
 	var stopped []string
 	for _, r := range in.replicas {

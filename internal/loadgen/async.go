@@ -45,7 +45,7 @@ func (r *runner) drainAsync(ctx context.Context, base, stage, sku string, a Audi
 			return a, time.Since(start), ctx.Err()
 		case <-time.After(drainPoll):
 		}
-		next, err := r.shop.audit(ctx, base, stage, sku)
+		next, err := r.auditPatiently(ctx, base, stage, sku)
 		if err != nil {
 			return a, time.Since(start), fmt.Errorf("audit while draining: %w", err)
 		}

@@ -88,6 +88,8 @@ func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
 		return noArgs(orderChecks[name]), true
 	case "drained", "pending-grows", "claimed-while-down", "missing-while-down":
 		return noArgs(asyncChecks[name]), true
+	case "queued-while-orders-down", "loses-unread-orders", "keeps-unread-orders":
+		return noArgs(asyncOutageChecks[name]), true
 	case "payments-settle":
 		return noArgs(paymentChecks[name]), true
 	}

@@ -33,7 +33,9 @@ type OrderOutageReport struct {
 
 // ordersDown: sales go on through the proxy; after before, the order
 // database is stopped (SIGSTOP) for hold, then continued; sales are
-// offered until observe after the stop.
+// offered until observe after the stop. On an async stage the sales do not
+// touch the database: the stream's backlog is read at the stop and at the
+// continue, and the run is judged after the workers drained it.
 func (st *faultState) ordersDown(ctx context.Context) error {
 	fs, inj := st.run.Fault, st.r.cfg.Injector
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
@@ -50,8 +52,24 @@ func (st *faultState) ordersDown(ctx context.Context) error {
 	st.faultAt, st.rep.Victim = time.Now(), "mariadbd"
 	st.undos = append(st.undos, func() { _ = inj.ContinueOrderServer() })
 	st.mark(st.faultAt, "SIGSTOP mariadbd")
+	var async *AsyncOutageReport
+	if st.isAsync() {
+		async = &AsyncOutageReport{}
+		st.rep.AsyncOrders = async
+		var err error
+		if async.AtFault, err = st.backlog(ctx); err != nil {
+			return err
+		}
+	}
 	if err := sleep.For(ctx, fs.Hold.D()); err != nil {
 		return err
+	}
+	if async != nil {
+		heal, err := st.backlog(ctx)
+		if err != nil {
+			return err
+		}
+		async.AtHeal = &heal
 	}
 	st.healAt = time.Now()
 	if err := inj.ContinueOrderServer(); err != nil {
@@ -62,6 +80,9 @@ func (st *faultState) ordersDown(ctx context.Context) error {
 	st.mu.Lock()
 	st.rep.OrderOutage = orderOutage(st.results, st.faultAt, st.healAt)
 	st.mu.Unlock()
+	if async != nil {
+		return st.ordersDownAsync(ctx, async)
+	}
 	o := st.rep.OrderOutage
 	st.note("MariaDB stopped for %.0f ms: %d sales sent meanwhile, %d answered 503 (%d not orders_unavailable; the slowest after %.0f ms), %d said their units stay taken without an order, %d got no answer",
 		o.DownMS, o.Answers, o.Failures, o.OtherCodes, o.MaxFailMS, o.SaidUndersold, o.Unanswered)

@@ -13,6 +13,10 @@ import (
 // redisRestart: sales go on through the proxy; the stock's redis-server is
 // killed with SIGKILL, stays down for hold, and starts again on its data
 // directory with the step's persistence; the audit then says what survived.
+// On an async stage the order workers are held (SIGSTOP) from halfway
+// through before until Redis answers again, so that the kill finds entries
+// no worker has read, as it does whenever sales outrun the workers; the run
+// is then judged after draining (fault_async.go).
 func (st *faultState) redisRestart(ctx context.Context) error {
 	r, fs := st.r, st.run.Fault
 	inj := r.cfg.Injector
@@ -24,7 +28,16 @@ func (st *faultState) redisRestart(ctx context.Context) error {
 	}
 	loadDone := st.background(ctx, fs.Before+fs.Hold+fs.Observe, st.r.cfg.Scenario.SKU)
 	defer loadDone()
-	if err := sleep.For(ctx, fs.Before.D()); err != nil {
+	var async *AsyncOutageReport
+	var releaseWorkers func() error
+	if st.isAsync() {
+		async = &AsyncOutageReport{}
+		st.rep.AsyncOrders = async
+		var err error
+		if releaseWorkers, err = st.sleepHoldingWorkers(ctx, fs.Before.D(), async); err != nil {
+			return err
+		}
+	} else if err := sleep.For(ctx, fs.Before.D()); err != nil {
 		return err
 	}
 	// What the kill takes is told by a key written before it, not by the
@@ -36,6 +49,12 @@ func (st *faultState) redisRestart(ctx context.Context) error {
 	probe := "lockstep:loadgen:probe:{" + rand.Text() + "}"
 	if err := r.rdb.Set(ctx, probe, 1, time.Hour).Err(); err != nil {
 		return fmt.Errorf("write the probe key: %w", err)
+	}
+	if async != nil {
+		var err error
+		if async.AtFault, err = st.backlog(ctx); err != nil {
+			return err
+		}
 	}
 	st.faultAt = time.Now()
 	if err := inj.KillRedis(ctx, 0); err != nil {
@@ -65,6 +84,9 @@ func (st *faultState) redisRestart(ctx context.Context) error {
 	}
 	r.rdb.Del(ctx, probe)
 	st.rep.Outage = st.outage(kept == 1)
+	if async != nil {
+		return st.restartAsync(ctx, async, releaseWorkers)
+	}
 	st.note("%s", st.rep.Outage.Why)
 	return nil
 }

@@ -255,7 +255,7 @@ func (st *faultState) undo() {
 // conclude measures the step from its answers and reads the audit.
 func (st *faultState) conclude(ctx context.Context) error {
 	st.measure()
-	audit, err := st.r.shop.audit(ctx, st.r.cfg.Target, st.run.Stage, st.r.cfg.Scenario.SKU)
+	audit, err := st.r.auditPatiently(ctx, st.r.cfg.Target, st.run.Stage, st.r.cfg.Scenario.SKU)
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}

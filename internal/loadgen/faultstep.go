@@ -16,7 +16,9 @@ const (
 	// past its lease, and is continued while another holder works.
 	FaultPause = "pause"
 	// FaultRedisRestart: kill -9 of the stock's redis-server mid-load, and a
-	// restart with or without an append-only file.
+	// restart with or without an append-only file; on an async stage the
+	// order workers are held (SIGSTOP) from halfway through before until
+	// Redis answers again.
 	FaultRedisRestart = "redis-restart"
 	// FaultFailover: the Sentinel-managed master dies right after a lock
 	// grant it never replicated (or one of redlock's masters does).
@@ -31,7 +33,8 @@ const (
 	// redis-cli --cluster reshard leaves it.
 	FaultReshardHalfWay = "reshard-halfway"
 	// FaultOrdersDown: an order stage's MariaDB stops answering (SIGSTOP)
-	// for hold while sales go on, then continues (SIGCONT).
+	// for hold while sales go on, then continues (SIGCONT); on an async
+	// stage the order workers wait, and the run is judged after draining.
 	FaultOrdersDown = "orders-down"
 	// FaultWorkerKill: on an async stage, kill -9 of an order worker that
 	// holds entries it read and did not acknowledge, kept down past the
@@ -202,6 +205,8 @@ type Injector interface {
 	// or lets it go on with SIGCONT.
 	PauseOrderWorker(ctx context.Context, name string, paused bool) error
 	StartOrderWorker(ctx context.Context, name string) error
+	// OrderWorkers names the order workers (their consumer names).
+	OrderWorkers() []string
 }
 
 // SlotMove is how MigrateSlot moves a slot's keys.
@@ -262,6 +267,9 @@ type FaultReport struct {
 	OrderOutage *OrderOutageReport `json:"order_outage,omitempty"`
 	// WorkerKill: what a worker-kill step saw while the worker was down.
 	WorkerKill *WorkerKillReport `json:"worker_kill,omitempty"`
+	// AsyncOrders: what an async stage's orders did through an
+	// orders-down or redis-restart step (fault_async.go).
+	AsyncOrders *AsyncOutageReport `json:"async_orders,omitempty"`
 	// Notes say in words what happened, step by step.
 	Notes []string `json:"notes,omitempty"`
 }
