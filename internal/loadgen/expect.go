@@ -88,6 +88,8 @@ func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
 		return noArgs(orderChecks[name]), true
 	case "drained", "pending-grows", "claimed-while-down", "missing-while-down":
 		return noArgs(asyncChecks[name]), true
+	case "rows-when-killed":
+		return rowsWhenKilled, true
 	case "payments-settle":
 		return noArgs(paymentChecks[name]), true
 	}
@@ -238,12 +240,9 @@ func checkNoErrors(r *StageRun, _ []StageRun) (bool, string) {
 
 func holdersBound(word string, ok func(got, n int64) bool) func([]string) (checkFunc, error) {
 	return func(args []string) (checkFunc, error) {
-		if len(args) != 1 {
-			return nil, fmt.Errorf("want one count")
-		}
-		n, err := strconv.ParseInt(args[0], 10, 64)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("count %q: want a whole number", args[0])
+		n, err := countArg(args)
+		if err != nil {
+			return nil, err
 		}
 		return func(r *StageRun, _ []StageRun) (bool, string) {
 			var most int64
@@ -256,6 +255,18 @@ func holdersBound(word string, ok func(got, n int64) bool) func([]string) (check
 			return ok(most, n), fmt.Sprintf("%d holder(s) at once, want %s %d", most, word, n)
 		}, nil
 	}
+}
+
+// countArg is a check's one argument, a whole number.
+func countArg(args []string) (int64, error) {
+	if len(args) != 1 {
+		return 0, fmt.Errorf("want one count")
+	}
+	n, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("count %q: want a whole number", args[0])
+	}
+	return n, nil
 }
 
 func checkVictimRefused(r *StageRun, _ []StageRun) (bool, string) {
