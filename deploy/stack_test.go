@@ -37,6 +37,10 @@ type stack struct {
 	adminToken    string
 	shops         []replica
 	orderWorkers  []*process
+	// startWorkers starts compose's order workers with their services'
+	// environment plus extra (a compose user's `LOCKSTEP_PAY_WITHIN=1s
+	// docker compose up`), and records them in orderWorkers.
+	startWorkers func(t *testing.T, extra ...string)
 	nginxURL      string
 	statusURL     string // nginx's stub_status server (compose's conf.d)
 	exporters     map[string]string
@@ -64,7 +68,9 @@ type process struct {
 func startProcess(t *testing.T, dir, name, bin string, args, env []string) *process {
 	t.Helper()
 	logPath := filepath.Join(dir, name+".log")
-	logFile, err := os.Create(logPath)
+	// Appended to: a program started again (the order workers) keeps its
+	// first run's log.
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +90,14 @@ func startProcess(t *testing.T, dir, name, bin string, args, env []string) *proc
 	}()
 	t.Cleanup(p.stop)
 	return p
+}
+
+// stopWorkers stops every order worker the stack started.
+func (s *stack) stopWorkers() {
+	for _, w := range s.orderWorkers {
+		w.stop()
+	}
+	s.orderWorkers = nil
 }
 
 // stop ends p's process group: SIGTERM, and SIGKILL if it is still there
@@ -201,9 +215,12 @@ func startStack(t *testing.T, compose *types.Project) *stack {
 	if len(workers) == 0 {
 		t.Fatal("compose runs no order worker")
 	}
-	for _, svc := range workers {
-		s.orderWorkers = append(s.orderWorkers, startProcess(t, s.dir, svc.Name, workerBin, nil, serviceEnv(svc)))
+	s.startWorkers = func(t *testing.T, extra ...string) {
+		for _, svc := range workers {
+			s.orderWorkers = append(s.orderWorkers, startProcess(t, s.dir, svc.Name, workerBin, nil, append(serviceEnv(svc), extra...)))
+		}
 	}
+	s.startWorkers(t)
 
 	// nginx: the template rendered as the workshop renders it, and
 	// compose's conf.d with the status server moved to a free port.

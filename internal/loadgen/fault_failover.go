@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockstep/lockstep/internal/keyslot"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
@@ -122,21 +123,34 @@ func (st *faultState) loadSKU(ctx context.Context, lockKey string) (string, erro
 	if !ok {
 		return sku, nil
 	}
-	master, err := cluster.MasterForKey(ctx, lockKey)
+	// The slot map as a node has it now, not the client's cached state:
+	// after an earlier row's failover that may name the killed master, and
+	// go-redis answers a slot it has no node for with a random node (a CI
+	// run found no SKU "on" such a replica).
+	slots, err := cluster.ClusterSlots(ctx).Result()
 	if err != nil {
-		return "", fmt.Errorf("master of %s: %w", lockKey, err)
+		return "", fmt.Errorf("cluster slots: %w", err)
+	}
+	masterOf := func(key string) string {
+		slot := keyslot.Of(key)
+		for _, r := range slots {
+			if slot >= r.Start && slot <= r.End && len(r.Nodes) > 0 {
+				return r.Nodes[0].Addr
+			}
+		}
+		return ""
+	}
+	master := masterOf(lockKey)
+	if master == "" {
+		return "", fmt.Errorf("no master serves %s's slot %d (cluster slots: %v)", lockKey, keyslot.Of(lockKey), slots)
 	}
 	for i := range 10000 {
 		candidate := fmt.Sprintf("%s-%d", sku, i)
-		m, err := cluster.MasterForKey(ctx, "{"+candidate+"}")
-		if err != nil {
-			return "", err
-		}
-		if m.Options().Addr == master.Options().Addr {
+		if masterOf("{"+candidate+"}") == master {
 			return candidate, nil
 		}
 	}
-	return "", errors.New("no load SKU on the master that dies")
+	return "", fmt.Errorf("no load SKU on %s, the master of %s", master, lockKey)
 }
 
 // failoverLoadStock is the stock of the SKU the failover's load buys: more

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -16,21 +15,18 @@ import (
 type Etcd struct {
 	// Endpoints are the members' client URLs.
 	Endpoints []string
-	members   []*etcdMember
-}
-
-type etcdMember struct {
-	name, bin string
-	args      []string
-	logPath   string
-
-	mu   sync.Mutex
-	proc *process
+	members   []*member
 }
 
 // StartEtcd starts a cluster of n members under dir and waits until every
 // member is healthy.
+// A member that exits first (its port taken meanwhile) has the cluster
+// started again on other ports.
 func StartEtcd(ctx context.Context, dir string, n int) (*Etcd, error) {
+	return retryExited(dir, func(dir string) (*Etcd, error) { return startEtcd(ctx, dir, n) })
+}
+
+func startEtcd(ctx context.Context, dir string, n int) (*Etcd, error) {
 	bin, err := lookPath("etcd")
 	if err != nil {
 		return nil, err
@@ -47,7 +43,7 @@ func StartEtcd(ctx context.Context, dir string, n int) (*Etcd, error) {
 	for i := range n {
 		client, peer := "http://"+loopback(ports[i]), "http://"+loopback(ports[n+i])
 		name := fmt.Sprintf("m%d", i)
-		m := &etcdMember{name: name, bin: bin, logPath: filepath.Join(dir, name+".log"), args: []string{
+		m := &member{name: name, bin: bin, logPath: filepath.Join(dir, name+".log"), args: []string{
 			"--name", name, "--data-dir", filepath.Join(dir, name),
 			"--listen-client-urls", client, "--advertise-client-urls", client,
 			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
@@ -61,36 +57,10 @@ func StartEtcd(ctx context.Context, dir string, n int) (*Etcd, error) {
 		e.Endpoints = append(e.Endpoints, client)
 		e.members = append(e.members, m)
 	}
-	for _, m := range e.members {
-		if err := m.start(); err != nil {
-			e.Stop()
-			return nil, err
-		}
-	}
-	for i, m := range e.members {
-		if err := m.current().waitUntil(ctx, "etcd "+m.name, healthCheck(e.Endpoints[i])); err != nil {
-			e.Stop()
-			return nil, err
-		}
+	if err := startMembers(ctx, "etcd", e.members, func(i int) func(context.Context) error { return healthCheck(e.Endpoints[i]) }); err != nil {
+		return nil, err
 	}
 	return e, nil
-}
-
-func (m *etcdMember) start() error {
-	p, err := startProcess(m.bin, m.args, m.logPath)
-	if err != nil {
-		return err
-	}
-	m.mu.Lock()
-	m.proc = p
-	m.mu.Unlock()
-	return nil
-}
-
-func (m *etcdMember) current() *process {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.proc
 }
 
 // healthCheck asks a member's /health, which answers true once the member
@@ -132,10 +102,4 @@ func (e *Etcd) Restart(ctx context.Context, i int) error {
 }
 
 // Stop kills every member.
-func (e *Etcd) Stop() {
-	for _, m := range e.members {
-		if p := m.current(); p != nil {
-			p.kill()
-		}
-	}
-}
+func (e *Etcd) Stop() { stopMembers(e.members) }

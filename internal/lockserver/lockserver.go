@@ -12,13 +12,47 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
 
 // ErrNotInstalled is returned by a Start whose server binary is not on PATH.
 var ErrNotInstalled = errors.New("lockserver: not installed")
+
+// errExited is a server that exited before it was ready: most often a port
+// freePorts found free that another process took before the server bound
+// it (tests start servers in parallel), so its Start tries again.
+var errExited = errors.New("exited before it was ready")
+
+// startAttempts bounds the tries of a Start whose server exited early.
+const startAttempts = 3
+
+// retryExited runs start until it succeeds, fails otherwise than by a
+// server's early exit, or has failed startAttempts times. Each attempt gets
+// a directory of its own (dir itself first), as a failed one may leave a
+// data directory behind that names the ports it was given.
+func retryExited[T any](dir string, start func(dir string) (T, error)) (T, error) {
+	var (
+		server T
+		err    error
+	)
+	for attempt := range startAttempts {
+		d := dir
+		if attempt > 0 {
+			d = filepath.Join(dir, "attempt-"+strconv.Itoa(attempt+1))
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return server, err
+			}
+		}
+		if server, err = start(d); !errors.Is(err, errExited) {
+			return server, err
+		}
+	}
+	return server, fmt.Errorf("%d attempts: %w", startAttempts, err)
+}
 
 // lookPath finds a server binary, wrapping ErrNotInstalled when absent.
 func lookPath(name string) (string, error) {
@@ -104,10 +138,65 @@ func (p *process) waitUntil(ctx context.Context, what string, ready func(context
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready: %w\n%s", what, err, p.logTail())
+			return fmt.Errorf("%s %w: %w\n%s", what, errExited, err, p.logTail())
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready: %w (last error: %w)\n%s", what, ctx.Err(), err, p.logTail())
 		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// member is one server of an etcd cluster or a ZooKeeper ensemble: its
+// command, and its process, replaced when it is started again.
+type member struct {
+	name, bin string
+	args      []string
+	logPath   string
+
+	mu   sync.Mutex
+	proc *process
+}
+
+func (m *member) start() error {
+	p, err := startProcess(m.bin, m.args, m.logPath)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.proc = p
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *member) current() *process {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.proc
+}
+
+// startMembers starts every member, then waits until each is ready
+// (ready(i) checks member i); on a failure it kills them all.
+func startMembers(ctx context.Context, what string, members []*member, ready func(i int) func(context.Context) error) error {
+	for _, m := range members {
+		if err := m.start(); err != nil {
+			stopMembers(members)
+			return err
+		}
+	}
+	for i, m := range members {
+		if err := m.current().waitUntil(ctx, what+" "+m.name, ready(i)); err != nil {
+			stopMembers(members)
+			return err
+		}
+	}
+	return nil
+}
+
+// stopMembers kills every member that was started.
+func stopMembers(members []*member) {
+	for _, m := range members {
+		if p := m.current(); p != nil {
+			p.kill()
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -26,7 +27,13 @@ func (m *MariaDB) DSN(db string) string {
 
 // StartMariaDB initialises a data directory under dir and starts a server
 // on it, returning once it accepts connections.
+// on it, returning once it accepts connections; a server that exits first
+// (its port taken meanwhile) is started again on another.
 func StartMariaDB(ctx context.Context, dir string) (*MariaDB, error) {
+	return retryExited(dir, func(dir string) (*MariaDB, error) { return startMariaDB(ctx, dir) })
+}
+
+func startMariaDB(ctx context.Context, dir string) (*MariaDB, error) {
 	bin, err := lookPath("mariadbd")
 	if err != nil {
 		return nil, err
@@ -35,8 +42,14 @@ func StartMariaDB(ctx context.Context, dir string) (*MariaDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := filepath.Join(dir, "data")
-	init := exec.CommandContext(ctx, installDB, "--no-defaults", "--datadir="+data, "--user=root",
+	data, tmp := filepath.Join(dir, "data"), filepath.Join(dir, "tmp")
+	// A temporary directory of its own: in the shared /tmp a CI run's
+	// install lost its temporary table file while other servers started
+	// ("Could not remove temporary table … error: 2").
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	init := exec.CommandContext(ctx, installDB, "--no-defaults", "--datadir="+data, "--tmpdir="+tmp, "--user=root",
 		"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve")
 	if out, err := init.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("mariadb-install-db: %w\n%s", err, out)
@@ -46,7 +59,7 @@ func StartMariaDB(ctx context.Context, dir string) (*MariaDB, error) {
 		return nil, err
 	}
 	m := &MariaDB{Addr: loopback(ports[0])}
-	m.proc, err = startProcess(bin, []string{"--no-defaults", "--datadir=" + data, "--user=root",
+	m.proc, err = startProcess(bin, []string{"--no-defaults", "--datadir=" + data, "--tmpdir=" + tmp, "--user=root",
 		"--bind-address=127.0.0.1", "--port=" + strconv.Itoa(ports[0]),
 		"--socket=" + filepath.Join(dir, "mysqld.sock"), "--pid-file=" + filepath.Join(dir, "mysqld.pid"),
 		"--skip-grant-tables", "--skip-name-resolve", "--skip-log-bin",

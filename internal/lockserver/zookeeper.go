@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -22,19 +21,18 @@ const zookeeperJar = "/usr/share/java/zookeeper.jar"
 type ZooKeeper struct {
 	// Servers are the members' client addresses.
 	Servers []string
-	members []*zkMember
-}
-
-type zkMember struct {
-	name, java, cfg, logPath string
-
-	mu   sync.Mutex
-	proc *process
+	members []*member
 }
 
 // StartZooKeeper starts an ensemble of n members under dir and waits until
 // every member serves as leader or follower.
+// A member that exits first (its port taken meanwhile) has the ensemble
+// started again on other ports.
 func StartZooKeeper(ctx context.Context, dir string, n int) (*ZooKeeper, error) {
+	return retryExited(dir, func(dir string) (*ZooKeeper, error) { return startZooKeeper(ctx, dir, n) })
+}
+
+func startZooKeeper(ctx context.Context, dir string, n int) (*ZooKeeper, error) {
 	java, err := lookPath("java")
 	if err != nil {
 		return nil, err
@@ -69,39 +67,14 @@ func StartZooKeeper(ctx context.Context, dir string, n int) (*ZooKeeper, error) 
 			return nil, err
 		}
 		z.Servers = append(z.Servers, loopback(ports[i]))
-		z.members = append(z.members, &zkMember{name: name, java: java, cfg: cfgPath, logPath: filepath.Join(dir, name+".log")})
+		logPath := filepath.Join(dir, name+".log")
+		z.members = append(z.members, &member{name: name, bin: java, logPath: logPath, args: []string{"-Xmx128m", "-XX:+UseSerialGC",
+			"-cp", zookeeperJar, "-Dzookeeper.log.dir=" + dir, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath}})
 	}
-	for _, m := range z.members {
-		if err := m.start(); err != nil {
-			z.Stop()
-			return nil, err
-		}
-	}
-	for i, m := range z.members {
-		if err := m.current().waitUntil(ctx, "zookeeper "+m.name, serving(z.Servers[i])); err != nil {
-			z.Stop()
-			return nil, err
-		}
+	if err := startMembers(ctx, "zookeeper", z.members, func(i int) func(context.Context) error { return serving(z.Servers[i]) }); err != nil {
+		return nil, err
 	}
 	return z, nil
-}
-
-func (m *zkMember) start() error {
-	p, err := startProcess(m.java, []string{"-Xmx128m", "-XX:+UseSerialGC", "-cp", zookeeperJar,
-		"-Dzookeeper.log.dir=" + filepath.Dir(m.logPath), "org.apache.zookeeper.server.quorum.QuorumPeerMain", m.cfg}, m.logPath)
-	if err != nil {
-		return err
-	}
-	m.mu.Lock()
-	m.proc = p
-	m.mu.Unlock()
-	return nil
-}
-
-func (m *zkMember) current() *process {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.proc
 }
 
 // serving asks a member's srvr four-letter word for its mode: a member
@@ -158,10 +131,4 @@ func (z *ZooKeeper) Pid(i int) int { return z.members[i].current().Pid() }
 func (z *ZooKeeper) Kill(i int) { z.members[i].current().kill() }
 
 // Stop kills every member.
-func (z *ZooKeeper) Stop() {
-	for _, m := range z.members {
-		if p := m.current(); p != nil {
-			p.kill()
-		}
-	}
-}
+func (z *ZooKeeper) Stop() { stopMembers(z.members) }
