@@ -228,7 +228,7 @@ func TestAsyncOrders(t *testing.T) {
 		t.Run("a worker that dies "+string(tc.at)+" holds its entry, and another's claim makes one order of each", func(t *testing.T) {
 			stage := "dies-" + string(tc.at)
 			q := e.queue(t, stage, 10)
-			ctx, die := context.WithCancel(ctx)
+			ctx, die := context.WithTimeout(ctx, 30*time.Second) // a hook that never fires fails below
 			c := config("dies", asyncorders.Correct)
 			// One entry per read: in process the "death" only ends the
 			// worker's context, and the rest of a batch would still be

@@ -116,9 +116,12 @@ func TestAWorkerKilledAtItsFaultPointLosesAndDoublesNothing(t *testing.T) {
 			}
 			// Sales go on until it dies: the ones before its arming are
 			// written and acknowledged as usual.
+			deadline := time.After(30 * time.Second)
 		selling:
 			for {
 				select {
+				case <-deadline:
+					t.Fatalf("the worker armed %s did not die within 30 s", tc.at)
 				case <-dying.done:
 					break selling
 				case <-time.After(5 * time.Millisecond):
