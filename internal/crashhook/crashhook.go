@@ -52,6 +52,8 @@ type Hook struct {
 
 	mu    sync.Mutex
 	armed asyncorders.FaultPoint
+	// read: a batch was read since the arming (see At).
+	read bool
 }
 
 // New is a hook armed at armed ("" for none), killing this process.
@@ -83,7 +85,7 @@ func (h *Hook) Listen(ctx context.Context) (stop func()) {
 			case sig := <-sigs:
 				p := pointOf(sig)
 				h.mu.Lock()
-				h.armed = p
+				h.armed, h.read = p, false
 				h.mu.Unlock()
 				h.log.Warn("crash hook armed", "at", string(p), "signal", sig.String())
 			}
@@ -96,10 +98,17 @@ func (h *Hook) Listen(ctx context.Context) (stop func()) {
 var errKilled = errors.New("crash hook: killed")
 
 // At is the workers' asyncorders.Config.FaultHook: armed at p, it disarms
-// and kills the process.
+// and kills the process. Armed after-insert, it waits for an insert of a
+// batch read after the arming, so the batch the worker dies holding was
+// delivered just before: an entry of an older batch may have waited past
+// the claim bound, and another worker take it before anyone sees what the
+// dead one held. (A worker serving several streams counts a read of any.)
 func (h *Hook) At(p asyncorders.FaultPoint) error {
 	h.mu.Lock()
-	fire := h.armed == p
+	if p == asyncorders.AfterRead {
+		h.read = true
+	}
+	fire := h.armed == p && h.read
 	if fire {
 		h.armed = ""
 	}

@@ -12,7 +12,8 @@ import (
 	"github.com/lockstep/lockstep/asyncorders"
 )
 
-// Each point's signal arms the hook at that point only, and it fires once.
+// Each point's signal arms the hook at that point only, and it fires once;
+// after-insert only at an insert of a batch read after the arming.
 func TestASignalArmsTheHookAtItsPointOnce(t *testing.T) {
 	for _, p := range asyncorders.FaultPoints() {
 		t.Run(string(p), func(t *testing.T) {
@@ -34,6 +35,11 @@ func TestASignalArmsTheHookAtItsPointOnce(t *testing.T) {
 				if time.Now().After(deadline) {
 					t.Fatalf("not armed at %s after %s", p, sig)
 				}
+			}
+			// An insert of a batch read before the arming: armed
+			// after-insert, it waits for a batch read after it.
+			if err := h.At(asyncorders.AfterInsert); err != nil || kills != 0 {
+				t.Fatalf("at %s before a read: %v, %d kills", asyncorders.AfterInsert, err, kills)
 			}
 			for _, other := range asyncorders.FaultPoints() {
 				if other != p {
