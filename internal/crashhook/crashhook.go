@@ -84,14 +84,23 @@ func (h *Hook) Listen(ctx context.Context) (stop func()) {
 				return
 			case sig := <-sigs:
 				p := pointOf(sig)
-				h.mu.Lock()
-				h.armed, h.read = p, false
-				h.mu.Unlock()
+				h.arm(p)
 				h.log.Warn("crash hook armed", "at", string(p), "signal", sig.String())
 			}
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// arm arms the hook at p. Armed at p already, it changes nothing: the
+// workshop sends its signal again until the worker dies, and a batch read
+// since the first one still counts.
+func (h *Hook) arm(p asyncorders.FaultPoint) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.armed != p {
+		h.armed, h.read = p, false
+	}
 }
 
 // errKilled: the kill did not end the process at once.

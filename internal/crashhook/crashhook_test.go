@@ -56,6 +56,18 @@ func TestASignalArmsTheHookAtItsPointOnce(t *testing.T) {
 			}
 		})
 	}
+	// Armed twice is armed once: the read between the two armings counts.
+	h, err := New(slog.New(slog.NewTextHandler(io.Discard, nil)), asyncorders.AfterInsert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kills := 0
+	h.kill = func() error { kills++; return nil }
+	_ = h.At(asyncorders.AfterRead)
+	h.arm(asyncorders.AfterInsert)
+	if err := h.At(asyncorders.AfterInsert); !errors.Is(err, errKilled) || kills != 1 {
+		t.Fatalf("armed twice around a read: %v, %d kills", err, kills)
+	}
 	if _, err := New(slog.New(slog.NewTextHandler(io.Discard, nil)), "after-ack"); err == nil {
 		t.Error("armed at an unknown point")
 	}
