@@ -223,24 +223,53 @@ func TestAsyncOrders(t *testing.T) {
 		}
 	})
 
-	t.Run("a worker that dies after the insert, before the ack: the entry is delivered again and makes one order", func(t *testing.T) {
-		q := e.queue(t, "duplicate", 10)
-		ctx, die := context.WithCancel(ctx)
-		c := config("dies", asyncorders.Correct)
-		c.AfterInsert = func(asyncorders.Message) error { die(); return errors.New("killed") }
-		w := asyncorders.NewWorker(q, e.store, c, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		admit(t, q, 1)
-		_ = w.Run(ctx) // returns once the hook killed it
-		if inv := check(t, e, q); inv.Units != 1 || inv.Pending != 1 {
-			t.Fatalf("after the death: %+v", inv)
-		}
-		e.start(t, q, config("w2", asyncorders.Correct))
-		drain(t, q)
-		inv := check(t, e, q)
-		if c, _ := e.store.Counts(context.Background(), "duplicate", sku); !inv.Holds || c.Orders != 1 {
-			t.Fatalf("after the redelivery: %+v, %+v", inv, c)
-		}
-	})
+	for _, tc := range []struct {
+		at asyncorders.FaultPoint
+		// rows: whether the entry it held had its order row when it died.
+		rows int64
+	}{
+		{asyncorders.AfterRead, 0},
+		{asyncorders.AfterInsert, 1}, // that one is delivered again: a duplicate delivery, one order
+	} {
+		t.Run("a worker that dies "+string(tc.at)+" holds its entry, and another's claim makes one order of each", func(t *testing.T) {
+			stage := "dies-" + string(tc.at)
+			q := e.queue(t, stage, 10)
+			ctx, die := context.WithTimeout(ctx, 30*time.Second) // a hook that never fires fails below
+			c := config("dies", asyncorders.Correct)
+			// One entry per read: in process the "death" only ends the
+			// worker's context, and the rest of a batch would still be
+			// handled (cmd/orderworker's test kills a process mid-batch).
+			c.Batch = 1
+			c.FaultHook = func(p asyncorders.FaultPoint) error {
+				if p != tc.at {
+					return nil
+				}
+				die()
+				return errors.New("killed")
+			}
+			w := asyncorders.NewWorker(q, e.store, c, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			admit(t, q, 3)
+			_ = w.Run(ctx) // returns once the hook killed it
+			held, err := q.HeldBy(context.Background(), sku, "dies")
+			if err != nil || len(held) != 1 {
+				t.Fatalf("held after the death: %+v %v", held, err)
+			}
+			written, err := e.store.List(context.Background(), stage, sku, "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := asyncorders.Written(held, written)
+			if inv := check(t, e, q); rows != tc.rows || inv.Units != int64(tc.rows) || inv.Pending != 1 {
+				t.Fatalf("after the death: %d of the held entries with a row, %+v", rows, inv)
+			}
+			e.start(t, q, config("w2", asyncorders.Correct))
+			drain(t, q)
+			inv := check(t, e, q)
+			if c, _ := e.store.Counts(context.Background(), stage, sku); !inv.Holds || c.Orders != 3 || c.DuplicateBuyers != 0 {
+				t.Fatalf("after the redelivery: %+v, %+v", inv, c)
+			}
+		})
+	}
 
 	t.Run("an entry delivered too often goes to the dead letters, its unit back on sale and its buyer free, once", func(t *testing.T) {
 		q := e.queue(t, "poison", 1)

@@ -64,6 +64,16 @@
 //	                                                                  reads the compensated set instead
 //	Account (reads)    a read: sent again, it reads again             a stale figure, each unit counted once
 //	                                                                  at that moment (below)
+//	HeldBy (XPENDING   reads only: run again, the same list or a      a list another worker has since
+//	+ XRANGE)          newer one; nothing changes                     claimed from: the workshop's step
+//	                                                                  reads it twice around what it
+//	                                                                  compares, and fails if it moved
+//
+// Config.FaultHook is called at two named points of a batch (FaultPoint):
+// after a read, before any insert, and after an insert, before its ack.
+// cmd/orderworker's crash hook kills the process with SIGKILL there, so a
+// test or the workshop knows what the dead worker left pending: entries
+// with no order row, or one whose row is written (a duplicate delivery).
 //
 // A worker killed at any point leaves its entry pending; the entry is
 // claimed (or re-read under the worker's name) and every step above is

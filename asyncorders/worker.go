@@ -57,10 +57,11 @@ type Config struct {
 	// MaxDeliveries: an entry delivered more often goes to the dead letters,
 	// and its units back on sale.
 	MaxDeliveries int64
-	// AfterInsert, when set, runs after an order's insert and before its
-	// ack: the fault point of a worker that dies there (a forced duplicate
-	// delivery). An error leaves the entry unacknowledged, as a death does.
-	AfterInsert func(Message) error
+	// FaultHook, when set, runs at each FaultPoint: an order worker
+	// process's crash hook kills it there (cmd/orderworker), a test ends
+	// the worker. An error leaves the entries in hand unhandled and
+	// unacknowledged, as a death does.
+	FaultHook func(FaultPoint) error
 	// Payments, when set with PayWithin, gives each order a payment due
 	// PayWithin after its admission; the Sweeper cancels it unpaid.
 	Payments  *orders.Payments
@@ -124,6 +125,10 @@ func (w *Worker) serve(ctx context.Context, sku string) {
 			continue
 		}
 		failures = 0
+		if err := w.fault(AfterRead); err != nil {
+			w.log.Warn("left a batch read and unhandled", "sku", sku, "err", err)
+			continue
+		}
 		for _, s := range streams {
 			for _, m := range s.Messages {
 				w.handle(ctx, sku, m, 1)
@@ -218,11 +223,9 @@ func (w *Worker) handle(ctx context.Context, sku string, m redis.XMessage, deliv
 				return // ctx ended: the entry stays pending, and a retry finds the order and opens the payment
 			}
 		}
-		if w.cfg.AfterInsert != nil {
-			if err := w.cfg.AfterInsert(msg); err != nil {
-				w.log.Warn("left an inserted order unacknowledged", "sku", sku, "entry", m.ID, "err", err)
-				return
-			}
+		if err := w.fault(AfterInsert); err != nil {
+			w.log.Warn("left an inserted order unacknowledged", "sku", sku, "entry", m.ID, "err", err)
+			return
 		}
 		w.ack(ctx, sku, m.ID, time.Since(msg.Admitted))
 	case errors.Is(err, orders.ErrVoided):
@@ -232,6 +235,14 @@ func (w *Worker) handle(ctx context.Context, sku string, m redis.XMessage, deliv
 		w.giveUp(ctx, sku, m, msg, err.Error(), "")
 	default: // ctx ended: the entry stays pending for a worker to claim
 	}
+}
+
+// fault runs the fault hook, if any, at p.
+func (w *Worker) fault(p FaultPoint) error {
+	if w.cfg.FaultHook == nil {
+		return nil
+	}
+	return w.cfg.FaultHook(p)
 }
 
 // giveUp voids the order id, so no late insert can land it, and then

@@ -3,6 +3,11 @@
 // the order table (package asyncorders). The workshop runs two; run more
 // under other -consumer names.
 //
+// Fault hook: a worker started with -crash-at after-read (or after-insert),
+// or sent SIGUSR1 (SIGUSR2) while it runs, kills itself with SIGKILL the
+// next time a batch reaches that point (package internal/crashhook): the
+// workshop's worker-kill and duplicate-delivery steps.
+//
 // Every flag has an environment fallback, LOCKSTEP_<FLAG> with dashes as
 // underscores (LOCKSTEP_REDIS_ADDR, LOCKSTEP_CONSUMER, ...); a flag given
 // on the command line wins.
@@ -18,7 +23,6 @@ import (
 	"os"
 	"os/signal"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,6 +30,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/crashhook"
 	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/orders"
 )
@@ -37,14 +42,10 @@ func main() {
 	}
 }
 
-// killedExitCode is what a shell shows for kill -9: the -die-after-inserts
-// fault exits with it.
-const killedExitCode = 137
-
 type options struct {
 	redisAddr, redisPassword, mysqlDSN, ordersSQLite string
-	consumer, stages, skus, logLevel                 string
-	redisDB, dieAfterInserts                         int
+	consumer, stages, skus, logLevel, crashAt        string
+	redisDB                                          int
 	batch, maxDeliveries                             int64
 	block, claimIdle, claimEvery, shutdownTimeout    time.Duration
 	payWithin, sweepEvery                            time.Duration
@@ -68,7 +69,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.DurationVar(&o.claimIdle, "claim-idle", d.ClaimIdle, "an entry pending this long is claimed from its consumer (XAUTOCLAIM)")
 	fs.DurationVar(&o.claimEvery, "claim-every", d.ClaimEvery, "how often to look for idle entries")
 	fs.Int64Var(&o.maxDeliveries, "max-deliveries", d.MaxDeliveries, "an entry delivered more often goes to the dead letters, its units back on sale")
-	fs.IntVar(&o.dieAfterInserts, "die-after-inserts", 0, "fault: exit with status 137 after this many orders were inserted, before the last one's ack (0: never)")
+	fs.StringVar(&o.crashAt, "crash-at", "", "fault: kill this worker with SIGKILL the first time a batch reaches after-read (entries read, none handled) or after-insert (an order inserted, its entry not acknowledged); SIGUSR1 and SIGUSR2 arm the same at run time")
 	fs.DurationVar(&o.payWithin, "pay-within", 0, "each order is unpaid until paid (POST /api/orders/{id}/pay) or this long after its sale; 0: orders need no payment")
 	fs.DurationVar(&o.sweepEvery, "sweep-every", 0, "run the payment sweeper this often, cancelling expired unpaid orders and returning their units (0: no sweeper here)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a stop waits for the entries in hand")
@@ -86,8 +87,13 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 		return o, errors.New("-stages and -skus must name at least one each")
 	case (o.mysqlDSN == "") == (o.ordersSQLite == ""):
 		return o, errors.New("name the order table: exactly one of -mysql-dsn and -orders-sqlite")
-	case o.batch < 1 || o.maxDeliveries < 1 || o.dieAfterInserts < 0 || o.payWithin < 0 || o.sweepEvery < 0:
-		return o, errors.New("-batch and -max-deliveries must be at least 1, -die-after-inserts, -pay-within and -sweep-every at least 0")
+	case o.batch < 1 || o.maxDeliveries < 1 || o.payWithin < 0 || o.sweepEvery < 0:
+		return o, errors.New("-batch and -max-deliveries must be at least 1, -pay-within and -sweep-every at least 0")
+	}
+	if o.crashAt != "" {
+		if _, err := crashhook.Signal(asyncorders.FaultPoint(o.crashAt)); err != nil {
+			return o, fmt.Errorf("-crash-at: %w", err)
+		}
 	}
 	return o, nil
 }
@@ -105,6 +111,11 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	crash, err := crashhook.New(log, asyncorders.FaultPoint(o.crashAt))
+	if err != nil {
+		return err
+	}
+	defer crash.Listen(ctx)() // first: an arming signal before it would be lost
 	store, closeStore, err := openStore(ctx, o)
 	if err != nil {
 		return err
@@ -117,21 +128,12 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	var inserted atomic.Int64
 	var wg sync.WaitGroup
 	for _, stage := range flagenv.List(o.stages) {
 		mode, _ := asyncorders.ModeOf(stage)
 		cfg := asyncorders.Config{Consumer: o.consumer, SKUs: flagenv.List(o.skus), Mode: mode, Batch: o.batch, Block: o.block,
-			ClaimIdle: o.claimIdle, ClaimEvery: o.claimEvery, MaxDeliveries: o.maxDeliveries, Payments: payments, PayWithin: o.payWithin}
-		if o.dieAfterInserts > 0 {
-			cfg.AfterInsert = func(m asyncorders.Message) error {
-				if inserted.Add(1) == int64(o.dieAfterInserts) {
-					log.Error("die_after_inserts fault: exiting after the insert, before the ack", "stage", stage, "order", m.OrderID)
-					os.Exit(killedExitCode)
-				}
-				return nil
-			}
-		}
+			ClaimIdle: o.claimIdle, ClaimEvery: o.claimEvery, MaxDeliveries: o.maxDeliveries, Payments: payments, PayWithin: o.payWithin,
+			FaultHook: crash.At}
 		q := asyncorders.NewQueue(rdb, stage)
 		w := asyncorders.NewWorker(q, store, cfg, log)
 		wg.Go(func() { _ = w.Run(ctx) })

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/crashhook"
 	"github.com/lockstep/lockstep/internal/loadgen"
 	"github.com/lockstep/lockstep/internal/proc"
 	"github.com/lockstep/lockstep/internal/sleep"
@@ -22,7 +24,8 @@ type injector struct {
 	// lockServers are the etcd cluster and ZooKeeper ensemble whose leader
 	// the leader-failover step kills.
 	lockServers *lockServers
-	// workers are the order workers the worker-kill step kills, else nil.
+	// workers are the order workers the worker-kill and
+	// duplicate-delivery steps crash, else nil.
 	workers *orderWorkers
 }
 
@@ -49,12 +52,22 @@ func (in *injector) KillReplica(_ context.Context, name string) error {
 	return r.sup.kill()
 }
 
-func (in *injector) KillOrderWorker(_ context.Context, name string) error {
-	w, err := in.workers.named(name)
-	if err != nil {
-		return err
+// crashBound bounds the wait for an armed order worker's death: it dies
+// at its next batch, which a step's load brings within milliseconds.
+const crashBound = 15 * time.Second
+
+// CrashOrderWorker arms the first order worker's crash hook at point (its
+// signal, cmd/orderworker) and returns its name once it died there.
+func (in *injector) CrashOrderWorker(ctx context.Context, at asyncorders.FaultPoint) (string, error) {
+	if in.workers == nil || len(in.workers.sups) == 0 {
+		return "", fmt.Errorf("order workers: %w", errSetUp)
 	}
-	return w.killHeld()
+	sig, err := crashhook.Signal(at)
+	if err != nil {
+		return "", err
+	}
+	w := in.workers.sups[0]
+	return w.name, w.signalUntilExit(ctx, sig, crashBound)
 }
 
 func (in *injector) PauseOrderWorker(_ context.Context, name string, paused bool) error {

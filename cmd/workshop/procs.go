@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -100,7 +101,7 @@ type supervised struct {
 	restarts int
 	stopped  chan struct{}
 	// held, while open, keeps the supervisor from starting the process
-	// again (killHeld); closed by release or stop.
+	// again (signalUntilExit); closed by release or stop.
 	held chan struct{}
 }
 
@@ -179,7 +180,8 @@ func (s *supervised) kill() error {
 	return nil
 }
 
-// signal sends sig to the running process's group.
+// signal sends sig to the running process's group: SIGSTOP and SIGCONT
+// for a step that holds a process without killing it.
 func (s *supervised) signal(sig syscall.Signal) error {
 	pid := s.pid()
 	if pid == 0 {
@@ -188,22 +190,47 @@ func (s *supervised) signal(sig syscall.Signal) error {
 	return syscall.Kill(-pid, sig)
 }
 
-// killHeld kills the process as kill does and keeps it down until release
-// (or stop): a fault step that needs it gone for a while.
-func (s *supervised) killHeld() error {
+// signalUntilExit sends sig to the running process, again every second,
+// until it exits by itself (a crash hook the signal arms), and keeps it
+// down until release (or stop). When it has not exited within bound (or
+// ctx ends) it is killed with SIGKILL and started again, unarmed.
+func (s *supervised) signalUntilExit(ctx context.Context, sig syscall.Signal, bound time.Duration) error {
 	s.mu.Lock()
 	if s.held == nil {
 		s.held = make(chan struct{})
 	}
+	p := s.current
 	s.mu.Unlock()
-	if err := s.kill(); err != nil {
+	if p.exited() {
+		s.release()
+		return fmt.Errorf("%s: %w", s.name, errNotRunning)
+	}
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	again := time.NewTicker(time.Second)
+	defer again.Stop()
+	for {
+		_ = p.cmd.Process.Signal(sig)
+		var err error
+		select {
+		case <-p.done:
+			return nil
+		case <-again.C:
+			continue
+		case <-deadline.C:
+			err = fmt.Errorf("%s did not exit within %s of %s", s.name, bound, sig)
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+		<-p.done
 		s.release()
 		return err
 	}
-	return nil
 }
 
-// release lets the supervisor start the process again after killHeld.
+// release lets the supervisor start the process again after
+// signalUntilExit.
 func (s *supervised) release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

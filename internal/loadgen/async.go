@@ -59,23 +59,35 @@ func (r *runner) drainAsync(ctx context.Context, base, stage, sku string, a Audi
 var asyncChecks = map[string]checkFunc{
 	"drained":       streamCheck(func(a Audit) bool { return a.Stream.Drained() && returning(a) == 0 }),
 	"pending-grows": streamCheck(func(a Audit) bool { return a.Stream.Undelivered == 0 && a.Stream.Pending > 0 }),
-	// A worker-kill step: while the killed worker was down, the others
-	// claimed its entries and wrote their orders — or did not.
+	// A worker-kill or duplicate-delivery step: while the dead worker was
+	// down, the others claimed its entries and wrote their orders — or did
+	// not.
 	"claimed-while-down": workerKillCheck(func(w *WorkerKillReport) bool { return w.PendingWhileDown == 0 && w.UndersoldWhileDown == 0 }),
 	"missing-while-down": workerKillCheck(func(w *WorkerKillReport) bool { return w.PendingWhileDown > 0 && w.UndersoldWhileDown > 0 }),
+}
+
+// rowsWhenKilled: of the entries the dead worker held, exactly n had their
+// order row (worker-kill: 0; duplicate-delivery: 1, the entry delivered
+// again with its row written).
+func rowsWhenKilled(args []string) (checkFunc, error) {
+	n, err := countArg(args)
+	if err != nil {
+		return nil, err
+	}
+	return workerKillCheck(func(w *WorkerKillReport) bool { return w.RowsAtKill == n }), nil
 }
 
 func workerKillCheck(f func(w *WorkerKillReport) bool) checkFunc {
 	return func(r *StageRun, _ []StageRun) (bool, string) {
 		if r.Fault == nil || r.Fault.WorkerKill == nil {
-			return false, "no worker-kill step ran"
+			return false, "no worker-kill or duplicate-delivery step ran"
 		}
 		w := r.Fault.WorkerKill
 		if w.PendingAtKill == 0 {
-			return false, w.Worker + " held no entry when it was killed, so nothing was shown"
+			return false, w.Worker + " held no entry when it died, so nothing was shown"
 		}
-		return f(w), fmt.Sprintf("%s killed holding %d entries; %.1fs later, still down: %d pending, %d units sold without an order",
-			w.Worker, w.PendingAtKill, w.DownMS/1000, w.PendingWhileDown, w.UndersoldWhileDown)
+		return f(w), fmt.Sprintf("%s died %s holding %d entries, %d with their order row; %.1fs later, still down: %d pending, %d units sold without an order",
+			w.Worker, w.At, w.PendingAtKill, w.RowsAtKill, w.DownMS/1000, w.PendingWhileDown, w.UndersoldWhileDown)
 	}
 }
 

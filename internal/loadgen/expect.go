@@ -90,6 +90,8 @@ func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
 		return noArgs(asyncChecks[name]), true
 	case "queued-while-orders-down", "loses-unread-orders", "keeps-unread-orders":
 		return noArgs(asyncOutageChecks[name]), true
+	case "rows-when-killed":
+		return rowsWhenKilled, true
 	case "payments-settle":
 		return noArgs(paymentChecks[name]), true
 	}
@@ -240,12 +242,9 @@ func checkNoErrors(r *StageRun, _ []StageRun) (bool, string) {
 
 func holdersBound(word string, ok func(got, n int64) bool) func([]string) (checkFunc, error) {
 	return func(args []string) (checkFunc, error) {
-		if len(args) != 1 {
-			return nil, fmt.Errorf("want one count")
-		}
-		n, err := strconv.ParseInt(args[0], 10, 64)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("count %q: want a whole number", args[0])
+		n, err := countArg(args)
+		if err != nil {
+			return nil, err
 		}
 		return func(r *StageRun, _ []StageRun) (bool, string) {
 			var most int64
@@ -258,6 +257,18 @@ func holdersBound(word string, ok func(got, n int64) bool) func([]string) (check
 			return ok(most, n), fmt.Sprintf("%d holder(s) at once, want %s %d", most, word, n)
 		}, nil
 	}
+}
+
+// countArg is a check's one argument, a whole number.
+func countArg(args []string) (int64, error) {
+	if len(args) != 1 {
+		return 0, fmt.Errorf("want one count")
+	}
+	n, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("count %q: want a whole number", args[0])
+	}
+	return n, nil
 }
 
 func checkVictimRefused(r *StageRun, _ []StageRun) (bool, string) {

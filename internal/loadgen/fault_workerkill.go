@@ -4,20 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
-// WorkerKillReport is what a worker-kill step saw: the order worker killed
-// with entries of its batch read and not acknowledged, the stream while it
-// stayed down, and after it started again under its name.
+// WorkerKillReport is what a worker-kill or duplicate-delivery step saw:
+// the order worker that died at its fault point with entries read and not
+// acknowledged, the stream while it stayed down, and after it started
+// again under its name.
 type WorkerKillReport struct {
 	Worker string `json:"worker"`
-	// PendingAtKill are the worker's own pending entries when it was
-	// killed: read, not acknowledged.
+	// At is where in its batch it died: after-read or after-insert.
+	At asyncorders.FaultPoint `json:"at"`
+	// PendingAtKill are the worker's own pending entries when it died:
+	// read, not acknowledged; RowsAtKill of them had their order row
+	// already (after-read: none; after-insert: the one it had inserted,
+	// which its redelivery inserts again and finds).
 	PendingAtKill int64 `json:"pending_at_kill"`
+	RowsAtKill    int64 `json:"rows_at_kill"`
 	// While the worker was down, after the others drained what they could:
 	// entries still pending and units sold that no order holds.
 	PendingWhileDown   int64 `json:"pending_while_down"`
@@ -26,20 +33,22 @@ type WorkerKillReport struct {
 	DownMS float64 `json:"down_ms"`
 }
 
-// workerKill: sales go on through the proxy; once an order worker holds
-// entries it read and did not acknowledge, it is killed with SIGKILL and
-// kept down for hold (longer than the workers' claim bound), the sales
-// ending observe after the kill. The audit then says what the workers left
-// can do without it (claim its entries, or not); the worker is started
+// workerCrash: sales go on through the proxy; after before, an order
+// worker's crash hook is armed at at, and the worker kills itself with
+// SIGKILL when its next batch reaches that point. The step reads what it
+// left pending and which of those entries already have their order row,
+// keeps it down for hold (longer than the workers' claim bound; the sales
+// end observe after the death), and reads the audit: what the workers left
+// could do without it (claim its entries, or not). The worker is started
 // again under its name (it finishes its own pending list), and the run is
 // judged after draining.
-func (st *faultState) workerKill(ctx context.Context) error {
+func (st *faultState) workerCrash(ctx context.Context, at asyncorders.FaultPoint) error {
 	r, fs := st.r, st.run.Fault
 	if r.rdb == nil {
-		return errors.New("a worker-kill step needs the stock's Redis address, to see which worker holds entries")
+		return errors.New("a worker-kill or duplicate-delivery step needs the stock's Redis address, to read what the worker held")
 	}
 	if _, ok := asyncorders.ModeOf(st.run.Stage); !ok {
-		return fmt.Errorf("a worker-kill step runs on an async stage, not %s", st.run.Stage)
+		return fmt.Errorf("a %s step runs on an async stage, not %s", fs.Kind, st.run.Stage)
 	}
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
 		return err
@@ -50,21 +59,22 @@ func (st *faultState) workerKill(ctx context.Context) error {
 	if err := sleep.For(ctx, fs.Before.D()); err != nil {
 		return err
 	}
-	stream := asyncorders.NewQueue(r.rdb, st.run.Stage).Stream(sku)
-	worker, pending, err := st.workerMidBatch(ctx, stream)
-	if err != nil {
-		return err
-	}
 	inj := r.cfg.Injector
+	worker, err := inj.CrashOrderWorker(ctx, at)
+	if err != nil {
+		return fmt.Errorf("crash an order worker %s: %w", at, err)
+	}
 	st.faultAt = time.Now()
-	if err := inj.KillOrderWorker(ctx, worker); err != nil {
+	st.undos = append(st.undos, func() { _ = inj.StartOrderWorker(context.WithoutCancel(ctx), worker) })
+	rep := &WorkerKillReport{Worker: worker, At: at}
+	st.rep.Victim, st.rep.WorkerKill = worker, rep
+	st.mark(st.faultAt, "kill -9 "+worker+" "+string(at))
+	q := asyncorders.NewQueue(r.rdb, st.run.Stage)
+	if rep.PendingAtKill, rep.RowsAtKill, err = st.heldRows(ctx, q, sku, worker); err != nil {
 		return err
 	}
-	st.undos = append(st.undos, func() { _ = inj.StartOrderWorker(context.WithoutCancel(ctx), worker) })
-	rep := &WorkerKillReport{Worker: worker, PendingAtKill: pending}
-	st.rep.Victim, st.rep.WorkerKill = worker, rep
-	st.mark(st.faultAt, "kill -9 "+worker)
-	st.note("%s was killed with SIGKILL holding %d entries it had read and not acknowledged", worker, pending)
+	st.note("%s killed itself with SIGKILL %s, holding %d entries it had read and not acknowledged, %d of them with their order row",
+		worker, at, rep.PendingAtKill, rep.RowsAtKill)
 	if err := sleep.For(ctx, fs.Hold.D()); err != nil {
 		return err
 	}
@@ -84,7 +94,7 @@ func (st *faultState) workerKill(ctx context.Context) error {
 	}
 	st.healAt = time.Now()
 	rep.DownMS = ms(st.healAt.Sub(st.faultAt))
-	st.note("%.1f s after the kill, %s still down: %d entries pending, %d units sold without an order",
+	st.note("%.1f s after its death, %s still down: %d entries pending, %d units sold without an order",
 		rep.DownMS/1000, worker, rep.PendingWhileDown, rep.UndersoldWhileDown)
 	if err := inj.StartOrderWorker(ctx, worker); err != nil {
 		return err
@@ -102,55 +112,26 @@ func (st *faultState) workerKill(ctx context.Context) error {
 	return nil
 }
 
-// workerMidBatch finds an order worker holding an entry it read and has
-// not processed, and names it with its pending count; the worker is left
-// stopped (SIGSTOP) for the kill. Waiting for a worker that holds two
-// entries at once was left to chance: at a few hundred sales/s a worker
-// read, inserted and acknowledged each before the next came (a CI run found
-// none in 10 s). Instead each worker in turn is stopped while the sales go
-// on: an entry Redis delivers to its blocked read while it is stopped is
-// pending and surely has no order row. A worker stopped elsewhere (in an
-// insert) reads no more: it is let go on, and the next is tried.
-func (st *faultState) workerMidBatch(ctx context.Context, stream string) (string, int64, error) {
-	inj := st.r.cfg.Injector
-	deadline := time.Now().Add(holdTimeout)
-	for time.Now().Before(deadline) {
-		consumers, err := st.r.rdb.XInfoConsumers(ctx, stream, asyncorders.Group).Result()
-		if err != nil {
-			return "", 0, fmt.Errorf("read consumers: %w", err)
-		}
-		for _, c := range consumers {
-			if err := inj.PauseOrderWorker(ctx, c.Name, true); err != nil {
-				continue // not one of this run's workers, or not running
-			}
-			if n, ok := st.deliveredWhilePaused(ctx, stream, c.Name, c.Pending); ok {
-				return c.Name, n, nil
-			}
-			if err := inj.PauseOrderWorker(ctx, c.Name, false); err != nil {
-				return "", 0, err
-			}
-		}
-		if err := sleep.For(ctx, pollEvery); err != nil {
-			return "", 0, err
-		}
+// heldRows reads the entries the dead worker holds, and how many of them
+// have their order row in the shop's order table. The rows are listed
+// between two reads of what it holds: the same entries, each delivered as
+// often, so no other worker took one meanwhile and every row counted is
+// one the dead worker wrote.
+func (st *faultState) heldRows(ctx context.Context, q *asyncorders.Queue, sku, worker string) (held, rows int64, err error) {
+	before, err := q.HeldBy(ctx, sku, worker)
+	if err != nil {
+		return 0, 0, err
 	}
-	return "", 0, fmt.Errorf("no order worker was delivered an entry while stopped within %s", holdTimeout)
-}
-
-// deliveredWhilePaused waits up to a second for worker's pending count to
-// grow past before, and reports the count.
-func (st *faultState) deliveredWhilePaused(ctx context.Context, stream, worker string, before int64) (int64, bool) {
-	for end := time.Now().Add(time.Second); time.Now().Before(end); {
-		if err := sleep.For(ctx, 20*time.Millisecond); err != nil {
-			return 0, false
-		}
-		p, err := st.r.rdb.XPending(ctx, stream, asyncorders.Group).Result()
-		if err != nil {
-			return 0, false
-		}
-		if n := p.Consumers[worker]; n > before {
-			return n, true
-		}
+	written, err := st.r.shop.orders(ctx, st.r.cfg.Target, st.run.Stage, sku)
+	if err != nil {
+		return 0, 0, fmt.Errorf("list the orders %s held entries of: %w", worker, err)
 	}
-	return 0, false
+	after, err := q.HeldBy(ctx, sku, worker)
+	if err != nil {
+		return 0, 0, err
+	}
+	if !slices.Equal(before, after) {
+		return 0, 0, fmt.Errorf("%s's pending entries changed while its rows were read (%d, then %d): another worker took them", worker, len(before), len(after))
+	}
+	return int64(len(before)), asyncorders.Written(before, written), nil
 }

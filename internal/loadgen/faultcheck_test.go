@@ -71,12 +71,18 @@ func TestFaultChecks(t *testing.T) {
 		{"claimed-while-down", // killed holding nothing: nothing shown
 			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", PendingAtKill: 2}}},
 			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1"}}}, "held no entry"},
+		{"rows-when-killed 0",
+			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", At: "after-read", PendingAtKill: 3}}},
+			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", At: "after-read", PendingAtKill: 3, RowsAtKill: 1}}}, "3 entries, 1 with their order row"},
+		{"rows-when-killed 1",
+			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", At: "after-insert", PendingAtKill: 3, RowsAtKill: 1}}},
+			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", At: "after-insert"}}}, "held no entry"},
 		{"missing-while-down",
 			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", PendingAtKill: 3, PendingWhileDown: 3, UndersoldWhileDown: 2}}},
 			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", PendingAtKill: 3}}}, "0 pending, 0 units"},
 		{"missing-while-down",
 			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", PendingAtKill: 3, PendingWhileDown: 1, UndersoldWhileDown: 1}}},
-			StageRun{Fault: &FaultReport{Kind: FaultCrash}}, "no worker-kill step"},
+			StageRun{Fault: &FaultReport{Kind: FaultCrash}}, "no worker-kill or duplicate-delivery step"},
 	} {
 		c, err := parseCheck(tc.check)
 		if err != nil {
@@ -89,7 +95,7 @@ func TestFaultChecks(t *testing.T) {
 			t.Errorf("%s on %+v: %t, %q; want a failure saying %q", tc.check, tc.fail, ok, detail, tc.failWith)
 		}
 	}
-	for _, bad := range []string{"holders-at-most", "holders-at-least -1", "gives-up-within soon", "loses-everything 1s"} {
+	for _, bad := range []string{"holders-at-most", "holders-at-least -1", "gives-up-within soon", "loses-everything 1s", "rows-when-killed", "rows-when-killed one"} {
 		if _, err := parseCheck(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
@@ -120,6 +126,7 @@ func TestFaultStepsParse(t *testing.T) {
 		"runs: [{stage: watchdog, faults: {wait_replicas: 1}}]",                                        // WAIT without a timeout blocks forever
 		"runs: [{stage: async-stream, fault: {kind: worker-kill, before: 1s, observe: 3s, hold: 2s}}]", // sales go on after the restart
 		"runs: [{stage: async-stream, fault: {kind: worker-kill, observe: 1s, hold: 2s}}]",             // no before
+		"runs: [{stage: async-stream, fault: {kind: duplicate-delivery, before: 1s, observe: 3s, hold: 2s}}]",
 	} {
 		if _, err := ParseScenario([]byte(doc)); err == nil {
 			t.Errorf("accepted %s", doc)

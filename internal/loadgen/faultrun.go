@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/segments"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
@@ -82,7 +83,9 @@ func (r *runner) faultStep(ctx context.Context, run RunSpec, row *StageRun, tl *
 	case run.Fault.Kind == FaultOrdersDown:
 		err = st.ordersDown(ctx)
 	case run.Fault.Kind == FaultWorkerKill:
-		err = st.workerKill(ctx)
+		err = st.workerCrash(ctx, asyncorders.AfterRead)
+	case run.Fault.Kind == FaultDuplicateDelivery:
+		err = st.workerCrash(ctx, asyncorders.AfterInsert)
 	}
 	st.fillRow()
 	row.judgeConsistency()
@@ -400,7 +403,8 @@ func (rep *FaultReport) summary() string {
 		parts = append(parts, "recovered "+fmtMS(*rep.RecoveryMS))
 	}
 	if w := rep.WorkerKill; w != nil {
-		parts = append(parts, fmt.Sprintf("%s down %.1fs: %d pending, %d undersold", w.Worker, w.DownMS/1000, w.PendingWhileDown, w.UndersoldWhileDown))
+		parts = append(parts, fmt.Sprintf("%s died %s holding %d (%d written), down %.1fs: %d pending, %d undersold",
+			w.Worker, w.At, w.PendingAtKill, w.RowsAtKill, w.DownMS/1000, w.PendingWhileDown, w.UndersoldWhileDown))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/lockstep/lockstep/asyncorders"
 )
 
 // Fault kinds: the failure scenarios of the workshop.
@@ -36,13 +38,19 @@ const (
 	// for hold while sales go on, then continues (SIGCONT); on an async
 	// stage the order workers wait, and the run is judged after draining.
 	FaultOrdersDown = "orders-down"
-	// FaultWorkerKill: on an async stage, kill -9 of an order worker that
-	// holds entries it read and did not acknowledge, kept down past the
-	// workers' claim bound, then started again under its name.
+	// FaultWorkerKill: on an async stage, an order worker dies (SIGKILL,
+	// its crash hook) right after a read, holding entries it has written
+	// no order for; it is kept down past the workers' claim bound, then
+	// started again under its name.
 	FaultWorkerKill = "worker-kill"
+	// FaultDuplicateDelivery: the same, dying after an order's insert and
+	// before its ack, so that entry is delivered again with its row
+	// already written.
+	FaultDuplicateDelivery = "duplicate-delivery"
 )
 
-var faultKinds = []string{FaultCrash, FaultPause, FaultRedisRestart, FaultFailover, FaultPartition, FaultReshard, FaultReshardHalfWay, FaultOrdersDown, FaultWorkerKill}
+var faultKinds = []string{FaultCrash, FaultPause, FaultRedisRestart, FaultFailover, FaultPartition, FaultReshard, FaultReshardHalfWay, FaultOrdersDown,
+	FaultWorkerKill, FaultDuplicateDelivery}
 
 // Persistence modes of a redis-restart step.
 const (
@@ -130,7 +138,7 @@ func (f *FaultStep) validate() error {
 		err = errors.Join(needs("before", f.Before > 0), needs("observe", f.Observe > f.Before+f.Hold))
 	case FaultOrdersDown:
 		err = errors.Join(needs("before", f.Before > 0), needs("hold", f.Hold > 0), needs("observe", f.Observe > f.Hold))
-	case FaultWorkerKill:
+	case FaultWorkerKill, FaultDuplicateDelivery:
 		// The sales end before the worker is started again, so what the
 		// audit reads while it is down is all the others could do.
 		err = errors.Join(needs("before", f.Before > 0), needs("observe", f.Observe > 0), needs("hold", f.Hold >= f.Observe))
@@ -197,14 +205,15 @@ type Injector interface {
 	HasOrderServer() bool
 	StopOrderServer(ctx context.Context) error
 	ContinueOrderServer() error
-	// KillOrderWorker kills the named order worker (its consumer name)
-	// with SIGKILL and keeps it down until StartOrderWorker starts it again
-	// under the same name.
-	KillOrderWorker(ctx context.Context, name string) error
+	// CrashOrderWorker arms an order worker's crash hook at a fault point
+	// and returns its name (its consumer name) once it died there, killed
+	// with SIGKILL; it stays down until StartOrderWorker starts it again
+	// under that name.
+	CrashOrderWorker(ctx context.Context, at asyncorders.FaultPoint) (string, error)
+	StartOrderWorker(ctx context.Context, name string) error
 	// PauseOrderWorker stops the named order worker with SIGSTOP (paused)
 	// or lets it go on with SIGCONT.
 	PauseOrderWorker(ctx context.Context, name string, paused bool) error
-	StartOrderWorker(ctx context.Context, name string) error
 	// OrderWorkers names the order workers (their consumer names).
 	OrderWorkers() []string
 }
@@ -265,7 +274,8 @@ type FaultReport struct {
 	Outage         *OutageReport `json:"outage,omitempty"`
 	// OrderOutage: what an orders-down step's sales answered.
 	OrderOutage *OrderOutageReport `json:"order_outage,omitempty"`
-	// WorkerKill: what a worker-kill step saw while the worker was down.
+	// WorkerKill: what a worker-kill or duplicate-delivery step saw while
+	// the worker was down.
 	WorkerKill *WorkerKillReport `json:"worker_kill,omitempty"`
 	// AsyncOrders: what an async stage's orders did through an
 	// orders-down or redis-restart step (fault_async.go).
