@@ -65,8 +65,10 @@ func TestShortSoak(t *testing.T) {
 	if len(rep.Verdicts) != 13 {
 		t.Errorf("%d flatness verdicts, want 13", len(rep.Verdicts))
 	}
-	if n := len(rep.Samples); n < 2*seconds-2 {
-		t.Errorf("%d samples in %d s at 2 per second", n, seconds)
+	// A sample is read every 500 ms, each taking its own time on a loaded
+	// machine (37 of 40 at load 25): most of them, not all.
+	if n := len(rep.Samples); n < 3*seconds/2 {
+		t.Errorf("%d samples in %d s at 2 per second, want at least %d", n, seconds, 3*seconds/2)
 	}
 	// The soak's own error budget: on a loaded machine a Redis reply can
 	// miss the shops' 300 ms timeout (2 of 2000 did in a CI run at load
