@@ -59,7 +59,7 @@ func TestAWorkerKilledMidBatchLosesAndDoublesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range sales {
-		m := asyncorders.Message{OrderID: orders.NewID(), SKU: "sku-1", User: fmt.Sprintf("b%d", i), Qty: 1, Replica: "r", Admitted: time.Now()}
+		m := asyncorders.Message{OrderID: orders.NewID(), SKU: "sku-1", User: fmt.Sprintf("b%d", i), Qty: 1, Replica: "r"}
 		if _, err := q.Admit(ctx, m, true); err != nil {
 			t.Fatal(err)
 		}
