@@ -278,3 +278,14 @@ func (in *injector) ContinueOrderServer() error {
 	}
 	return nil
 }
+
+func (in *injector) OrderWorkers() []string {
+	if in.workers == nil {
+		return nil
+	}
+	names := make([]string, 0, len(in.workers.sups))
+	for _, s := range in.workers.sups {
+		names = append(names, s.name)
+	}
+	return names
+}

@@ -201,6 +201,8 @@ type Injector interface {
 	// PauseOrderWorker stops the named order worker with SIGSTOP (paused)
 	// or lets it go on with SIGCONT.
 	PauseOrderWorker(ctx context.Context, name string, paused bool) error
+	// OrderWorkers names the order workers (their consumer names).
+	OrderWorkers() []string
 	StartOrderWorker(ctx context.Context, name string) error
 }
 
