@@ -203,8 +203,9 @@ func StreamNow(label string, v *StreamView) []StreamRow {
 }
 
 // StreamRows are an async stage run's stream lines: the most it reached
-// while the load ran, and after the workers drained it; none for another
-// stage.
+// while the load ran, and after the workers drained it (how long, their
+// orders/s then, and whether they were held through the load); none for
+// another stage.
 func (r *StageRun) StreamRows() []StreamRow {
 	after := streamView(r.Audit.Stream)
 	if after == nil {
@@ -214,7 +215,14 @@ func (r *StageRun) StreamRows() []StreamRow {
 	if v := r.StreamWhileRunning; v != nil && v.Samples > 0 {
 		rows = append(rows, StreamRow{Label: r.label(), When: fmt.Sprintf("most while running (%d audits)", v.Samples), StreamView: v})
 	}
-	return append(rows, StreamRow{Label: r.label(), When: fmt.Sprintf("after draining (%.1f s)", r.DrainMS/1000), StreamView: after})
+	when := fmt.Sprintf("after draining (%.1f s", r.DrainMS/1000)
+	if r.DrainOrdersPerSec > 0 {
+		when += fmt.Sprintf(", %.0f orders/s", r.DrainOrdersPerSec)
+	}
+	if r.WorkersHeld {
+		when += "; workers held through the load"
+	}
+	return append(rows, StreamRow{Label: r.label(), When: when + ")", StreamView: after})
 }
 
 // streamTable is report.html's order stream table over every async run.

@@ -64,8 +64,8 @@ func TestTheReportShowsTheOrderStreams(t *testing.T) {
 	}
 }
 
-// The text report's order stream table says whether the workers ran
-// through the load or were held, and their orders/s in the drain.
+// The report's order stream tables say whether the workers ran through the
+// load or were held, and their orders/s in the drain.
 func TestTheStreamTableSaysWhetherTheWorkersWereHeld(t *testing.T) {
 	drained := &asyncorders.Stats{Length: 3000}
 	rep := &Report{Stages: []StageRun{
@@ -81,5 +81,9 @@ func TestTheStreamTableSaysWhetherTheWorkersWereHeld(t *testing.T) {
 		!regexp.MustCompile(`running +running +0\.5 +1200 +3000`).MatchString(lines[3]) ||
 		!regexp.MustCompile(`held +held +2\.5 +1234 +3000`).MatchString(lines[4]) {
 		t.Errorf("stream table:\n%s", out.String())
+	}
+	// report.html and the live page say it too.
+	if rows := rep.Stages[1].StreamRows(); len(rows) != 1 || rows[0].When != "after draining (2.5 s, 1234 orders/s; workers held through the load)" {
+		t.Errorf("held run's stream rows %+v", rows)
 	}
 }
