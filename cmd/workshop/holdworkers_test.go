@@ -3,7 +3,6 @@ package main
 import (
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // TestHeldOrderWorkersWriteNothingUntilTheLoadEnds runs async-stream twice
@@ -12,12 +11,7 @@ import (
 // runs; held (hold_workers), they write none until it ends, and then the
 // whole backlog, timed.
 func TestHeldOrderWorkersWriteNothingUntilTheLoadEnds(t *testing.T) {
-	require(t, "redis-server", "redis-server")
-	require(t, "nginx", "nginx", "/usr/sbin/nginx")
-	require(t, "mariadbd", "mariadbd")
-	bins := buildBinaries(t)
-	rep, stdout, _ := runWorkshop(t, 4*time.Minute, "--shop-bin", bins.shop,
-		"--scenario", filepath.Join("testdata", "hold-workers.yaml"), "--out", t.TempDir())
+	rep, stdout := runAsyncScenario(t, filepath.Join("testdata", "hold-workers.yaml"), t.TempDir())
 	t.Logf("report:\n%s", stdout)
 	if len(rep.Stages) != 2 {
 		t.Fatalf("%d rows, want 2", len(rep.Stages))
