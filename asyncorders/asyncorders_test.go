@@ -76,7 +76,7 @@ func (e env) queue(t testing.TB, stage string, stock int64) *asyncorders.Queue {
 }
 
 func message(user string) asyncorders.Message {
-	return asyncorders.Message{OrderID: orders.NewID(), SKU: sku, User: user, Qty: 1, Replica: "r1", Admitted: time.Now()}
+	return asyncorders.Message{OrderID: orders.NewID(), SKU: sku, User: user, Qty: 1, Replica: "r1"}
 }
 
 // admit admits one unit for each of n buyers.
@@ -309,7 +309,7 @@ func TestAsyncOrders(t *testing.T) {
 	t.Run("a malformed entry goes to the dead letters with its reason and the worker goes on", func(t *testing.T) {
 		q := e.queue(t, "malformed", 5)
 		e.start(t, q, config("w1", asyncorders.Correct))
-		if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.Stream(sku), Values: []any{"id", "nope", "qty", "-1"}}).Err(); err != nil {
+		if err := e.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.Stream(sku), Values: []any{"order", "nope -1 "}}).Err(); err != nil {
 			t.Fatal(err)
 		}
 		admit(t, q, 2)
@@ -323,7 +323,7 @@ func TestAsyncOrders(t *testing.T) {
 			t.Fatalf("dead letters: %v %v", dead, err)
 		}
 		reason, _ := dead[0].Values["reason"].(string)
-		for _, want := range []string{`id "nope" is not 32 hex digits`, `field "user" missing`, `qty "-1"`} {
+		for _, want := range []string{`id "nope" is not 32 hex digits`, `user must not be empty`, `qty "-1"`, `no newline`} {
 			if !strings.Contains(reason, want) {
 				t.Errorf("reason %q does not say %q", reason, want)
 			}

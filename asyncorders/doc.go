@@ -42,9 +42,9 @@
 // # Every call, when its reply is lost, when it runs twice, when it is late
 //
 //	call               reply lost / run twice                         late
-//	admit.lua          run again: the buyer is in the set, so it       —  (one script: all or nothing)
-//	                   answers ErrAlreadyBought and writes nothing;
-//	                   the first run's order is the buyer's one order
+//	admit.lua          run again: the buyer is in the set, so it       one script: all or nothing; its
+//	                   answers ErrAlreadyBought and writes nothing;    entry's id, the order's admission
+//	                   the first run's order is the buyer's one order  time, is when it ran, not sent
 //	Insert (worker)    the retry finds its own row by id: nil, one     after a give-up: ErrVoided, the
 //	                   order; the entry is acknowledged               worker only acknowledges
 //	XACK + lag         XACK again is a no-op; the lag may be          an entry acknowledged late was

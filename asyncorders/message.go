@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
+	"strings"
 
 	"github.com/lockstep/lockstep/orders"
 )
@@ -16,50 +16,52 @@ const maxQty = 1 << 20
 // maxReplica is the order table's replica width.
 const maxReplica = 128
 
-// parse reads a stream entry of sku as a Message, or says what is wrong
+// orderField is the stream entry's one field. Its value is
+//
+//	<order id> <qty> <user>\n<replica>
+//
+// The user has no control characters (orders.ValidateUser), so it ends at
+// the newline; the replica, any bytes, is the rest. The admission time is
+// not in it: it is the entry id's milliseconds, Redis's clock. One field,
+// not five: every field is two more arguments the admission script passes
+// through Lua into XADD (BENCHMARKS.md).
+const orderField = "order"
+
+// encode is m's value of orderField.
+func (m Message) encode() string {
+	return m.OrderID + " " + strconv.FormatInt(m.Qty, 10) + " " + m.User + "\n" + m.Replica
+}
+
+// parse reads stream entry id of sku as a Message, or says what is wrong
 // with it: an entry written by hand goes to the dead letters with that
 // reason instead of stopping a worker.
-func parse(sku string, values map[string]any) (Message, error) {
-	field := func(name string) (string, error) {
-		v, ok := values[name].(string)
-		if !ok {
-			return "", fmt.Errorf("field %q missing", name)
-		}
-		return v, nil
+func parse(sku, id string, values map[string]any) (Message, error) {
+	v, ok := values[orderField].(string)
+	if !ok {
+		return Message{}, fmt.Errorf("field %q missing", orderField)
 	}
 	var errs []error
-	m := Message{SKU: sku}
+	head, replica, ok := strings.Cut(v, "\n")
+	if !ok {
+		errs = append(errs, errors.New("no newline before the replica"))
+	}
+	orderID, rest, _ := strings.Cut(head, " ")
+	qty, user, _ := strings.Cut(rest, " ")
+	m := Message{OrderID: orderID, SKU: sku, User: user, Replica: replica}
+	if b, err := hex.DecodeString(orderID); err != nil || len(b) != 16 {
+		errs = append(errs, fmt.Errorf("id %q is not 32 hex digits", orderID))
+	}
 	var err error
-	if m.OrderID, err = field("id"); err == nil {
-		if b, herr := hex.DecodeString(m.OrderID); herr != nil || len(b) != 16 {
-			err = fmt.Errorf("id %q is not 32 hex digits", m.OrderID)
-		}
+	if m.Qty, err = strconv.ParseInt(qty, 10, 64); err != nil || m.Qty < 1 || m.Qty > maxQty {
+		errs = append(errs, fmt.Errorf("qty %q is not a whole number from 1 to %d", qty, maxQty))
 	}
-	errs = append(errs, err)
-	if m.User, err = field("user"); err == nil {
-		err = orders.ValidateUser(m.User)
+	errs = append(errs, orders.ValidateUser(user))
+	if len(replica) > maxReplica {
+		errs = append(errs, fmt.Errorf("replica longer than %d bytes", maxReplica))
 	}
-	errs = append(errs, err)
-	qty, err := field("qty")
-	if err == nil {
-		if m.Qty, err = strconv.ParseInt(qty, 10, 64); err != nil || m.Qty < 1 || m.Qty > maxQty {
-			err = fmt.Errorf("qty %q is not a whole number from 1 to %d", qty, maxQty)
-		}
+	if m.Admitted, ok = entryTime(id); !ok {
+		errs = append(errs, fmt.Errorf("entry id %q has no milliseconds", id))
 	}
-	errs = append(errs, err)
-	if m.Replica, err = field("replica"); err == nil && len(m.Replica) > maxReplica {
-		err = fmt.Errorf("replica longer than %d bytes", maxReplica)
-	}
-	errs = append(errs, err)
-	at, err := field("at")
-	if err == nil {
-		var us int64
-		if us, err = strconv.ParseInt(at, 10, 64); err != nil {
-			err = fmt.Errorf("at %q is not unix microseconds", at)
-		}
-		m.Admitted = time.UnixMicro(us)
-	}
-	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return Message{}, err
 	}

@@ -132,19 +132,19 @@ type Admission struct {
 	Remaining int64
 }
 
-// Message is one order message of the stream.
+// Message is one order message of the stream (its encoding: message.go).
 type Message struct {
-	OrderID  string
-	SKU      string
-	User     string
-	Qty      int64
-	Replica  string
+	OrderID string
+	SKU     string
+	User    string
+	Qty     int64
+	Replica string
+	// Admitted is when Redis appended the entry (its id's milliseconds):
+	// read from the stream, never sent.
 	Admitted time.Time
 }
 
-func (m Message) values() []any {
-	return []any{"id", m.OrderID, "user", m.User, "qty", m.Qty, "replica", m.Replica, "at", m.Admitted.UnixMicro()}
-}
+func (m Message) values() []any { return []any{orderField, m.encode()} }
 
 // Admit runs the admission script for one sale of sku. With enqueue false
 // (the async-two-steps rung) the message is not appended: the caller does
@@ -153,12 +153,11 @@ func (m Message) values() []any {
 // ErrOutcomeUnknown when Redis did not answer: the sale may be admitted).
 func (q *Queue) Admit(ctx context.Context, m Message, enqueue bool) (Admission, error) {
 	k := q.keys(m.SKU)
-	flag := "0"
+	message := ""
 	if enqueue {
-		flag = "1"
+		message = m.encode()
 	}
-	n, err := q.run(ctx, admitScript, []string{k.stock(), k.sold(), k.buyers(), k.stream()},
-		m.Qty, m.User, m.OrderID, m.Replica, m.Admitted.UnixMicro(), flag).Int64()
+	n, err := q.run(ctx, admitScript, []string{k.stock(), k.sold(), k.buyers(), k.stream()}, m.Qty, m.User, message).Int64()
 	switch {
 	case err != nil:
 		return Admission{}, writeFailed("admit", err)

@@ -204,7 +204,7 @@ func (w *Worker) handleAll(ctx context.Context, sku string, msgs []redis.XMessag
 // so a graceful stop does not leave it half done; while the database or
 // Redis is down it waits (backing off) until they answer or ctx ends.
 func (w *Worker) handle(ctx context.Context, sku string, m redis.XMessage, deliveries int64) {
-	msg, err := parse(sku, m.Values)
+	msg, err := parse(sku, m.ID, m.Values)
 	if err != nil {
 		w.deadLetter(ctx, sku, m, "entry:"+m.ID, "malformed: "+err.Error(), 0, "")
 		return

@@ -30,10 +30,10 @@ func BenchmarkAOFCost(b *testing.B) {
 	for _, stage := range []string{"atomic", asyncorders.StageStream} {
 		b.Run(stage, func(b *testing.B) {
 			abba := []*contender{
-				{name: "none", op: benchSale(b, none, store, stage, nextUser)},
-				{name: "aof", op: benchSale(b, aof, store, stage, nextUser)},
-				{name: "aof-again", op: benchSale(b, aof, store, stage, nextUser)},
-				{name: "none-again", op: benchSale(b, none, store, stage, nextUser)},
+				{name: "none", server: none, op: benchSale(b, none, store, stage, nextUser)},
+				{name: "aof", server: aof, op: benchSale(b, aof, store, stage, nextUser)},
+				{name: "aof-again", server: aof, op: benchSale(b, aof, store, stage, nextUser)},
+				{name: "none-again", server: none, op: benchSale(b, none, store, stage, nextUser)},
 			}
 			sideBySide(b, abba)
 			ratios := make([]float64, len(abba[0].rates))

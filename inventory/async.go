@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/orders"
@@ -34,8 +33,7 @@ func (s *asyncStage) sell(ctx context.Context, sku, user string, qty int64, f Fa
 	if user == "" {
 		return Sale{}, errNoBuyer(s.id)
 	}
-	m := asyncorders.Message{OrderID: orders.NewID(), SKU: sku, User: user, Qty: qty,
-		Replica: s.replica, Admitted: time.Now()}
+	m := asyncorders.Message{OrderID: orders.NewID(), SKU: sku, User: user, Qty: qty, Replica: s.replica}
 	a, err := s.queue.Admit(ctx, m, !s.twoSteps)
 	if errors.Is(err, asyncorders.ErrNoStock) {
 		if err := s.queue.Initialise(ctx, sku, s.defaultStock); err != nil {

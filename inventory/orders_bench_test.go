@@ -4,8 +4,10 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,10 +47,10 @@ func BenchmarkOrderSalesSideBySide(b *testing.B) {
 	nextUser := newBuyers()
 	sale := func(stage string, s orders.Store) func() error { return benchSale(b, rdb, s, stage, nextUser) }
 	sideBySide(b, []*contender{
-		{name: "atomic", op: sale("atomic", store)},
-		{name: "one-per-user-lua-script", op: sale("one-per-user-lua", noOrders{store})},
-		{name: "one-per-user-lua+insert", op: sale("one-per-user-lua", store)},
-		{name: "insert-alone", op: func() error {
+		{name: "atomic", server: rdb, op: sale("atomic", store)},
+		{name: "one-per-user-lua-script", server: rdb, op: sale("one-per-user-lua", noOrders{store})},
+		{name: "one-per-user-lua+insert", server: rdb, op: sale("one-per-user-lua", store)},
+		{name: "insert-alone", server: rdb, op: func() error {
 			o := orders.Order{ID: orders.NewID(), Stage: "bench", SKU: "sku-1", User: nextUser(), Qty: 1, Replica: "r0"}
 			return store.Insert(context.Background(), o)
 		}},
@@ -74,36 +76,88 @@ func benchSale(b *testing.B, rdb redis.UniversalClient, store orders.Store, stag
 	}
 }
 
-// contender is one side of a side-by-side benchmark.
+// contender is one side of a side-by-side benchmark: its sales per second
+// and CPU per sale, one of each per slice.
 type contender struct {
-	name  string
-	op    func() error
-	rates []float64
+	name string
+	op   func() error
+	// server is the Redis op's sales run on, whose CPU is counted.
+	server redis.UniversalClient
+	rates  []float64
+	// clientCPU is this process's CPU (user and system) per sale, redisCPU
+	// the redis-server main thread's, in µs: what throughput the sale can
+	// reach on a machine where either one is the bottleneck, apart from
+	// the other processes' load.
+	clientCPU, redisCPU []float64
 }
 
 // sideBySide runs each contender in turn for benchSlice, b.N rounds, and
-// reports each one's median per second and its ratio to the first's.
+// reports each one's median per second and its ratio to the first's, and
+// its median CPU per sale in this process and in its server.
 func sideBySide(b *testing.B, contenders []*contender) {
 	b.ResetTimer()
 	for range b.N {
 		for _, c := range contenders {
-			c.rates = append(c.rates, perSecond(b, c.op))
+			client, server := processCPU(b), redisCPU(b, c.server)
+			rate, sales := perSecond(b, c.op)
+			c.rates = append(c.rates, rate)
+			c.clientCPU = append(c.clientCPU, perSale(processCPU(b)-client, sales))
+			c.redisCPU = append(c.redisCPU, perSale(redisCPU(b, c.server)-server, sales))
 		}
 	}
-	median := func(c *contender) float64 {
-		s := slices.Sorted(slices.Values(c.rates))
+	median := func(v []float64) float64 {
+		s := slices.Sorted(slices.Values(v))
 		return s[len(s)/2]
 	}
-	base := median(contenders[0])
+	base := median(contenders[0].rates)
 	for _, c := range contenders {
-		b.ReportMetric(median(c), c.name+"/s")
-		b.ReportMetric(median(c)/base, c.name+"/"+contenders[0].name)
+		b.ReportMetric(median(c.rates), c.name+"/s")
+		b.ReportMetric(median(c.rates)/base, c.name+"/"+contenders[0].name)
+		b.ReportMetric(median(c.clientCPU), c.name+"-client-cpu-us/sale")
+		b.ReportMetric(median(c.redisCPU), c.name+"-redis-cpu-us/sale")
 	}
 }
 
+func perSale(cpu time.Duration, sales int64) float64 {
+	return float64(cpu.Microseconds()) / float64(max(sales, 1))
+}
+
+// processCPU is the CPU this process has used, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// redisCPU is the CPU rdb's server has spent in its main thread, which
+// runs every command and script.
+func redisCPU(b *testing.B, rdb redis.UniversalClient) time.Duration {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	for _, line := range strings.Split(info, "\r\n") {
+		name, value, _ := strings.Cut(line, ":")
+		if name == "used_cpu_sys_main_thread" || name == "used_cpu_user_main_thread" {
+			s, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu %s: %v", line, err)
+			}
+			total += time.Duration(s * float64(time.Second))
+		}
+	}
+	if total == 0 {
+		b.Fatal("INFO cpu has no main thread's CPU (redis-server 7 has)")
+	}
+	return total
+}
+
 // perSecond runs op from benchWorkers goroutines for benchSlice and returns
-// how many succeeded per second.
-func perSecond(b *testing.B, op func() error) float64 {
+// how many succeeded per second, and how many in all.
+func perSecond(b *testing.B, op func() error) (float64, int64) {
 	var done atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -120,5 +174,5 @@ func perSecond(b *testing.B, op func() error) float64 {
 		})
 	}
 	wg.Wait()
-	return float64(done.Load()) / time.Since(start).Seconds()
+	return float64(done.Load()) / time.Since(start).Seconds(), done.Load()
 }

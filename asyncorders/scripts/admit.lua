@@ -1,15 +1,16 @@
 -- Admits one sale of an async stage: checks the stock and the buyer, takes
--- the units, adds the buyer and, when ARGV[6] is "1", appends the order
+-- the units, adds the buyer and, unless ARGV[3] is empty, appends the order
 -- message to the stream. The buyer is checked by adding it: SADD answers 0
 -- and writes nothing for a buyer already in the set; it comes after the
 -- stock check and before the other writes, none of which fails on the
 -- stage's own keys, so the script writes all of it or nothing. (SADD's
 -- answer rather than a SISMEMBER first: one lookup of the buyers' set, not
--- two; BENCHMARKS.md.)
+-- two.) The message is one field the client packed (message.go), and the
+-- entry's id carries the admission time: two arguments through Lua into
+-- XADD, not ten (BENCHMARKS.md).
 -- KEYS[1] stock, KEYS[2] sold, KEYS[3] buyers, KEYS[4] stream;
--- ARGV[1] qty, ARGV[2] user, ARGV[3] order id, ARGV[4] replica,
--- ARGV[5] admitted at (unix microseconds), ARGV[6] "1" to enqueue here,
--- "0" for the async-two-steps rung, whose caller enqueues in a second call.
+-- ARGV[1] qty, ARGV[2] user, ARGV[3] the message, or "" for the
+-- async-two-steps rung, whose caller enqueues it in a second call.
 -- Returns the remaining stock; -1 sold out, -2 no stock yet (the caller
 -- initialises the SKU and retries), -3 the buyer has bought already.
 local stock = redis.call('GET', KEYS[1])
@@ -25,7 +26,7 @@ if redis.call('SADD', KEYS[3], ARGV[2]) == 0 then
 end
 local remaining = redis.call('DECRBY', KEYS[1], qty)
 redis.call('INCRBY', KEYS[2], qty)
-if ARGV[6] == '1' then
-  redis.call('XADD', KEYS[4], '*', 'id', ARGV[3], 'user', ARGV[2], 'qty', ARGV[1], 'replica', ARGV[4], 'at', ARGV[5])
+if ARGV[3] ~= '' then
+  redis.call('XADD', KEYS[4], '*', 'order', ARGV[3])
 end
 return remaining

@@ -78,7 +78,7 @@ func TestAWorkerKilledAtItsFaultPointLosesAndDoublesNothing(t *testing.T) {
 			}
 			sold := 0
 			sell := func() {
-				m := asyncorders.Message{OrderID: orders.NewID(), SKU: "sku-1", User: fmt.Sprintf("b%d", sold), Qty: 1, Replica: "r", Admitted: time.Now()}
+				m := asyncorders.Message{OrderID: orders.NewID(), SKU: "sku-1", User: fmt.Sprintf("b%d", sold), Qty: 1, Replica: "r"}
 				if _, err := q.Admit(ctx, m, true); err != nil {
 					t.Fatal(err)
 				}
@@ -154,7 +154,7 @@ func TestAWorkerKilledAtItsFaultPointLosesAndDoublesNothing(t *testing.T) {
 			if err := q.Drain(dctx, "sku-1"); err != nil {
 				t.Fatal(err)
 			}
-			inv, err := q.Check(ctx, store, "sku-1")
+			inv, err := q.Check(ctx, store, nil, "sku-1")
 			if err != nil || !inv.Holds || inv.Units != stock {
 				t.Fatalf("invariant %+v %v", inv, err)
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // TestPaymentDuringLoadScenario runs payment-during-load on real processes
@@ -14,12 +13,8 @@ import (
 // payment is paid or cancelled, never both, each cancelled unit back once,
 // and the row's audit finds no unit missing.
 func TestPaymentDuringLoadScenario(t *testing.T) {
-	require(t, "redis-server", "redis-server")
-	require(t, "nginx", "nginx", "/usr/sbin/nginx")
-	require(t, "mariadbd", "mariadbd")
-	bins := buildBinaries(t)
 	out := filepath.Join(t.ArtifactDir(), "payment-during-load")
-	rep, stdout, _ := runWorkshop(t, 4*time.Minute, "--shop-bin", bins.shop, "--scenario", "payment-during-load", "--out", out)
+	rep, stdout := runAsyncScenario(t, "payment-during-load", out)
 	t.Logf("report in %s:\n%s", out, stdout)
 	if len(rep.Stages) != 1 {
 		t.Fatalf("%d rows, want 1", len(rep.Stages))

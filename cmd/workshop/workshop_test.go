@@ -529,3 +529,16 @@ func TestWorkshopOnARedisCluster(t *testing.T) {
 		t.Errorf("segmented's 16 segments per master: %v, want 6/5/5 in some order", placed)
 	}
 }
+
+// runAsyncScenario runs scenario (a built-in name or a file) on the whole
+// stack an async stage needs: redis-server, three shops behind nginx,
+// MariaDB and the two order workers; out keeps the report.
+func runAsyncScenario(t *testing.T, scenario, out string) (*loadgen.Report, string) {
+	t.Helper()
+	require(t, "redis-server", "redis-server")
+	require(t, "nginx", "nginx", "/usr/sbin/nginx")
+	require(t, "mariadbd", "mariadbd")
+	bins := buildBinaries(t)
+	rep, stdout, _ := runWorkshop(t, 4*time.Minute, "--shop-bin", bins.shop, "--scenario", scenario, "--out", out)
+	return rep, stdout
+}

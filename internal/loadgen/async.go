@@ -2,14 +2,15 @@ package loadgen
 
 import (
 	"context"
-	"html/template"
-	"strings"
-
+	"errors"
 	"fmt"
-	"github.com/lockstep/lockstep/asyncorders"
+	"html/template"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/lockstep/lockstep/asyncorders"
 )
 
 // Bounds of the wait for an async stage's workers after the load.
@@ -127,10 +128,14 @@ func (rep *Report) writeStreamTable(w io.Writer) error {
 			if _, err := fmt.Fprintln(w, "\nOrder streams (after draining):"); err != nil {
 				return err
 			}
-			fmt.Fprintln(tw, "stage\tdrain s\tlength\tundelivered\tpending\toldest pending s\tdead letters\tlag p50 ms\tlag p99 ms\t")
+			fmt.Fprintln(tw, "stage\tworkers in the load\tdrain s\torders/s in the drain\tlength\tundelivered\tpending\toldest pending s\tdead letters\tlag p50 ms\tlag p99 ms\t")
 			header = true
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%d\t%d\t%d\t%.1f\t%d\t%.1f\t%.1f\t\n", r.label(), r.DrainMS/1000, s.Length, s.Undelivered, s.Pending,
+		workers := "running"
+		if r.WorkersHeld {
+			workers = "held"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.0f\t%d\t%d\t%d\t%.1f\t%d\t%.1f\t%.1f\t\n", r.label(), workers, r.DrainMS/1000, r.DrainOrdersPerSec, s.Length, s.Undelivered, s.Pending,
 			s.OldestPending.Seconds(), s.DeadLetters, float64(s.LagP50.Microseconds())/1000, float64(s.LagP99.Microseconds())/1000)
 	}
 	if err := tw.Flush(); err != nil {
@@ -220,8 +225,9 @@ func StreamNow(label string, v *StreamView) []StreamRow {
 }
 
 // StreamRows are an async stage run's stream lines: the most it reached
-// while the load ran, and after the workers drained it; none for another
-// stage.
+// while the load ran, and after the workers drained it (how long, their
+// orders/s then, and whether they were held through the load); none for
+// another stage.
 func (r *StageRun) StreamRows() []StreamRow {
 	after := streamView(r.Audit.Stream)
 	if after == nil {
@@ -231,7 +237,14 @@ func (r *StageRun) StreamRows() []StreamRow {
 	if v := r.StreamWhileRunning; v != nil && v.Samples > 0 {
 		rows = append(rows, StreamRow{Label: r.label(), When: fmt.Sprintf("most while running (%d audits)", v.Samples), StreamView: v})
 	}
-	return append(rows, StreamRow{Label: r.label(), When: fmt.Sprintf("after draining (%.1f s)", r.DrainMS/1000), StreamView: after})
+	when := fmt.Sprintf("after draining (%.1f s", r.DrainMS/1000)
+	if r.DrainOrdersPerSec > 0 {
+		when += fmt.Sprintf(", %.0f orders/s", r.DrainOrdersPerSec)
+	}
+	if r.WorkersHeld {
+		when += "; workers held through the load"
+	}
+	return append(rows, StreamRow{Label: r.label(), When: when + ")", StreamView: after})
 }
 
 // streamTable is report.html's order stream table over every async run.
@@ -241,4 +254,43 @@ func (rep *Report) streamTable() (template.HTML, error) {
 		rows = append(rows, rep.Stages[i].StreamRows()...)
 	}
 	return StreamHTML(rows)
+}
+
+// isAsync reports whether stage is an async stage, with order workers.
+func isAsync(stage string) bool {
+	_, ok := asyncorders.ModeOf(stage)
+	return ok
+}
+
+// holdWorkers stops every order worker (SIGSTOP) until the function it
+// returns lets them go on (SIGCONT); that function may run more than once.
+// A worker Redis delivers entries to while it is stopped handles them once
+// it goes on, as a worker whose batch was slow would.
+func (r *runner) holdWorkers(ctx context.Context) (func() error, error) {
+	inj := r.cfg.Injector
+	var held []string
+	letGo := func() error {
+		var errs []error
+		for _, name := range held {
+			errs = append(errs, inj.PauseOrderWorker(context.WithoutCancel(ctx), name, false))
+		}
+		held = nil
+		return errors.Join(errs...)
+	}
+	for _, name := range inj.OrderWorkers() {
+		if err := inj.PauseOrderWorker(ctx, name, true); err != nil {
+			return nil, errors.Join(fmt.Errorf("hold order worker %s: %w", name, err), letGo())
+		}
+		held = append(held, name)
+	}
+	return letGo, nil
+}
+
+// drainRate is the orders written between two audits of an async stage, a
+// drain of took apart, per second; 0 for another stage.
+func drainRate(before, after Audit, took time.Duration) float64 {
+	if before.Stream == nil || before.Orders == nil || after.Orders == nil || took <= 0 {
+		return 0
+	}
+	return float64(after.Orders.Orders-before.Orders.Orders) / took.Seconds()
 }

@@ -112,3 +112,27 @@ func TestTheDrainWaitsForTheSweepersReturns(t *testing.T) {
 		t.Errorf("the drain ended with %d returning after %d audits; want 0 after 3", a.Orders.Returning, audits.Load())
 	}
 }
+
+// The report's order stream tables say whether the workers ran through the
+// load or were held, and their orders/s in the drain.
+func TestTheStreamTableSaysWhetherTheWorkersWereHeld(t *testing.T) {
+	drained := &asyncorders.Stats{Length: 3000}
+	rep := &Report{Stages: []StageRun{
+		{Stage: asyncorders.StageStream, Label: "running", Sales: 3000, DrainMS: 500, DrainOrdersPerSec: 1200, Audit: Audit{Stream: drained}},
+		{Stage: asyncorders.StageStream, Label: "held", Sales: 3000, DrainMS: 2500, DrainOrdersPerSec: 1234, WorkersHeld: true, Audit: Audit{Stream: drained}},
+	}}
+	var out bytes.Buffer
+	if err := rep.writeStreamTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if len(lines) < 5 || !strings.Contains(lines[2], "orders/s in the drain") ||
+		!regexp.MustCompile(`running +running +0\.5 +1200 +3000`).MatchString(lines[3]) ||
+		!regexp.MustCompile(`held +held +2\.5 +1234 +3000`).MatchString(lines[4]) {
+		t.Errorf("stream table:\n%s", out.String())
+	}
+	// report.html and the live page say it too.
+	if rows := rep.Stages[1].StreamRows(); len(rows) != 1 || rows[0].When != "after draining (2.5 s, 1234 orders/s; workers held through the load)" {
+		t.Errorf("held run's stream rows %+v", rows)
+	}
+}

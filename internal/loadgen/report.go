@@ -131,6 +131,14 @@ type StageRun struct {
 	// DrainMS is how long the async stage's workers took, after the load,
 	// to deliver every entry (0 for the other stages).
 	DrainMS float64 `json:"drain_ms,omitempty"`
+	// OrdersAtLoadEnd are the orders an async stage's workers had written
+	// when its load ended; DrainOrdersPerSec the orders they wrote during
+	// the drain, per second of it: their sustained rate once the load ended.
+	OrdersAtLoadEnd   int64   `json:"orders_at_load_end,omitempty"`
+	DrainOrdersPerSec float64 `json:"drain_orders_per_s,omitempty"`
+	// WorkersHeld: the order workers were held through the load
+	// (RunSpec.HoldWorkers), so the drain wrote every order.
+	WorkersHeld bool `json:"workers_held,omitempty"`
 	// StreamWhileRunning is the most an async stage's stream reached while
 	// its load (or fault step) ran, figure by figure, from the audits
 	// polled then.

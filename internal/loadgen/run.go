@@ -248,6 +248,9 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	case run.Fault != nil && (r.cfg.Injector == nil || len(r.cfg.ReplicaURLs) < 2 || r.holders == nil):
 		row.Skipped = "a fault step needs the workshop (go run ./cmd/workshop): it kills, stops and cuts off its processes"
 		return row
+	case run.HoldWorkers && (r.cfg.Injector == nil || len(r.cfg.Injector.OrderWorkers()) == 0):
+		row.Skipped = "hold_workers needs the workshop's order workers (go run ./cmd/workshop): it stops and continues them"
+		return row
 	case run.Fault != nil && run.Fault.Kind == FaultOrdersDown && !r.cfg.Injector.HasOrderServer():
 		row.Skipped = "an orders-down step needs the orders in MariaDB (the embedded SQLite file is the shops' own, nothing to stop)"
 		return row
@@ -292,6 +295,17 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	}
 	if err := r.applyFaults(ctx, base, run.Stage, run.Faults); err != nil {
 		return fail(fmt.Errorf("faults: %w", err))
+	}
+	letWorkersGo := func() error { return nil }
+	if run.HoldWorkers {
+		var err error
+		if letWorkersGo, err = r.holdWorkers(ctx); err != nil {
+			return fail(err)
+		}
+		// On every way out; after the load it already ran, and runs again
+		// as a no-op.
+		defer func() { _ = letWorkersGo() }()
+		row.WorkersHeld = true
 	}
 	start := time.Now()
 	tl := newTimeline(start)
@@ -340,13 +354,21 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	if err != nil {
 		return fail(fmt.Errorf("audit: %w", err))
 	}
+	if err := letWorkersGo(); err != nil {
+		return fail(err)
+	}
 	if ctx.Err() == nil { // an interrupted run keeps the figures it has
 		var drained time.Duration
+		atLoadEnd := audit
 		audit, drained, err = r.drainAsync(ctx, base, run.Stage, sku, audit)
 		row.DrainMS = float64(drained.Microseconds()) / 1000
 		if err != nil {
 			return fail(fmt.Errorf("drain: %w", err))
 		}
+		if atLoadEnd.Stream != nil && atLoadEnd.Orders != nil {
+			row.OrdersAtLoadEnd = atLoadEnd.Orders.Orders
+		}
+		row.DrainOrdersPerSec = drainRate(atLoadEnd, audit, drained)
 	}
 	row.Audit, row.Oversold, row.Consistent, row.ForeignUnlocks = audit, audit.Oversold, audit.Consistent, audit.ForeignUnlocks
 	row.MaxHolders = audit.MaxHolders

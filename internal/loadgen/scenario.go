@@ -54,6 +54,11 @@ type RunSpec struct {
 	// Payment, after an async stage's load, races payments against the
 	// payment sweeper (payment.go).
 	Payment *PaymentStep `yaml:"payment" json:"payment,omitempty"`
+	// HoldWorkers, on an async stage, holds the order workers (SIGSTOP)
+	// through the load and lets them go on when it ends: the admissions
+	// have the machine to themselves, as when the workers run elsewhere,
+	// and the drain that follows times the workers alone on the backlog.
+	HoldWorkers bool `yaml:"hold_workers" json:"hold_workers,omitempty"`
 	// Fault, instead of the load phase, runs one of the failure scenarios'
 	// fault steps (faultstep.go).
 	Fault  *FaultStep `yaml:"fault" json:"fault,omitempty"`
@@ -345,6 +350,10 @@ func (sc *Scenario) validate() error {
 			errs = append(errs, fmt.Errorf("%s: crash.observe must be positive", where))
 		case run.Crash != nil && run.Crash.Workers < 1:
 			errs = append(errs, fmt.Errorf("%s: crash.workers must be at least 1", where))
+		case run.HoldWorkers && !isAsync(run.Stage):
+			errs = append(errs, fmt.Errorf("%s: hold_workers holds the order workers of an async stage", where))
+		case run.HoldWorkers && (run.Fault != nil || run.Crash != nil || run.Payment != nil):
+			errs = append(errs, fmt.Errorf("%s: hold_workers holds the workers through the load alone, without a fault, crash or payment step", where))
 		}
 		if run.Buyers != nil {
 			if err := run.Buyers.validate(); err != nil {

@@ -67,6 +67,9 @@ func TestParseScenarioRejects(t *testing.T) {
 		{"crash without observe", "runs: [{stage: setnx, crash: {rate: 10}}]", "observe"},
 		{"payment share over 1", "runs: [{stage: async-stream, payment: {pay_within: 2s, share: 1.5}}]", "share"},
 		{"payment without pay_within", "runs: [{stage: async-stream, payment: {share: 0.5}}]", "pay_within"},
+		{"hold_workers on a lock stage", "runs: [{stage: atomic, hold_workers: true}]", "hold_workers holds the order workers of an async stage"},
+		{"hold_workers with a payment step", "runs: [{stage: async-stream, hold_workers: true, payment: {pay_within: 2s}}]", "without a fault, crash or payment step"},
+		{"hold_workers with a crash step", "runs: [{stage: async-two-steps, hold_workers: true, crash: {observe: 1s, workers: 1}}]", "without a fault, crash or payment step"},
 		{"unknown check", "runs: [{stage: naive, expect: [sells-fast]}]", "unknown expectation"},
 		{"bad check argument", "runs: [{stage: naive, expect: [faster-than watchdog three]}]", "factor"},
 	} {
