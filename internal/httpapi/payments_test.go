@@ -16,8 +16,9 @@ import (
 )
 
 // An async sale answers its order id at once; a worker writes the order
-// with a payment due; POST /api/orders/{id}/pay pays it (again: the same
-// answer), and a bad, unknown, someone else's or cancelled order gets a
+// with a payment due; POST /api/orders/{id}/pay pays it (again, with or
+// without the same Idempotency-Key: the same answer, paid or cancelled),
+// and a bad, unknown, someone else's or cancelled order gets a
 // JSON error and changes nothing.
 func TestPayingAnAsyncOrder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orders.db")
@@ -56,13 +57,19 @@ func TestPayingAnAsyncOrder(t *testing.T) {
 	if err := q.Drain(dctx, "sku-1"); err != nil {
 		t.Fatal(err)
 	}
-	pay := func(id, user string) (int, map[string]any) {
-		rec := ts.serve(httptest.NewRequest(http.MethodPost, "/api/orders/"+id+"/pay?user="+user, nil))
+	// pay sends a payment, with an Idempotency-Key when key is not empty
+	// (a client's retry of one payment).
+	pay := func(id, user string, key ...string) (int, map[string]any) {
+		req := httptest.NewRequest(http.MethodPost, "/api/orders/"+id+"/pay?user="+user, nil)
+		if len(key) > 0 {
+			req.Header.Set("Idempotency-Key", key[0])
+		}
+		rec := ts.serve(req)
 		return rec.Code, checkShape(t, rec)
 	}
-	for range 2 {
-		if code, body := pay(ann, "ann"); code != http.StatusOK || body["status"] != "paid" {
-			t.Fatalf("ann pays: %d %v", code, body)
+	for _, key := range [][]string{nil, nil, {"ann-pays"}, {"ann-pays"}} {
+		if code, body := pay(ann, "ann", key...); code != http.StatusOK || body["status"] != "paid" {
+			t.Fatalf("ann pays (key %v): %d %v", key, code, body)
 		}
 	}
 	before := ts.digest(t)
@@ -89,8 +96,10 @@ func TestPayingAnAsyncOrder(t *testing.T) {
 	if err := asyncorders.NewSweeper(q, payments, time.Hour, quiet).Sweep(ctx, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if code, body := pay(bob, "bob"); code != http.StatusConflict || body["error"] != "order_cancelled" {
-		t.Fatalf("bob pays late: %d %v", code, body)
+	for _, key := range [][]string{nil, {"bob-pays"}, {"bob-pays"}} {
+		if code, body := pay(bob, "bob", key...); code != http.StatusConflict || body["error"] != "order_cancelled" {
+			t.Fatalf("bob pays late (key %v): %d %v", key, code, body)
+		}
 	}
 	if after := ts.digest(t); after == before {
 		t.Fatal("the sweep returned nothing to Redis") // bob's unit went back
