@@ -58,7 +58,10 @@ func (q *Queue) HeldBy(ctx context.Context, sku, consumer string) ([]Held, error
 		}
 		h := Held{Entry: p.ID, Deliveries: p.RetryCount}
 		if len(msgs) == 1 {
-			h.OrderID, _ = msgs[0].Values["id"].(string)
+			// A malformed entry names no order: OrderID stays empty.
+			if m, err := parse(sku, p.ID, msgs[0].Values); err == nil {
+				h.OrderID = m.OrderID
+			}
 		}
 		held = append(held, h)
 	}
