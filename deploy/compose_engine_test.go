@@ -17,17 +17,21 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/internal/loadgen"
 )
 
 // TestComposeOnEngine runs what a user runs, on a real Docker engine:
 // docker compose build and up -d --wait, the loadgen profile (every stage
-// of the default scenario, redlock included), the k6 profile, then, from
-// inside the compose network, Prometheus's targets, every query of the
-// dashboard and the alerts (LockstepOversold firing after naive), and
-// docker compose down leaving nothing behind. Images come from the engine
-// when it has them, else from stand-ins (standin_test.go); Grafana, which
-// has none, is left out.
+// of the default scenario, redlock included, then async-stream, which the
+// orderworker containers drain), one malformed order message they must
+// dead-letter, the k6 profile's async-pay.js (the workers recreated with
+// LOCKSTEP_PAY_WITHIN=1s) and spike, then, from inside the compose
+// network, Prometheus's targets, every query of the dashboard and the
+// alerts (LockstepOversold firing after naive, LockstepDeadLetters after
+// the malformed entry), and docker compose down leaving nothing behind.
+// Images come from the engine when it has them, else from stand-ins
+// (standin_test.go); Grafana, which has none, is left out.
 func TestComposeOnEngine(t *testing.T) {
 	c, p := composeOnEngine(t)
 	c.run(t, "build")
@@ -43,7 +47,25 @@ func TestComposeOnEngine(t *testing.T) {
 	}
 	out := c.runLoadgen(t, "loadgen", "loadgen")
 	t.Logf("loadgen:\n%s", tail(out, 40))
-	checkLoadgenReport(t, repoPath("out", "compose", "report.json"), start)
+	rep := checkLoadgenReport(t, repoPath("out", "compose", "report.json"), start)
+
+	// k6's buyers and payers, as docs/compose.md runs them: the workers
+	// recreated with a payment deadline (up -d recreates the services
+	// whose configuration changed), the script's thresholds failing the
+	// run unless some paid, some were refused as cancelled, none failed,
+	// and its audit finds the live units exactly the paid orders'.
+	// K6_SCRIPT picks the script in the compose file, so it is the
+	// command's environment, not the container's.
+	c.env = append(c.env, "LOCKSTEP_PAY_WITHIN=1s")
+	c.run(t, "up", "-d", "--wait", "orderworker1", "orderworker2")
+	env := c.env
+	c.env = append(slices.Clip(env), "K6_SCRIPT=async-pay.js")
+	out = c.run(t, "--profile", "k6", "run", "--rm", "-e", "SKU="+rep.Params.SKU, "-e", "PAY_WITHIN=1",
+		"-e", "RATE=100", "-e", "DURATION=2s", "-e", "STOCK=150", "-e", "USERS=400", "-e", "K6_PROMETHEUS_RW_PUSH_INTERVAL=1s", "k6")
+	c.env = env
+	t.Logf("k6 async-pay:\n%s", tail(out, 30))
+	// After it: the script's reset empties the dead letters.
+	c.deadLetterMalformedOrder(t, rep.Params.SKU)
 
 	// k6's spike on atomic, shorter and lower than its defaults, as in
 	// TestLiveStack: this machine is shared. It pushes every second, not
@@ -70,10 +92,8 @@ func TestComposeOnEngine(t *testing.T) {
 	// them: the steps are a scrape interval apart.
 	time.Sleep(time.Until(k6Done.Add(2 * s.scrape)))
 	end := time.Now()
-	// The loadgen profile runs no async stage: the asynchronous-orders row
-	// and its alerts are checked by TestLiveStack.
-	t.Run("dashboard queries", func(t *testing.T) { checkDashboardQueries(t, s, start, end, false, false) })
-	t.Run("alert rules", func(t *testing.T) { checkAlerts(t, s, false) })
+	t.Run("dashboard queries", func(t *testing.T) { checkDashboardQueries(t, s, start, end, false) })
+	t.Run("alert rules", func(t *testing.T) { checkAlerts(t, s) })
 
 	c.down(t, s)
 }
@@ -149,6 +169,28 @@ func (c *composeProject) up(t *testing.T, p *types.Project, profile string) {
 	}
 }
 
+// deadLetterMalformedOrder adds, with redis-cli in the redis container, an
+// entry no order can be made of to async-stream's order stream of sku, and
+// waits until an order worker container moved it to the dead-letter
+// stream, the only entry there.
+func (c *composeProject) deadLetterMalformedOrder(t *testing.T, sku string) {
+	t.Helper()
+	q := asyncorders.NewQueue(nil, "async-stream") // for its key names only
+	c.run(t, "exec", "-T", "redis", "redis-cli", "XADD", q.Stream(sku), "*", "id", "deploy-engine-malformed")
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		n := strings.TrimSpace(c.run(t, "exec", "-T", "redis", "redis-cli", "XLEN", q.DeadLetters(sku)))
+		switch {
+		case n == "1":
+			return
+		case n != "0":
+			t.Fatalf("%s holds %s entries, want only the malformed one", q.DeadLetters(sku), n)
+		case time.Now().After(deadline):
+			t.Fatal("no order worker dead-lettered the malformed entry in 20s")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // runLoadgen runs a loadgen service to its end, as docs/compose.md does
 // (docker compose --profile profile run --rm service), and returns its
 // output. Exit status 3 is the loadgen's "expectations not met": the
@@ -215,15 +257,18 @@ func checkComposeNginx(t *testing.T, nginxURL string, shops []types.ServiceConfi
 
 // checkLoadgenReport: the loadgen service's report, written in out/compose
 // by this run, has every stage of the scenario run (redlock too: compose
-// has its three masters), none broken off, its expectations met.
-func checkLoadgenReport(t *testing.T, path string, since time.Time) {
+// has its three masters; async-stream: its order workers drained it),
+// none broken off, its expectations met; it returns the report.
+func checkLoadgenReport(t *testing.T, path string, since time.Time) *loadgen.Report {
 	t.Helper()
-	ran := checkReportRows(t, readReport(t, path, since))
-	for _, stage := range append(slices.Clone(stagesRun), "redlock") {
+	rep := readReport(t, path, since)
+	ran := checkReportRows(t, rep)
+	for _, stage := range append(slices.Clone(stagesRun), "redlock", "async-stream") {
 		if ran[stage] == nil {
 			t.Errorf("loadgen: %s did not run (ran: %v)", stage, slices.Sorted(maps.Keys(ran)))
 		}
 	}
+	return rep
 }
 
 // readReport reads a loadgen service's report.json, which this run (begun
@@ -345,7 +390,8 @@ func waitK6Pushed(t *testing.T, s *stack) {
 	}
 }
 
-// waitAlertsSettled waits until LockstepOversold fires for naive and the
+// waitAlertsSettled waits until LockstepOversold fires for naive,
+// LockstepDeadLetters for async-stream, and the
 // replicas the loadgen's crash steps killed are no longer pending as down,
 // so checkAlerts sees the state after the run.
 func waitAlertsSettled(t *testing.T, s *stack) {
@@ -364,7 +410,7 @@ func waitAlertsSettled(t *testing.T, s *stack) {
 			last[a.Labels["alertname"]] = append(last[a.Labels["alertname"]], a.Labels["stage"]+a.Labels["instance"]+":"+a.State)
 		}
 		down := len(last["LockstepReplicaDown"]) + len(last["LockstepRedisDown"]) + len(last["LockstepNginxDown"])
-		if slices.Contains(last["LockstepOversold"], "naive:firing") && down == 0 {
+		if slices.Contains(last["LockstepOversold"], "naive:firing") && slices.Contains(last["LockstepDeadLetters"], "async-stream:firing") && down == 0 {
 			t.Logf("alerts: %v", last)
 			return
 		}

@@ -148,8 +148,8 @@ func TestLiveStack(t *testing.T) {
 	time.Sleep(3 * scrapeInterval)
 	end := time.Now()
 
-	t.Run("dashboard queries", func(t *testing.T) { checkDashboardQueries(t, s, start, end, true, true) })
-	t.Run("alert rules", func(t *testing.T) { checkAlerts(t, s, true) })
+	t.Run("dashboard queries", func(t *testing.T) { checkDashboardQueries(t, s, start, end, true) })
+	t.Run("alert rules", func(t *testing.T) { checkAlerts(t, s) })
 	t.Run("metric names", func(t *testing.T) { checkMetricNames(t, s) })
 	if *preview != "" {
 		renderPreview(t, s, start, end, *preview)
@@ -303,7 +303,7 @@ func (s *stack) queryRange(t *testing.T, expr string, start, end time.Time) []ra
 // Prometheus. Each stage's own panels are checked too when perStage: with
 // scrapes every few seconds, a stage run of a second or two may leave a
 // rate with a single sample, so the engine run checks all stages at once.
-func checkDashboardQueries(t *testing.T, s *stack, start, end time.Time, perStage, withOrderStream bool) {
+func checkDashboardQueries(t *testing.T, s *stack, start, end time.Time, perStage bool) {
 	queries := dashboardQueries(t)
 	stageFiltered := map[string]bool{}
 	for _, q := range queries {
@@ -312,7 +312,7 @@ func checkDashboardQueries(t *testing.T, s *stack, start, end time.Time, perStag
 		// whose data only the cluster profile's run has
 		// (checkClusterPanels).
 		series := s.queryRange(t, s.grafanaExpr(q.expr, ".*"), start, end)
-		if strings.Contains(q.expr, clusterFilter) || (!withOrderStream && orderStreamQuery(q.expr)) {
+		if strings.Contains(q.expr, clusterFilter) {
 			continue
 		}
 		if !hasValues(series) {
@@ -353,7 +353,7 @@ func checkDashboardQueries(t *testing.T, s *stack, start, end time.Time, perStag
 		t.Errorf("oversold by stage %v: want naive > 0, watchdog and atomic 0", oversold)
 	}
 	dead := last(s.grafanaExpr(`max by (stage) (lockstep_dead_letters{stage=~"$stage"})`, ".*"), "stage")
-	if withOrderStream && dead["async-stream"] != "1" {
+	if dead["async-stream"] != "1" {
 		t.Errorf("dead letters by stage %v: want async-stream 1 (the hand-written malformed entry)", dead)
 	}
 	perReplica := last(s.grafanaExpr(`sum by (replica) (increase(lockstep_requests_total{result="sold",stage=~"$stage"}[1h]))`, ".*"), "replica")
@@ -406,20 +406,7 @@ func alertRules(t *testing.T) map[string]string {
 	return rules
 }
 
-// orderStreamQuery reports a query of the dashboard's asynchronous-orders
-// row, whose data only a run with an async stage and order workers has:
-// TestLiveStack's (compose's worker services run as processes), not the
-// engine run's loadgen profile.
-func orderStreamQuery(expr string) bool {
-	for _, metric := range []string{"lockstep_stream_", "lockstep_order_lag", "lockstep_dead_letters"} {
-		if strings.Contains(expr, metric) {
-			return true
-		}
-	}
-	return false
-}
-
-func checkAlerts(t *testing.T, s *stack, withOrderStream bool) {
+func checkAlerts(t *testing.T, s *stack) {
 	rules := alertRules(t)
 	for name, expr := range rules {
 		if err := s.promCall("/api/v1/query", url.Values{"query": {expr}}, nil); err != nil {
@@ -472,7 +459,7 @@ func checkAlerts(t *testing.T, s *stack, withOrderStream bool) {
 			}
 		}
 	}
-	if withOrderStream && !slices.Contains(firing["LockstepDeadLetters"], "async-stream:firing") {
+	if !slices.Contains(firing["LockstepDeadLetters"], "async-stream:firing") {
 		t.Errorf("LockstepDeadLetters not firing for async-stream after its malformed entry: %v", firing)
 	}
 	for _, name := range []string{"LockstepReplicaDown", "LockstepRedisDown", "LockstepNginxDown", "LockstepOrderStreamStuck"} {
