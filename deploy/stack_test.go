@@ -41,12 +41,12 @@ type stack struct {
 	// environment plus extra (a compose user's `LOCKSTEP_PAY_WITHIN=1s
 	// docker compose up`), and records them in orderWorkers.
 	startWorkers func(t *testing.T, extra ...string)
-	nginxURL      string
-	statusURL     string // nginx's stub_status server (compose's conf.d)
-	exporters     map[string]string
-	promURL       string
-	scrape        time.Duration // Prometheus's scrape and evaluation interval
-	promClient    *http.Client  // how Prometheus is reached; nil: directly
+	nginxURL     string
+	statusURL    string // nginx's stub_status server (compose's conf.d)
+	exporters    map[string]string
+	promURL      string
+	scrape       time.Duration // Prometheus's scrape and evaluation interval
+	promClient   *http.Client  // how Prometheus is reached; nil: directly
 }
 
 type replica struct{ name, url string }
