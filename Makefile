@@ -21,6 +21,7 @@ deps:
 
 vet:
 	$(GO) vet ./...
+	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt -l: not formatted:"; echo "$$unformatted"; exit 1; fi
 
 # Library benchmarks (see BENCHMARKS.md for the recorded figures).
 bench: deps
