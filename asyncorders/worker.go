@@ -171,6 +171,10 @@ func (w *Worker) claim(ctx context.Context, sku string) {
 		}
 		if len(msgs) > 0 {
 			w.log.Info("claimed idle entries", "sku", sku, "entries", len(msgs))
+			if err := w.fault(AfterClaim); err != nil {
+				w.log.Warn("left claimed entries unhandled", "sku", sku, "entries", len(msgs), "err", err)
+				return
+			}
 			w.handleAll(ctx, sku, msgs)
 		}
 		if next == "0-0" {
@@ -229,7 +233,7 @@ func (w *Worker) handle(ctx context.Context, sku string, m redis.XMessage, deliv
 		}
 		w.ack(ctx, sku, m.ID, time.Since(msg.Admitted))
 	case errors.Is(err, orders.ErrVoided):
-		w.ack(ctx, sku, m.ID, 0) // dead-lettered and compensated before: nothing to write
+		w.finishGiveUp(ctx, sku, m, msg)
 	case errors.Is(err, orders.ErrDuplicateBuyer):
 		// The buyer's other order stands: return the units, keep the buyer.
 		w.giveUp(ctx, sku, m, msg, err.Error(), "")
@@ -254,8 +258,34 @@ func (w *Worker) giveUp(ctx context.Context, sku string, m redis.XMessage, msg M
 	case errors.Is(err, orders.ErrOrdered):
 		w.ack(ctx, sku, m.ID, 0)
 	case err == nil:
+		if err := w.fault(AfterVoid); err != nil {
+			w.log.Warn("left a voided order's entry uncompensated", "sku", sku, "entry", m.ID, "err", err)
+			return
+		}
 		w.deadLetter(ctx, sku, m, msg.OrderID, reason, msg.Qty, freeBuyer)
 	}
+}
+
+// finishGiveUp handles an entry whose order id was voided before: a
+// give-up (or a sweeper's cancel) that may have stopped before
+// compensate.lua. Running it is safe either way: the compensated set has
+// the id when the units went back already, and then it only acknowledges.
+// The buyer is freed unless an order of theirs stands, as the give-up
+// would have: a duplicate buyer's keeps its place.
+func (w *Worker) finishGiveUp(ctx context.Context, sku string, m redis.XMessage, msg Message) {
+	var ordered bool
+	err := retry(ctx, w.log, "look up the buyer's order", func(c context.Context) (err error) {
+		ordered, err = w.store.HasOrder(c, w.q.stage, sku, msg.User)
+		return err
+	})
+	if err != nil {
+		return // the entry stays pending: claimed again later
+	}
+	freeBuyer := msg.User
+	if ordered {
+		freeBuyer = ""
+	}
+	w.deadLetter(ctx, sku, m, msg.OrderID, "order id voided before its insert", msg.Qty, freeBuyer)
 }
 
 func (w *Worker) deadLetter(ctx context.Context, sku string, m redis.XMessage, mark, reason string, qty int64, freeBuyer string) {
