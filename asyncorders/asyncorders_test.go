@@ -267,7 +267,7 @@ func TestAsyncOrders(t *testing.T) {
 	// again, and its give-up runs again (Void finds its own void row); a
 	// duplicate buyer's entry is delivered a second time only, and its
 	// insert finds the void row (ErrVoided).
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		name string
 		at   asyncorders.FaultPoint
 		// setup admits what the dying worker takes; buyer is the buyer of
@@ -299,27 +299,21 @@ func TestAsyncOrders(t *testing.T) {
 			held: 1, returned: 1, buyerFree: true},
 		{name: "a worker that dies after-void giving up a duplicate buyer's entry: the next claimer returns the unit once and keeps the buyer", at: asyncorders.AfterVoid,
 			setup: func(t *testing.T, q *asyncorders.Queue, stage string) string {
-				stop := e.start(t, q, config("w0", asyncorders.Correct))
-				if _, err := q.Admit(ctx, message("ann"), true); err != nil {
-					t.Fatal(err)
-				}
-				drain(t, q)
-				stop()
-				// The buyers' set forgot her (a Redis that lost its last
-				// writes): she is admitted again, and her second order
-				// meets her first in the table.
-				if err := e.rdb.SRem(ctx, "lockstep:"+stage+":{"+sku+"}:buyers", "ann").Err(); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := q.Admit(ctx, message("ann"), true); err != nil {
-					t.Fatal(err)
-				}
+				admitTwice(t, e, q, stage, "ann")
+				return "ann"
+			},
+			held: 1, returned: 1},
+		{name: "a worker that dies after-void giving up a duplicate buyer's entry delivered too often: the next claimer returns the unit once and keeps the buyer", at: asyncorders.AfterVoid,
+			setup: func(t *testing.T, q *asyncorders.Queue, stage string) string {
+				admitTwice(t, e, q, stage, "ann")
+				readAsDeadConsumer(t, e, q, 1)
+				redeliver(t, e, q, 3)
 				return "ann"
 			},
 			held: 1, returned: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			stage := "dies-" + string(tc.at) + "-" + fmt.Sprint(tc.returned, tc.buyerFree)
+			stage := fmt.Sprintf("dies-%s-%d", tc.at, i)
 			const stock = 5
 			q := e.queue(t, stage, stock)
 			buyer := tc.setup(t, q, stage)
@@ -458,6 +452,26 @@ func (e env) runUntilDeath(t *testing.T, q *asyncorders.Queue, at asyncorders.Fa
 	_ = w.Run(ctx) // returns once the hook killed it
 	if !died {
 		t.Fatalf("the worker never reached %s", at)
+	}
+}
+
+// admitTwice admits buyer, writes her order, and admits her again: the
+// buyers' set forgot her (a Redis that lost its last writes), and her
+// second order meets her first in the table.
+func admitTwice(t *testing.T, e env, q *asyncorders.Queue, stage, buyer string) {
+	t.Helper()
+	ctx := context.Background()
+	stop := e.start(t, q, config("w0", asyncorders.Correct))
+	if _, err := q.Admit(ctx, message(buyer), true); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, q)
+	stop()
+	if err := e.rdb.SRem(ctx, "lockstep:"+stage+":{"+sku+"}:buyers", buyer).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Admit(ctx, message(buyer), true); err != nil {
+		t.Fatal(err)
 	}
 }
 

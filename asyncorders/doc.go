@@ -85,7 +85,8 @@
 // last is finished by whoever takes the entry next: delivered too often,
 // it is given up again (Void finds its own row); a duplicate buyer's,
 // delivered once more, meets the void row (ErrVoided) and runs
-// compensate.lua, freeing the buyer only when no order of theirs stands.
+// compensate.lua. Either way the buyer is freed only when no live order of
+// theirs stands (HasOrder), whichever cause the give-up had.
 //
 // A worker killed at any point leaves its entry pending; the entry is
 // claimed (or re-read under the worker's name) and every step above is
