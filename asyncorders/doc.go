@@ -49,9 +49,14 @@
 //	                   order; the entry is acknowledged               the worker finishes the give-up
 //	                                                                  (compensate.lua: a no-op but the
 //	                                                                  ack if the units went back)
-//	HasOrder (after    a read: sent again, it reads again             the buyer's other order is live or
-//	ErrVoided)                                                        not; none can land meanwhile (the
-//	                                                                  buyer is in the set until freed)
+//	HasOrder (give-up: a read: sent again, it reads again             no new sale of hers lands before the
+//	free the buyer?)                                                  free (she is in the set); an entry of
+//	                                                                  hers in flight may (the set lost
+//	                                                                  her): freed, that order standing
+//	XAUTOCLAIM         reply lost (or the claimer killed after it:    takes only entries idle ClaimIdle:
+//	                   after-claim): the entries are its, one more    one acknowledged meanwhile is not
+//	                   delivery each, and the next claim takes them;  pending, one re-read is not idle
+//	                   run twice: the second finds them not idle
 //	XACK + lag         XACK again is a no-op; the lag may be          an entry acknowledged late was
 //	                   recorded twice (a figure, not an account)      claimed meanwhile: the claimer's
 //	                                                                  insert found the row, one order

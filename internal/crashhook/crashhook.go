@@ -8,9 +8,9 @@
 // It is armed at start at any point (cmd/orderworker's -crash-at), or at
 // run time by a signal (Signal names it): SIGUSR1 arms after-read, SIGUSR2
 // after-insert. There are two user signals and four points: after-claim
-// and after-void are armed at start only (a worker restarted with
-// -crash-at; its claim takes what the last one left). It disarms as it
-// fires: one arming, one death.
+// and after-void are armed at start only, and fire at the first claim or
+// give-up, with or without a read before. It disarms as it fires: one
+// arming, one death.
 package crashhook
 
 import (
