@@ -273,9 +273,10 @@ func TestAsyncOrders(t *testing.T) {
 		// setup admits what the dying worker takes; buyer is the buyer of
 		// the entry it dies holding.
 		setup func(t *testing.T, q *asyncorders.Queue, stage string) (buyer string)
-		// held: entries it dies holding; returned: units back on sale
-		// after the drain, the dead letters' count.
-		held, returned int64
+		// held: entries it dies holding, each delivered deliveries times;
+		// returned: units back on sale after the drain, the dead letters'
+		// count.
+		held, deliveries, returned int64
 		// buyerFree: after the drain, the buyer can buy again (the
 		// duplicate buyer's other order stands, and she cannot).
 		buyerFree bool
@@ -286,7 +287,7 @@ func TestAsyncOrders(t *testing.T) {
 				readAsDeadConsumer(t, e, q, 3)
 				return "buyer-0"
 			},
-			held: 3, returned: 0},
+			held: 3, deliveries: 2, returned: 0},
 		{name: "a worker that dies after-void giving up an entry delivered too often: the next claimer returns the unit once and frees the buyer", at: asyncorders.AfterVoid,
 			setup: func(t *testing.T, q *asyncorders.Queue, _ string) string {
 				if _, err := q.Admit(ctx, message("ann"), true); err != nil {
@@ -296,13 +297,13 @@ func TestAsyncOrders(t *testing.T) {
 				redeliver(t, e, q, 3) // four deliveries, past MaxDeliveries
 				return "ann"
 			},
-			held: 1, returned: 1, buyerFree: true},
+			held: 1, deliveries: 5, returned: 1, buyerFree: true},
 		{name: "a worker that dies after-void giving up a duplicate buyer's entry: the next claimer returns the unit once and keeps the buyer", at: asyncorders.AfterVoid,
 			setup: func(t *testing.T, q *asyncorders.Queue, stage string) string {
 				admitTwice(t, e, q, stage, "ann")
 				return "ann"
 			},
-			held: 1, returned: 1},
+			held: 1, deliveries: 1, returned: 1},
 		{name: "a worker that dies after-void giving up a duplicate buyer's entry delivered too often: the next claimer returns the unit once and keeps the buyer", at: asyncorders.AfterVoid,
 			setup: func(t *testing.T, q *asyncorders.Queue, stage string) string {
 				admitTwice(t, e, q, stage, "ann")
@@ -310,7 +311,7 @@ func TestAsyncOrders(t *testing.T) {
 				redeliver(t, e, q, 3)
 				return "ann"
 			},
-			held: 1, returned: 1},
+			held: 1, deliveries: 5, returned: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stage := fmt.Sprintf("dies-%s-%d", tc.at, i)
@@ -322,6 +323,11 @@ func TestAsyncOrders(t *testing.T) {
 			held, err := q.HeldBy(ctx, sku, "dies")
 			if err != nil || int64(len(held)) != tc.held {
 				t.Fatalf("held after the death: %+v %v; want %d entries", held, err, tc.held)
+			}
+			for _, h := range held {
+				if h.Deliveries != tc.deliveries {
+					t.Fatalf("held after the death: %+v; want each delivered %d times", held, tc.deliveries)
+				}
 			}
 			written, err := e.store.List(ctx, stage, sku, "", stock)
 			if err != nil {
