@@ -234,22 +234,11 @@ func TestAsyncOrders(t *testing.T) {
 		t.Run("a worker that dies "+string(tc.at)+" holds its entry, and another's claim makes one order of each", func(t *testing.T) {
 			stage := "dies-" + string(tc.at)
 			q := e.queue(t, stage, 10)
-			ctx, die := context.WithTimeout(ctx, 30*time.Second) // a hook that never fires fails below
-			c := config("dies", asyncorders.Correct)
+			admit(t, q, 3)
 			// One entry per read: in process the "death" only ends the
 			// worker's context, and the rest of a batch would still be
 			// handled (cmd/orderworker's test kills a process mid-batch).
-			c.Batch = 1
-			c.FaultHook = func(p asyncorders.FaultPoint) error {
-				if p != tc.at {
-					return nil
-				}
-				die()
-				return errors.New("killed")
-			}
-			w := asyncorders.NewWorker(q, e.store, c, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			admit(t, q, 3)
-			_ = w.Run(ctx) // returns once the hook killed it
+			e.runUntilDeath(t, q, tc.at, 1)
 			held, err := q.HeldBy(context.Background(), sku, "dies")
 			if err != nil || len(held) != 1 {
 				t.Fatalf("held after the death: %+v %v", held, err)
@@ -271,6 +260,107 @@ func TestAsyncOrders(t *testing.T) {
 		})
 	}
 
+	// A death right after a claim, and one inside a give-up, between the
+	// void and compensate.lua (after-void): the next claimer finishes what
+	// the dead one began. A give-up's two causes differ in what the next
+	// claimer finds: an entry delivered too often is delivered too often
+	// again, and its give-up runs again (Void finds its own void row); a
+	// duplicate buyer's entry is delivered a second time only, and its
+	// insert finds the void row (ErrVoided).
+	for i, tc := range []struct {
+		name string
+		at   asyncorders.FaultPoint
+		// setup admits what the dying worker takes; buyer is the buyer of
+		// the entry it dies holding.
+		setup func(t *testing.T, q *asyncorders.Queue, stage string) (buyer string)
+		// held: entries it dies holding, each delivered deliveries times;
+		// returned: units back on sale after the drain, the dead letters'
+		// count.
+		held, deliveries, returned int64
+		// buyerFree: after the drain, the buyer can buy again (the
+		// duplicate buyer's other order stands, and she cannot).
+		buyerFree bool
+	}{
+		{name: "a worker that dies after-claim leaves the claimed entries to the next claim", at: asyncorders.AfterClaim,
+			setup: func(t *testing.T, q *asyncorders.Queue, _ string) string {
+				admit(t, q, 3)
+				readAsDeadConsumer(t, e, q, 3)
+				return "buyer-0"
+			},
+			held: 3, deliveries: 2, returned: 0},
+		{name: "a worker that dies after-void giving up an entry delivered too often: the next claimer returns the unit once and frees the buyer", at: asyncorders.AfterVoid,
+			setup: func(t *testing.T, q *asyncorders.Queue, _ string) string {
+				if _, err := q.Admit(ctx, message("ann"), true); err != nil {
+					t.Fatal(err)
+				}
+				readAsDeadConsumer(t, e, q, 1)
+				redeliver(t, e, q, 3) // four deliveries, past MaxDeliveries
+				return "ann"
+			},
+			held: 1, deliveries: 5, returned: 1, buyerFree: true},
+		{name: "a worker that dies after-void giving up a duplicate buyer's entry: the next claimer returns the unit once and keeps the buyer", at: asyncorders.AfterVoid,
+			setup: func(t *testing.T, q *asyncorders.Queue, stage string) string {
+				admitTwice(t, e, q, stage, "ann")
+				return "ann"
+			},
+			held: 1, deliveries: 1, returned: 1},
+		{name: "a worker that dies after-void giving up a duplicate buyer's entry delivered too often: the next claimer returns the unit once and keeps the buyer", at: asyncorders.AfterVoid,
+			setup: func(t *testing.T, q *asyncorders.Queue, stage string) string {
+				admitTwice(t, e, q, stage, "ann")
+				readAsDeadConsumer(t, e, q, 1)
+				redeliver(t, e, q, 3)
+				return "ann"
+			},
+			held: 1, deliveries: 5, returned: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stage := fmt.Sprintf("dies-%s-%d", tc.at, i)
+			const stock = 5
+			q := e.queue(t, stage, stock)
+			buyer := tc.setup(t, q, stage)
+			before := check(t, e, q)
+			e.runUntilDeath(t, q, tc.at, 0)
+			held, err := q.HeldBy(ctx, sku, "dies")
+			if err != nil || int64(len(held)) != tc.held {
+				t.Fatalf("held after the death: %+v %v; want %d entries", held, err, tc.held)
+			}
+			for _, h := range held {
+				if h.Deliveries != tc.deliveries {
+					t.Fatalf("held after the death: %+v; want each delivered %d times", held, tc.deliveries)
+				}
+			}
+			written, err := e.store.List(ctx, stage, sku, "", stock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Nothing written, nothing returned: the units it holds are in
+			// no order and not on sale while the entries wait.
+			inv := check(t, e, q)
+			if rows := asyncorders.Written(held, written); rows != 0 || inv.Pending != tc.held || inv.Units != before.Units || inv.Remaining != before.Remaining || inv.DeadLetters != 0 {
+				t.Fatalf("after the death: %d held entries with a row, %+v (before %+v)", rows, inv, before)
+			}
+			e.start(t, q, config("w2", asyncorders.Correct))
+			drain(t, q)
+			inv = check(t, e, q)
+			c, err := e.store.Counts(ctx, stage, sku)
+			if err != nil || !inv.Holds || inv.DeadLetters != tc.returned || inv.Remaining != before.Remaining+tc.returned ||
+				c.Orders != before.Units+tc.held-tc.returned || c.DuplicateBuyers != 0 {
+				t.Fatalf("after the next claim: %+v, %+v %v (before %+v)", inv, c, err, before)
+			}
+			if tc.returned == 0 {
+				return
+			}
+			_, err = q.Admit(ctx, message(buyer), true)
+			if tc.buyerFree != (err == nil) || !tc.buyerFree && !errors.Is(err, asyncorders.ErrAlreadyBought) {
+				t.Fatalf("%s buys again: %v; want free %v", buyer, err, tc.buyerFree)
+			}
+			drain(t, q)
+			if inv := check(t, e, q); !inv.Holds {
+				t.Fatalf("after %s's second try: %+v", buyer, inv)
+			}
+		})
+	}
+
 	t.Run("an entry delivered too often goes to the dead letters, its unit back on sale and its buyer free, once", func(t *testing.T) {
 		q := e.queue(t, "poison", 1)
 		m := message("ann")
@@ -278,12 +368,7 @@ func TestAsyncOrders(t *testing.T) {
 			t.Fatal(err)
 		}
 		readAsDeadConsumer(t, e, q, 1)
-		id := pendingID(t, e, q)
-		for range 3 { // three more deliveries: four in all, past MaxDeliveries
-			if err := e.rdb.XClaim(ctx, &redis.XClaimArgs{Stream: q.Stream(sku), Group: asyncorders.Group, Consumer: "dead", Messages: []string{id}}).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		redeliver(t, e, q, 3) // four deliveries in all, past MaxDeliveries
 		e.start(t, q, config("w1", asyncorders.Correct))
 		drain(t, q)
 		inv := check(t, e, q)
@@ -348,6 +433,64 @@ func TestAsyncOrders(t *testing.T) {
 			t.Fatalf("invariant: %+v", inv)
 		}
 	})
+}
+
+// runUntilDeath runs a worker named "dies" until its fault hook strikes
+// at at, as a kill there would (batch 0: the config's).
+func (e env) runUntilDeath(t *testing.T, q *asyncorders.Queue, at asyncorders.FaultPoint, batch int64) {
+	t.Helper()
+	ctx, die := context.WithTimeout(context.Background(), 30*time.Second)
+	defer die()
+	c := config("dies", asyncorders.Correct)
+	if batch > 0 {
+		c.Batch = batch
+	}
+	died := false
+	c.FaultHook = func(p asyncorders.FaultPoint) error {
+		if p != at {
+			return nil
+		}
+		died = true
+		die()
+		return errors.New("killed")
+	}
+	w := asyncorders.NewWorker(q, e.store, c, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_ = w.Run(ctx) // returns once the hook killed it
+	if !died {
+		t.Fatalf("the worker never reached %s", at)
+	}
+}
+
+// admitTwice admits buyer, writes her order, and admits her again: the
+// buyers' set forgot her (a Redis that lost its last writes), and her
+// second order meets her first in the table.
+func admitTwice(t *testing.T, e env, q *asyncorders.Queue, stage, buyer string) {
+	t.Helper()
+	ctx := context.Background()
+	stop := e.start(t, q, config("w0", asyncorders.Correct))
+	if _, err := q.Admit(ctx, message(buyer), true); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, q)
+	stop()
+	if err := e.rdb.SRem(ctx, "lockstep:"+stage+":{"+sku+"}:buyers", buyer).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Admit(ctx, message(buyer), true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// redeliver delivers the one pending entry n times more to the dead
+// consumer.
+func redeliver(t *testing.T, e env, q *asyncorders.Queue, n int) {
+	t.Helper()
+	id := pendingID(t, e, q)
+	for range n {
+		if err := e.rdb.XClaim(context.Background(), &redis.XClaimArgs{Stream: q.Stream(sku), Group: asyncorders.Group, Consumer: "dead", Messages: []string{id}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func pendingID(t *testing.T, e env, q *asyncorders.Queue) string {

@@ -45,8 +45,18 @@
 //	admit.lua          run again: the buyer is in the set, so it       one script: all or nothing; its
 //	                   answers ErrAlreadyBought and writes nothing;    entry's id, the order's admission
 //	                   the first run's order is the buyer's one order  time, is when it ran, not sent
-//	Insert (worker)    the retry finds its own row by id: nil, one     after a give-up: ErrVoided, the
-//	                   order; the entry is acknowledged               worker only acknowledges
+//	Insert (worker)    the retry finds its own row by id: nil, one     after a give-up's Void: ErrVoided;
+//	                   order; the entry is acknowledged               the worker finishes the give-up
+//	                                                                  (compensate.lua: a no-op but the
+//	                                                                  ack if the units went back)
+//	HasOrder (give-up: a read: sent again, it reads again             no new sale of hers lands before the
+//	free the buyer?)                                                  free (she is in the set); an entry of
+//	                                                                  hers in flight may (the set lost
+//	                                                                  her): freed, that order standing
+//	XAUTOCLAIM         reply lost (or the claimer killed after it:    takes only entries idle ClaimIdle:
+//	                   after-claim): the entries are its, one more    one acknowledged meanwhile is not
+//	                   delivery each, and the next claim takes them;  pending, one re-read is not idle
+//	                   run twice: the second finds them not idle
 //	XACK + lag         XACK again is a no-op; the lag may be          an entry acknowledged late was
 //	                   recorded twice (a figure, not an account)      claimed meanwhile: the claimer's
 //	                                                                  insert found the row, one order
@@ -69,11 +79,19 @@
 //	                                                                  reads it twice around what it
 //	                                                                  compares, and fails if it moved
 //
-// Config.FaultHook is called at two named points of a batch (FaultPoint):
-// after a read, before any insert, and after an insert, before its ack.
-// cmd/orderworker's crash hook kills the process with SIGKILL there, so a
-// test or the workshop knows what the dead worker left pending: entries
-// with no order row, or one whose row is written (a duplicate delivery).
+// Config.FaultHook is called at four named points of a batch (FaultPoint):
+// after a read, before any insert; after an insert, before its ack; after
+// a claim, before any insert; inside a give-up, after the Void and before
+// compensate.lua. cmd/orderworker's crash hook kills the process with
+// SIGKILL there, so a test or the workshop knows what the dead worker left
+// pending: entries with no order row, one whose row is written (a
+// duplicate delivery), claimed entries with one more delivery and no row,
+// or an entry whose order id is void and whose units are not back. The
+// last is finished by whoever takes the entry next: delivered too often,
+// it is given up again (Void finds its own row); a duplicate buyer's,
+// delivered once more, meets the void row (ErrVoided) and runs
+// compensate.lua. Either way the buyer is freed only when no live order of
+// theirs stands (HasOrder), whichever cause the give-up had.
 //
 // A worker killed at any point leaves its entry pending; the entry is
 // claimed (or re-read under the worker's name) and every step above is

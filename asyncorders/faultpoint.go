@@ -2,6 +2,7 @@ package asyncorders
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/redis/go-redis/v9"
@@ -23,10 +24,29 @@ const (
 	// acknowledged: whoever takes it next inserts it again and finds the
 	// row (a duplicate delivery).
 	AfterInsert FaultPoint = "after-insert"
+	// AfterClaim: a claim (XAUTOCLAIM) moved idle entries to the worker,
+	// and it handled none of them yet: they are pending under its name with
+	// one more delivery, and the next claim takes them.
+	AfterClaim FaultPoint = "after-claim"
+	// AfterVoid: a give-up voided the entry's order id and did not run
+	// compensate.lua yet: the entry is pending, its order never lands, and
+	// its units are not back until whoever takes it next finishes the
+	// give-up.
+	AfterVoid FaultPoint = "after-void"
 )
 
 // FaultPoints lists the fault points.
-func FaultPoints() []FaultPoint { return []FaultPoint{AfterRead, AfterInsert} }
+func FaultPoints() []FaultPoint { return []FaultPoint{AfterRead, AfterInsert, AfterClaim, AfterVoid} }
+
+// ParseFaultPoint is the fault point named s.
+func ParseFaultPoint(s string) (FaultPoint, error) {
+	for _, p := range FaultPoints() {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("fault point %q: want one of %v", s, FaultPoints())
+}
 
 // Held is an entry a consumer read and has not acknowledged.
 type Held struct {

@@ -171,6 +171,10 @@ func (w *Worker) claim(ctx context.Context, sku string) {
 		}
 		if len(msgs) > 0 {
 			w.log.Info("claimed idle entries", "sku", sku, "entries", len(msgs))
+			if err := w.fault(AfterClaim); err != nil {
+				w.log.Warn("left claimed entries unhandled", "sku", sku, "entries", len(msgs), "err", err)
+				return
+			}
 			w.handleAll(ctx, sku, msgs)
 		}
 		if next == "0-0" {
@@ -210,7 +214,7 @@ func (w *Worker) handle(ctx context.Context, sku string, m redis.XMessage, deliv
 		return
 	}
 	if deliveries > w.cfg.MaxDeliveries {
-		w.giveUp(ctx, sku, m, msg, fmt.Sprintf("delivered %d times", deliveries), msg.User)
+		w.giveUp(ctx, sku, m, msg, fmt.Sprintf("delivered %d times", deliveries))
 		return
 	}
 	o := msg.order(w.q.stage)
@@ -229,10 +233,10 @@ func (w *Worker) handle(ctx context.Context, sku string, m redis.XMessage, deliv
 		}
 		w.ack(ctx, sku, m.ID, time.Since(msg.Admitted))
 	case errors.Is(err, orders.ErrVoided):
-		w.ack(ctx, sku, m.ID, 0) // dead-lettered and compensated before: nothing to write
+		w.compensateVoided(ctx, sku, m, msg, "order id voided before its insert")
 	case errors.Is(err, orders.ErrDuplicateBuyer):
 		// The buyer's other order stands: return the units, keep the buyer.
-		w.giveUp(ctx, sku, m, msg, err.Error(), "")
+		w.giveUp(ctx, sku, m, msg, err.Error())
 	default: // ctx ended: the entry stays pending for a worker to claim
 	}
 }
@@ -248,14 +252,41 @@ func (w *Worker) fault(p FaultPoint) error {
 // giveUp voids the order id, so no late insert can land it, and then
 // dead-letters the entry returning its units; an insert that landed first
 // keeps the order, and the entry is only acknowledged.
-func (w *Worker) giveUp(ctx context.Context, sku string, m redis.XMessage, msg Message, reason, freeBuyer string) {
+func (w *Worker) giveUp(ctx context.Context, sku string, m redis.XMessage, msg Message, reason string) {
 	err := retry(ctx, w.log, "void order", func(c context.Context) error { return w.store.Void(c, msg.order(w.q.stage)) })
 	switch {
 	case errors.Is(err, orders.ErrOrdered):
 		w.ack(ctx, sku, m.ID, 0)
 	case err == nil:
-		w.deadLetter(ctx, sku, m, msg.OrderID, reason, msg.Qty, freeBuyer)
+		if err := w.fault(AfterVoid); err != nil {
+			w.log.Warn("left a voided order's entry uncompensated", "sku", sku, "entry", m.ID, "err", err)
+			return
+		}
+		w.compensateVoided(ctx, sku, m, msg, reason)
 	}
+}
+
+// compensateVoided dead-letters the entry of a voided order id, returning
+// its units and freeing its buyer unless an order of theirs stands (a
+// duplicate buyer keeps her place). It finishes a give-up, its own or one
+// that stopped between its void and compensate.lua (a worker killed
+// there; its redelivery's insert meets the void row), or an order a
+// sweeper cancelled: compensate.lua runs once per order id, and only
+// acknowledges when the units went back already.
+func (w *Worker) compensateVoided(ctx context.Context, sku string, m redis.XMessage, msg Message, reason string) {
+	var ordered bool
+	err := retry(ctx, w.log, "look up the buyer's order", func(c context.Context) (err error) {
+		ordered, err = w.store.HasOrder(c, w.q.stage, sku, msg.User)
+		return err
+	})
+	if err != nil {
+		return // the entry stays pending: claimed again later
+	}
+	freeBuyer := msg.User
+	if ordered {
+		freeBuyer = ""
+	}
+	w.deadLetter(ctx, sku, m, msg.OrderID, reason, msg.Qty, freeBuyer)
 }
 
 func (w *Worker) deadLetter(ctx context.Context, sku string, m redis.XMessage, mark, reason string, qty int64, freeBuyer string) {

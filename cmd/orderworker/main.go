@@ -3,10 +3,11 @@
 // the order table (package asyncorders). The workshop runs two; run more
 // under other -consumer names.
 //
-// Fault hook: a worker started with -crash-at after-read (or after-insert),
-// or sent SIGUSR1 (SIGUSR2) while it runs, kills itself with SIGKILL the
-// next time a batch reaches that point (package internal/crashhook): the
-// workshop's worker-kill and duplicate-delivery steps.
+// Fault hook: a worker started with -crash-at after-read (after-insert,
+// after-claim, after-void), or sent SIGUSR1 (after-read) or SIGUSR2
+// (after-insert) while it runs, kills itself with SIGKILL the next time a
+// batch reaches that point (package internal/crashhook): the workshop's
+// worker-kill and duplicate-delivery steps.
 //
 // Every flag has an environment fallback, LOCKSTEP_<FLAG> with dashes as
 // underscores (LOCKSTEP_REDIS_ADDR, LOCKSTEP_CONSUMER, ...); a flag given
@@ -69,7 +70,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.DurationVar(&o.claimIdle, "claim-idle", d.ClaimIdle, "an entry pending this long is claimed from its consumer (XAUTOCLAIM)")
 	fs.DurationVar(&o.claimEvery, "claim-every", d.ClaimEvery, "how often to look for idle entries")
 	fs.Int64Var(&o.maxDeliveries, "max-deliveries", d.MaxDeliveries, "an entry delivered more often goes to the dead letters, its units back on sale")
-	fs.StringVar(&o.crashAt, "crash-at", "", "fault: kill this worker with SIGKILL the first time a batch reaches after-read (entries read, none handled) or after-insert (an order inserted, its entry not acknowledged); SIGUSR1 and SIGUSR2 arm the same at run time")
+	fs.StringVar(&o.crashAt, "crash-at", "", "fault: kill this worker with SIGKILL the first time a batch reaches after-read (entries read, none handled), after-insert (an order inserted, its entry not acknowledged), after-claim (idle entries claimed, none handled) or after-void (a give-up's order id voided, its units not yet returned); SIGUSR1 and SIGUSR2 arm after-read and after-insert at run time")
 	fs.DurationVar(&o.payWithin, "pay-within", 0, "each order is unpaid until paid (POST /api/orders/{id}/pay) or this long after its sale; 0: orders need no payment")
 	fs.DurationVar(&o.sweepEvery, "sweep-every", 0, "run the payment sweeper this often, cancelling expired unpaid orders and returning their units (0: no sweeper here)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a stop waits for the entries in hand")
@@ -91,7 +92,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 		return o, errors.New("-batch and -max-deliveries must be at least 1, -pay-within and -sweep-every at least 0")
 	}
 	if o.crashAt != "" {
-		if _, err := crashhook.Signal(asyncorders.FaultPoint(o.crashAt)); err != nil {
+		if _, err := asyncorders.ParseFaultPoint(o.crashAt); err != nil {
 			return o, fmt.Errorf("-crash-at: %w", err)
 		}
 	}

@@ -5,9 +5,12 @@
 // earlier worker-kill step guessed wrong under load); armed, the worker
 // dies at a known point, and what it leaves pending is known.
 //
-// It is armed at start (cmd/orderworker's -crash-at) or at run time by a
-// signal (Signal names it): SIGUSR1 arms after-read, SIGUSR2 after-insert.
-// It disarms as it fires: one arming, one death.
+// It is armed at start at any point (cmd/orderworker's -crash-at), or at
+// run time by a signal (Signal names it): SIGUSR1 arms after-read, SIGUSR2
+// after-insert. There are two user signals and four points: after-claim
+// and after-void are armed at start only, and fire at the first claim or
+// give-up, with or without a read before. It disarms as it fires: one
+// arming, one death.
 package crashhook
 
 import (
@@ -23,6 +26,9 @@ import (
 	"github.com/lockstep/lockstep/asyncorders"
 )
 
+// ErrNoSignal: no signal arms the point; -crash-at at start does.
+var ErrNoSignal = errors.New("crash hook: no signal arms this point")
+
 // Signal is the signal that arms the hook at p.
 func Signal(p asyncorders.FaultPoint) (syscall.Signal, error) {
 	switch p {
@@ -31,7 +37,10 @@ func Signal(p asyncorders.FaultPoint) (syscall.Signal, error) {
 	case asyncorders.AfterInsert:
 		return syscall.SIGUSR2, nil
 	}
-	return 0, fmt.Errorf("fault point %q: want one of %v", p, asyncorders.FaultPoints())
+	if _, err := asyncorders.ParseFaultPoint(string(p)); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%w: %s (arm it with -crash-at)", ErrNoSignal, p)
 }
 
 // pointOf is the fault point sig arms.
@@ -59,7 +68,7 @@ type Hook struct {
 // New is a hook armed at armed ("" for none), killing this process.
 func New(log *slog.Logger, armed asyncorders.FaultPoint) (*Hook, error) {
 	if armed != "" {
-		if _, err := Signal(armed); err != nil {
+		if _, err := asyncorders.ParseFaultPoint(string(armed)); err != nil {
 			return nil, err
 		}
 	}
@@ -117,7 +126,7 @@ func (h *Hook) At(p asyncorders.FaultPoint) error {
 	if p == asyncorders.AfterRead {
 		h.read = true
 	}
-	fire := h.armed == p && h.read
+	fire := h.armed == p && (p != asyncorders.AfterInsert || h.read)
 	if fire {
 		h.armed = ""
 	}
