@@ -133,10 +133,7 @@ func composeOnEngine(t *testing.T) (*composeProject, *types.Project) {
 	c := &composeProject{e: e, name: fmt.Sprintf("lockstep-test-%d", os.Getpid()), published: map[string]string{}}
 	c.network = c.name + "_default"
 	c.env = []string{fmt.Sprintf("LOCKSTEP_UID=%d", os.Getuid()), fmt.Sprintf("LOCKSTEP_GID=%d", os.Getgid())}
-	for _, v := range []string{"LOCKSTEP_HTTP_PORT", "LOCKSTEP_CLUSTER_HTTP_PORT", "LOCKSTEP_PROMETHEUS_PORT", "LOCKSTEP_GRAFANA_PORT"} {
-		c.published[v] = freeAddr(t)
-		c.env = append(c.env, v+"="+port(c.published[v]))
-	}
+	c.publishFreePorts(t)
 	t.Cleanup(func() {
 		if !c.downed {
 			_ = c.command(append(c.profileArgs(), "down", "--volumes", "--remove-orphans")...).Run()
@@ -163,9 +160,38 @@ func (c *composeProject) up(t *testing.T, p *types.Project, profile string) {
 		}
 		args = append(args, name)
 	}
-	if _, err := c.runErr(t, args...); err != nil {
+	for attempt := 1; ; attempt++ {
+		out, err := c.runErr(t, args...)
+		if err == nil {
+			return
+		}
+		// A port freeAddr found free may be taken by a parallel test before
+		// Docker binds it (a CI run's nginx was): up again on other ports,
+		// which recreates only the services that publish them.
+		if strings.Contains(out, "address already in use") && attempt < 3 {
+			t.Logf("a published port was taken meanwhile; up again on other ports")
+			c.publishFreePorts(t)
+			continue
+		}
 		logs, _ := c.command(append(c.profileArgs(), "logs", "--no-color", "--tail", "20")...).CombinedOutput()
 		t.Fatalf("%v\nthe services' last logs:\n%s", err, logs)
+	}
+}
+
+// publishedPorts are the host ports compose publishes, each set from the
+// environment.
+var publishedPorts = []string{"LOCKSTEP_HTTP_PORT", "LOCKSTEP_CLUSTER_HTTP_PORT", "LOCKSTEP_PROMETHEUS_PORT", "LOCKSTEP_GRAFANA_PORT"}
+
+// publishFreePorts points every published port at a loopback port free a
+// moment ago, replacing any set before.
+func (c *composeProject) publishFreePorts(t *testing.T) {
+	t.Helper()
+	c.env = slices.DeleteFunc(c.env, func(e string) bool {
+		return slices.ContainsFunc(publishedPorts, func(v string) bool { return strings.HasPrefix(e, v+"=") })
+	})
+	for _, v := range publishedPorts {
+		c.published[v] = freeAddr(t)
+		c.env = append(c.env, v+"="+port(c.published[v]))
 	}
 }
 
