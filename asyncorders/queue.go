@@ -206,37 +206,54 @@ type Stats struct {
 // Drained reports that every admitted message was handled.
 func (s Stats) Drained() bool { return s.Undelivered == 0 && s.Pending == 0 }
 
-// Stats reads sku's figures; ErrNoStock for a SKU never initialised.
+// Stats reads sku's figures, all at one moment (one MULTI, one round
+// trip); ErrNoStock for a SKU never initialised.
 func (q *Queue) Stats(ctx context.Context, sku string) (Stats, error) {
 	k := q.keys(sku)
+	var (
+		initial, stock *redis.StringCmd
+		length, dead   *redis.IntCmd
+		groups         *redis.XInfoGroupsCmd
+		pending        *redis.XPendingCmd
+		lags           *redis.StringSliceCmd
+	)
+	// Each command's own error is read below: Exec's is only the first.
+	_, _ = q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		initial, stock = p.Get(ctx, k.initial()), p.Get(ctx, k.stock())
+		length, dead = p.XLen(ctx, k.stream()), p.XLen(ctx, k.dead())
+		groups, pending = p.XInfoGroups(ctx, k.stream()), p.XPending(ctx, k.stream(), Group)
+		lags = p.LRange(ctx, k.lags(), 0, -1)
+		return nil
+	})
 	var s Stats
 	var err error
-	switch s.Initial, err = q.rdb.Get(ctx, k.initial()).Int64(); {
+	switch s.Initial, err = initial.Int64(); {
 	case errors.Is(err, redis.Nil):
 		return Stats{}, fmt.Errorf("%w: %s", ErrNoStock, sku)
 	case err != nil:
 		return Stats{}, unavailable("read initial stock", err)
 	}
-	if s.Remaining, err = q.rdb.Get(ctx, k.stock()).Int64(); err != nil {
+	if s.Remaining, err = stock.Int64(); err != nil {
 		return Stats{}, unavailable("read stock", err)
 	}
-	if s.Length, err = q.rdb.XLen(ctx, k.stream()).Result(); err != nil {
+	if s.Length, err = length.Result(); err != nil {
 		return Stats{}, unavailable("read stream length", err)
 	}
-	if s.DeadLetters, err = q.rdb.XLen(ctx, k.dead()).Result(); err != nil {
+	if s.DeadLetters, err = dead.Result(); err != nil {
 		return Stats{}, unavailable("read dead letters", err)
 	}
-	groups, err := q.rdb.XInfoGroups(ctx, k.stream()).Result()
-	if err != nil {
+	if err := groups.Err(); err != nil {
 		return Stats{}, unavailable("read the group", err)
 	}
-	for _, g := range groups {
+	for _, g := range groups.Val() {
 		if g.Name == Group {
 			s.Undelivered, s.Pending = g.Lag, g.Pending
 		}
 	}
+	// XPENDING is consulted only with entries pending: without the group
+	// (none pending then) it answers NOGROUP.
 	if s.Pending > 0 {
-		p, err := q.rdb.XPending(ctx, k.stream(), Group).Result()
+		p, err := pending.Result()
 		if err != nil {
 			return Stats{}, unavailable("read pending", err)
 		}
@@ -244,12 +261,11 @@ func (q *Queue) Stats(ctx context.Context, sku string) (Stats, error) {
 			s.OldestPending = time.Since(at)
 		}
 	}
-	lags, err := q.rdb.LRange(ctx, k.lags(), 0, -1).Result()
-	if err != nil {
+	if err := lags.Err(); err != nil {
 		return Stats{}, unavailable("read lags", err)
 	}
-	s.Lags = int64(len(lags))
-	s.LagP50, s.LagP99 = percentiles(lags)
+	s.Lags = int64(len(lags.Val()))
+	s.LagP50, s.LagP99 = percentiles(lags.Val())
 	return s, nil
 }
 
