@@ -36,10 +36,13 @@ import (
 	"github.com/lockstep/lockstep/orders"
 )
 
+// main exits 0 after -h, 2 on a usage error (flagenv.ExitStatus), 1 when
+// the worker failed.
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	err := run(os.Args[1:])
+	if status := flagenv.ExitStatus(err); status != 0 {
 		fmt.Fprintln(os.Stderr, "orderworker:", err)
-		os.Exit(1)
+		os.Exit(status)
 	}
 }
 
@@ -78,25 +81,67 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	if err := flagenv.Parse(fs, args, getenv); err != nil {
 		return o, err
 	}
+	if err := o.validate(); err != nil {
+		return o, flagenv.Usage(err)
+	}
+	return o, nil
+}
+
+// validate refuses the values a worker cannot run with, before it starts.
+// Durations go to Redis in whole milliseconds: a block under 1 ms is
+// XREADGROUP BLOCK 0, which never returns (the worker would ignore its
+// stop and never claim), and a claim bound of 0 takes the entries live
+// workers are handling.
+func (o options) validate() error {
 	for _, s := range flagenv.List(o.stages) {
 		if _, ok := asyncorders.ModeOf(s); !ok {
-			return o, fmt.Errorf("-stages: %q is not an async stage (%v)", s, asyncorders.Stages())
+			return fmt.Errorf("-stages: %q is not an async stage (%v)", s, asyncorders.Stages())
 		}
 	}
-	switch {
-	case len(flagenv.List(o.stages)) == 0 || len(flagenv.List(o.skus)) == 0:
-		return o, errors.New("-stages and -skus must name at least one each")
-	case (o.mysqlDSN == "") == (o.ordersSQLite == ""):
-		return o, errors.New("name the order table: exactly one of -mysql-dsn and -orders-sqlite")
-	case o.batch < 1 || o.maxDeliveries < 1 || o.payWithin < 0 || o.sweepEvery < 0:
-		return o, errors.New("-batch and -max-deliveries must be at least 1, -pay-within and -sweep-every at least 0")
+	var errs []error
+	for _, d := range []struct {
+		flag     string
+		value    time.Duration
+		min      time.Duration
+		zeroIsOK bool
+	}{
+		{"-block", o.block, time.Millisecond, false},
+		{"-claim-idle", o.claimIdle, time.Millisecond, false},
+		{"-claim-every", o.claimEvery, time.Millisecond, false},
+		{"-shutdown-timeout", o.shutdownTimeout, time.Millisecond, false},
+		{"-pay-within", o.payWithin, time.Millisecond, true},
+		{"-sweep-every", o.sweepEvery, time.Millisecond, true},
+	} {
+		if d.value < d.min && !(d.zeroIsOK && d.value == 0) {
+			or := ""
+			if d.zeroIsOK {
+				or = " (or 0: none)"
+			}
+			errs = append(errs, fmt.Errorf("%s %v: must be at least %v%s", d.flag, d.value, d.min, or))
+		}
+	}
+	if o.batch < 1 {
+		errs = append(errs, fmt.Errorf("-batch %d: must be at least 1", o.batch))
+	}
+	if o.maxDeliveries < 1 {
+		errs = append(errs, fmt.Errorf("-max-deliveries %d: must be at least 1", o.maxDeliveries))
+	}
+	if len(flagenv.List(o.stages)) == 0 || len(flagenv.List(o.skus)) == 0 {
+		errs = append(errs, errors.New("-stages and -skus must name at least one each"))
+	}
+	if (o.mysqlDSN == "") == (o.ordersSQLite == "") {
+		errs = append(errs, errors.New("name the order table: exactly one of -mysql-dsn and -orders-sqlite"))
 	}
 	if o.crashAt != "" {
 		if _, err := asyncorders.ParseFaultPoint(o.crashAt); err != nil {
-			return o, fmt.Errorf("-crash-at: %w", err)
+			errs = append(errs, fmt.Errorf("-crash-at: %w", err))
 		}
 	}
-	return o, nil
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		errs = append(errs, fmt.Errorf("-log-level: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 func run(args []string) error {
@@ -105,9 +150,7 @@ func run(args []string) error {
 		return err
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("log level: %w", err)
-	}
+	_ = level.UnmarshalText([]byte(o.logLevel)) // validated
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("consumer", o.consumer)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
