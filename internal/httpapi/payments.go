@@ -17,9 +17,14 @@ const CodeOrderCancelled = "order_cancelled"
 // 200 {"order", "user", "status": "paid"}, also for a replay (paying a paid
 // order changes nothing, so a repeated request, with or without an
 // Idempotency-Key, answers the same); 409 order_cancelled when the sweeper
-// cancelled it first; 404 not_found for an unknown id or another buyer's.
+// cancelled it first; 404 not_found for an unknown id or another buyer's;
+// 400 bad_request for a query that is not exactly one user (queryParams).
 func (s *Server) pay(c *gin.Context) {
-	id, user := c.Param("id"), c.Query("user")
+	query, ok := s.query(c)
+	if !ok {
+		return
+	}
+	id, user := c.Param("id"), query["user"]
 	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.RequestTimeout)
 	defer cancel()
 	switch err := s.inv.Pay(ctx, id, user); {

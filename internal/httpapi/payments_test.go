@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/httpapi"
 	"github.com/lockstep/lockstep/orders"
 )
 
@@ -84,6 +85,14 @@ func TestPayingAnAsyncOrder(t *testing.T) {
 	} {
 		if code, body := pay(tc.id, tc.user); code != tc.status {
 			t.Errorf("pay %s as %q: %d %v, want %d", tc.id, tc.user, code, body, tc.status)
+		}
+	}
+	// The query is read as strictly as every other route's: a repeated
+	// user paid as the first one, an unknown parameter was ignored.
+	for _, query := range []string{"user=bob&user=ann", "user=bob&colour=red", "user=bob;", "user=%zz"} {
+		rec := ts.serve(httptest.NewRequest(http.MethodPost, "/api/orders/"+bob+"/pay?"+query, nil))
+		if body := checkShape(t, rec); rec.Code != http.StatusBadRequest || errorCode(body) != httpapi.CodeBadRequest {
+			t.Errorf("pay bob's order ?%s: %d %v, want 400 bad_request", query, rec.Code, body)
 		}
 	}
 	if ts.digest(t) != before {

@@ -29,6 +29,7 @@ func queryParams() map[string][]string {
 		"/api/stages/:stage/faults": nil,
 		"/api/stages/:stage/trace":  {"wait"},
 		"/api/orders":               {"stage", "sku", "after", "limit"},
+		"/api/orders/:id/pay":       {"user"},
 	}
 }
 
