@@ -17,6 +17,19 @@
 // articles' code) write NULL, which a unique index never compares equal,
 // so their duplicates land as rows and the report counts them.
 //
+// # One buyer identity
+//
+// A buyer id is compared as its bytes, as Redis's buyer sets compare it:
+// "alice " is not "alice", "ANN" is not "ann", and "张三" is stored as her
+// UTF-8. On MySQL/MariaDB every buyer column (user_id and one_per_user of
+// the order table, user_id of the payment table) is VARBINARY(64): no
+// collation folds case or pads spaces (utf8mb4_bin is PAD SPACE) and no
+// charset converts (the payment table once took the server's default,
+// latin1_swedish_ci). SQLite's TEXT compares bytes (collation BINARY).
+// The shop refuses no space: a buyer is what she sent, the same buyer in
+// every store. OpenMySQL and Payments migrate tables an older version
+// created (migrate in sql.go; docs/orders.md, "Upgrading").
+//
 // # Every write, when its reply is lost, when it runs twice, when it is late
 //
 // The order id is made by the caller (the shop) before the first attempt,

@@ -31,6 +31,16 @@ func stores(t *testing.T) map[string]orders.Store {
 // holds a connection).
 func openMariaDB(t *testing.T) *orders.SQLStore {
 	t.Helper()
+	s, err := orders.OpenMySQL(context.Background(), mariaDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// mariaDB starts a MariaDB for t and opens its database lockstep.
+func mariaDB(t *testing.T) *sql.DB {
+	t.Helper()
 	m := lockservertest.MariaDB(t)
 	admin, err := sql.Open("mysql", m.DSN(""))
 	if err != nil {
@@ -45,11 +55,7 @@ func openMariaDB(t *testing.T) *orders.SQLStore {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	s, err := orders.OpenMySQL(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return db
 }
 
 func order(user string, onePerUser bool) orders.Order {

@@ -23,19 +23,22 @@ var (
 	ErrCancelled = errors.New("orders: order cancelled")
 )
 
-// paymentsSchema runs on MySQL/MariaDB and SQLite alike.
-var paymentsSchema = []string{
-	`CREATE TABLE IF NOT EXISTS lockstep_payments (
+// paymentsSchema is the payment table's DDL with the dialect's buyer
+// column type and table options (sql.go).
+func paymentsSchema(buyer, options string) []string {
+	return []string{
+		`CREATE TABLE IF NOT EXISTS lockstep_payments (
 	id CHAR(32) NOT NULL PRIMARY KEY,
 	stage VARCHAR(64) NOT NULL,
 	sku VARCHAR(64) NOT NULL,
-	user_id VARCHAR(64) NOT NULL,
+	user_id ` + buyer + ` NOT NULL,
 	qty INT NOT NULL,
 	status VARCHAR(16) NOT NULL,
 	deadline BIGINT NOT NULL,
 	returned INT NOT NULL DEFAULT 0
-)`,
-	`CREATE INDEX IF NOT EXISTS payments_due ON lockstep_payments (status, deadline)`,
+)` + options,
+		`CREATE INDEX IF NOT EXISTS payments_due ON lockstep_payments (status, deadline)`,
+	}
 }
 
 // Payments are the payment states of the orders of the async stages, in
@@ -73,10 +76,13 @@ type Payments struct {
 
 // Payments creates the payment table when it is missing.
 func (s *SQLStore) Payments(ctx context.Context) (*Payments, error) {
-	for _, ddl := range paymentsSchema {
+	for _, ddl := range s.d.payments {
 		if _, err := s.db.ExecContext(ctx, ddl); err != nil {
 			return nil, fmt.Errorf("orders: %s: create the payment table: %w", s.d.name, err)
 		}
+	}
+	if err := s.migrate(ctx, "lockstep_payments"); err != nil {
+		return nil, err
 	}
 	return &Payments{s: s}, nil
 }

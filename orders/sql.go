@@ -15,10 +15,22 @@ import (
 // dialect is what differs between MySQL and SQLite: the DDL and how each
 // says "duplicate key".
 type dialect struct {
-	name      string
-	schema    []string
-	duplicate func(error) bool
+	name     string
+	schema   []string
+	payments []string
+	// buyerColumns is, by table, the ALTER clauses (one statement each, in
+	// order) that make the buyer columns of a table an older version
+	// created compare bytes (MySQL only; see migrate).
+	buyerColumns map[string][]string
+	duplicate    func(error) bool
 }
+
+// A buyer id is compared as its bytes everywhere, as Redis's buyer sets
+// do: VARBINARY on MySQL/MariaDB (no collation: no case folding, no
+// PAD SPACE, which made "alice " alice in utf8mb4_bin, and no charset to
+// convert through, which turned "张三" into "??" in a latin1 table), and
+// TEXT in SQLite, whose default collation BINARY compares bytes.
+const mysqlBuyer = "VARBINARY(64)"
 
 // mysqlSchema: the order table and the optimistic stages' stock rows.
 var mysqlSchema = []string{
@@ -26,12 +38,12 @@ var mysqlSchema = []string{
 	id CHAR(32) NOT NULL PRIMARY KEY,
 	stage VARCHAR(64) NOT NULL,
 	sku VARCHAR(64) NOT NULL,
-	user_id VARCHAR(64) NOT NULL,
+	user_id ` + mysqlBuyer + ` NOT NULL,
 	qty INT NOT NULL,
 	replica VARCHAR(128) NOT NULL,
 	created_at BIGINT NOT NULL,
 	status VARCHAR(8) NOT NULL,
-	one_per_user VARCHAR(64) NULL,
+	one_per_user ` + mysqlBuyer + ` NULL,
 	UNIQUE KEY one_order_per_buyer (stage, sku, one_per_user),
 	KEY orders_of_buyer (stage, sku, user_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
@@ -71,11 +83,20 @@ var sqliteSchema = []string{
 const mysqlDuplicateKey = 1062 // ER_DUP_ENTRY
 
 var (
-	mysqlDialect = dialect{name: "mysql", schema: mysqlSchema, duplicate: func(err error) bool {
-		var e *mysql.MySQLError
-		return errors.As(err, &e) && e.Number == mysqlDuplicateKey
-	}}
-	sqliteDialect = dialect{name: "sqlite", schema: sqliteSchema, duplicate: func(err error) bool {
+	mysqlDialect = dialect{name: "mysql", schema: mysqlSchema, payments: paymentsSchema(mysqlBuyer, " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"),
+		buyerColumns: map[string][]string{
+			"lockstep_orders": {"MODIFY user_id " + mysqlBuyer + " NOT NULL, MODIFY one_per_user " + mysqlBuyer + " NULL"},
+			// An older payment table was in the server's default charset
+			// and collation (latin1_swedish_ci: "SKU-1" was "sku-1"):
+			// first to utf8mb4, so that its buyers' bytes become UTF-8,
+			// then to bytes.
+			"lockstep_payments": {"CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", "MODIFY user_id " + mysqlBuyer + " NOT NULL"},
+		},
+		duplicate: func(err error) bool {
+			var e *mysql.MySQLError
+			return errors.As(err, &e) && e.Number == mysqlDuplicateKey
+		}}
+	sqliteDialect = dialect{name: "sqlite", schema: sqliteSchema, payments: paymentsSchema("TEXT", ""), duplicate: func(err error) bool {
 		var e *sqlite.Error
 		return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
 	}}
@@ -117,7 +138,40 @@ func open(ctx context.Context, db *sql.DB, d dialect) (*SQLStore, error) {
 			return nil, fmt.Errorf("orders: %s: create the order tables: %w", d.name, err)
 		}
 	}
-	return &SQLStore{db: db, d: d}, nil
+	s := &SQLStore{db: db, d: d}
+	if err := s.migrate(ctx, "lockstep_orders"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// migrate makes the buyer columns of a table an older version created
+// (VARCHAR in utf8mb4_bin, PAD SPACE; or in the server's default charset
+// and collation, latin1_swedish_ci) compare bytes: ALTERs that rebuild
+// the table, run only while a column is not VARBINARY yet (two processes
+// opening at once both run them: the second changes nothing). The
+// rows keep their bytes; a buyer an older latin1 table stored as "?"
+// stays "?" (docs/orders.md, "Upgrading").
+func (s *SQLStore) migrate(ctx context.Context, table string) error {
+	alters := s.d.buyerColumns[table]
+	if len(alters) == 0 {
+		return nil
+	}
+	var stale int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME IN ('user_id', 'one_per_user') AND DATA_TYPE <> 'varbinary'`, table).Scan(&stale)
+	if err != nil {
+		return fmt.Errorf("orders: %s: read the buyer columns of %s: %w", s.d.name, table, err)
+	}
+	if stale == 0 {
+		return nil
+	}
+	for _, alter := range alters {
+		if _, err := s.db.ExecContext(ctx, "ALTER TABLE "+table+" "+alter); err != nil {
+			return fmt.Errorf("orders: %s: make the buyer columns of %s compare bytes: %w", s.d.name, table, err)
+		}
+	}
+	return nil
 }
 
 // Dialect names the database: "mysql" or "sqlite".
