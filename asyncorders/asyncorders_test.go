@@ -59,7 +59,43 @@ func newEnv(t testing.TB) env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The database refuses a live order of a buyer in test_refused: a
+	// trigger's SIGNAL, an error about the row (orders.ErrRefused).
+	for _, ddl := range []string{
+		"CREATE TABLE IF NOT EXISTS test_refused (user_id VARBINARY(64) PRIMARY KEY)",
+		`CREATE TRIGGER IF NOT EXISTS test_refuse BEFORE INSERT ON lockstep_orders FOR EACH ROW
+IF NEW.status = 'live' AND EXISTS (SELECT 1 FROM test_refused WHERE user_id = NEW.user_id) THEN
+	SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the test';
+END IF`,
+	} {
+		if _, err := db.Exec(ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return env{rdb: rdb, mariadb: m, db: db, store: store, payments: payments}
+}
+
+// refuse has the database refuse every live order of user (allow false:
+// accept them again).
+func (e env) refuse(t testing.TB, user string, refuse bool) {
+	t.Helper()
+	query := "INSERT IGNORE INTO test_refused VALUES (?)"
+	if !refuse {
+		query = "DELETE FROM test_refused WHERE user_id = ?"
+	}
+	if _, err := e.db.Exec(query, user); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refusals is how many times the database refused entry id's order.
+func (e env) refusals(t testing.TB, stage, id string) int64 {
+	t.Helper()
+	n, err := e.rdb.HGet(context.Background(), "lockstep:"+stage+":{"+sku+"}:refusals", id).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // queue resets stage's SKU to stock units.
@@ -263,17 +299,17 @@ func TestAsyncOrders(t *testing.T) {
 	// A death right after a claim, and one inside a give-up, between the
 	// void and compensate.lua (after-void): the next claimer finishes what
 	// the dead one began. A give-up's two causes differ in what the next
-	// claimer finds: an entry delivered too often is delivered too often
-	// again, and its give-up runs again (Void finds its own void row); a
-	// duplicate buyer's entry is delivered a second time only, and its
-	// insert finds the void row (ErrVoided).
+	// claimer finds: an entry the database refused is refused again, past
+	// MaxDeliveries, and its give-up runs again (Void finds its own void
+	// row); a duplicate buyer's entry meets the void row (ErrVoided).
 	for i, tc := range []struct {
 		name string
 		at   asyncorders.FaultPoint
 		// setup admits what the dying worker takes; buyer is the buyer of
 		// the entry it dies holding.
 		setup func(t *testing.T, q *asyncorders.Queue, stage string) (buyer string)
-		// held: entries it dies holding, each delivered deliveries times;
+		// held: entries it dies holding, each delivered deliveries times
+		// (the read, then its own claims after each refusal);
 		// returned: units back on sale after the drain, the dead letters'
 		// count.
 		held, deliveries, returned int64
@@ -288,30 +324,28 @@ func TestAsyncOrders(t *testing.T) {
 				return "buyer-0"
 			},
 			held: 3, deliveries: 2, returned: 0},
-		{name: "a worker that dies after-void giving up an entry delivered too often: the next claimer returns the unit once and frees the buyer", at: asyncorders.AfterVoid,
+		{name: "a worker that dies after-void giving up an entry the database refused: the next claimer returns the unit once and frees the buyer", at: asyncorders.AfterVoid,
 			setup: func(t *testing.T, q *asyncorders.Queue, _ string) string {
+				refuseUntilTheDrain(t, e, "ann")
 				if _, err := q.Admit(ctx, message("ann"), true); err != nil {
 					t.Fatal(err)
 				}
-				readAsDeadConsumer(t, e, q, 1)
-				redeliver(t, e, q, 3) // four deliveries, past MaxDeliveries
 				return "ann"
 			},
-			held: 1, deliveries: 5, returned: 1, buyerFree: true},
+			held: 1, deliveries: 3, returned: 1, buyerFree: true},
 		{name: "a worker that dies after-void giving up a duplicate buyer's entry: the next claimer returns the unit once and keeps the buyer", at: asyncorders.AfterVoid,
 			setup: func(t *testing.T, q *asyncorders.Queue, stage string) string {
 				admitTwice(t, e, q, stage, "ann")
 				return "ann"
 			},
 			held: 1, deliveries: 1, returned: 1},
-		{name: "a worker that dies after-void giving up a duplicate buyer's entry delivered too often: the next claimer returns the unit once and keeps the buyer", at: asyncorders.AfterVoid,
+		{name: "a worker that dies after-void giving up a duplicate buyer's entry the database refused: the next claimer returns the unit once and keeps the buyer", at: asyncorders.AfterVoid,
 			setup: func(t *testing.T, q *asyncorders.Queue, stage string) string {
 				admitTwice(t, e, q, stage, "ann")
-				readAsDeadConsumer(t, e, q, 1)
-				redeliver(t, e, q, 3)
+				refuseUntilTheDrain(t, e, "ann")
 				return "ann"
 			},
-			held: 1, deliveries: 5, returned: 1},
+			held: 1, deliveries: 3, returned: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stage := fmt.Sprintf("dies-%s-%d", tc.at, i)
@@ -341,6 +375,7 @@ func TestAsyncOrders(t *testing.T) {
 			}
 			e.start(t, q, config("w2", asyncorders.Correct))
 			drain(t, q)
+			e.refuse(t, buyer, false)
 			inv = check(t, e, q)
 			c, err := e.store.Counts(ctx, stage, sku)
 			if err != nil || !inv.Holds || inv.DeadLetters != tc.returned || inv.Remaining != before.Remaining+tc.returned ||
@@ -361,29 +396,68 @@ func TestAsyncOrders(t *testing.T) {
 		})
 	}
 
-	t.Run("an entry delivered too often goes to the dead letters, its unit back on sale and its buyer free, once", func(t *testing.T) {
-		q := e.queue(t, "poison", 1)
-		m := message("ann")
+	t.Run("an entry delivered again and again is written: deliveries never give it up", func(t *testing.T) {
+		q := e.queue(t, "redelivered", 1)
+		if _, err := q.Admit(ctx, message("ann"), true); err != nil {
+			t.Fatal(err)
+		}
+		// Six deliveries, twice MaxDeliveries: a worker restarted under its
+		// name re-reads its pending entries, and every claim while the
+		// database is down delivers them once more, with no insert failing
+		// on the entry's own account.
+		readAsDeadConsumer(t, e, q, 1)
+		redeliver(t, e, q, 5)
+		e.start(t, q, config("w1", asyncorders.Correct))
+		drain(t, q)
+		if inv := check(t, e, q); !inv.Holds || inv.Units != 1 || inv.Remaining != 0 || inv.DeadLetters != 0 {
+			t.Fatalf("after the drain: %+v; want ann's order written, nothing dead-lettered", inv)
+		}
+	})
+
+	t.Run("an entry the database refused once is written at its next claim", func(t *testing.T) {
+		q := e.queue(t, "refused-once", 1)
+		e.refuse(t, "bea", true)
+		m := message("bea")
 		if _, err := q.Admit(ctx, m, true); err != nil {
 			t.Fatal(err)
 		}
-		readAsDeadConsumer(t, e, q, 1)
-		redeliver(t, e, q, 3) // four deliveries in all, past MaxDeliveries
+		id := entryID(t, e, q)
+		e.start(t, q, config("w1", asyncorders.Correct))
+		deadline := time.Now().Add(10 * time.Second)
+		for e.refusals(t, "refused-once", id) < 1 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		e.refuse(t, "bea", false)
+		drain(t, q)
+		if inv := check(t, e, q); !inv.Holds || inv.Units != 1 || inv.DeadLetters != 0 {
+			t.Fatalf("after the drain: %+v; want bea's order written", inv)
+		}
+	})
+
+	t.Run("an entry the database refused MaxDeliveries times goes to the dead letters, its unit back on sale and its buyer free, once", func(t *testing.T) {
+		q := e.queue(t, "poison", 1)
+		e.refuse(t, "pia", true)
+		m := message("pia")
+		if _, err := q.Admit(ctx, m, true); err != nil {
+			t.Fatal(err)
+		}
+		id := entryID(t, e, q)
 		e.start(t, q, config("w1", asyncorders.Correct))
 		drain(t, q)
 		inv := check(t, e, q)
-		if !inv.Holds || inv.Units != 0 || inv.Remaining != 1 || inv.DeadLetters != 1 {
-			t.Fatalf("after the dead letter: %+v", inv)
+		if !inv.Holds || inv.Units != 0 || inv.Remaining != 1 || inv.DeadLetters != 1 || e.refusals(t, "poison", id) != 3 {
+			t.Fatalf("after the dead letter: %+v, %d refusals", inv, e.refusals(t, "poison", id))
 		}
+		e.refuse(t, "pia", false)
 		// A late insert of the dead-lettered order (a worker that had it and
 		// wakes up) lands nothing: the id was voided before the unit went back.
-		if err := e.store.Insert(ctx, orders.Order{ID: m.OrderID, Stage: "poison", SKU: sku, User: "ann", Qty: 1, Replica: "r1", OnePerUser: true}); !errors.Is(err, orders.ErrVoided) {
+		if err := e.store.Insert(ctx, orders.Order{ID: m.OrderID, Stage: "poison", SKU: sku, User: "pia", Qty: 1, Replica: "r1", OnePerUser: true}); !errors.Is(err, orders.ErrVoided) {
 			t.Fatalf("late insert: %v", err)
 		}
-		// The buyer is free and the unit on sale: ann buys it again, and the
+		// The buyer is free and the unit on sale: pia buys it again, and the
 		// new order is written.
-		if _, err := q.Admit(ctx, message("ann"), true); err != nil {
-			t.Fatalf("ann again: %v", err)
+		if _, err := q.Admit(ctx, message("pia"), true); err != nil {
+			t.Fatalf("pia again: %v", err)
 		}
 		drain(t, q)
 		if inv := check(t, e, q); !inv.Holds || inv.Units != 1 || inv.Remaining != 0 {
@@ -481,6 +555,14 @@ func admitTwice(t *testing.T, e env, q *asyncorders.Queue, stage, buyer string) 
 	}
 }
 
+// refuseUntilTheDrain has the database refuse user's orders until the
+// test allows them again (after the next claimer's drain).
+func refuseUntilTheDrain(t *testing.T, e env, user string) {
+	t.Helper()
+	e.refuse(t, user, true)
+	t.Cleanup(func() { e.refuse(t, user, false) })
+}
+
 // redeliver delivers the one pending entry n times more to the dead
 // consumer.
 func redeliver(t *testing.T, e env, q *asyncorders.Queue, n int) {
@@ -491,6 +573,16 @@ func redeliver(t *testing.T, e env, q *asyncorders.Queue, n int) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// entryID is the id of the one entry of the stream.
+func entryID(t *testing.T, e env, q *asyncorders.Queue) string {
+	t.Helper()
+	msgs, err := e.rdb.XRange(context.Background(), q.Stream(sku), "-", "+").Result()
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("entries: %v %v", msgs, err)
+	}
+	return msgs[0].ID
 }
 
 func pendingID(t *testing.T, e env, q *asyncorders.Queue) string {

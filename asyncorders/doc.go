@@ -23,21 +23,64 @@
 // entries (XREADGROUP >), and every ClaimEvery it takes entries pending
 // longer than ClaimIdle from any consumer (XAUTOCLAIM): a killed worker's.
 // For each entry it inserts the order by its id, which the shop made before
-// the admission (orders.Store.Insert), then acknowledges it (XACK) and
-// records its lag. While the database or Redis does not answer it waits and
-// tries again (10 ms doubling to 1 s): the entry stays pending meanwhile,
-// and its delivery count does not grow, so an outage sends nothing to the
-// dead letters.
+// the admission (orders.Store.Insert), opens its payment when the stage has
+// payments, then acknowledges it (XACK) and records its lag. While the
+// database or Redis does not answer it waits and tries again (10 ms
+// doubling to 1 s): the entry stays pending meanwhile.
 //
 // An entry that cannot be an order (written by hand, a field missing or
 // wrong) goes to the dead letters with its reason; nothing is returned, as
-// no admission took a unit for it. An entry delivered more than
-// MaxDeliveries times (it killed the workers that took it), or whose buyer
+// no admission took a unit for it. An entry whose order the database
+// refused MaxDeliveries times (orders.ErrRefused: an error about the row,
+// such as a value it cannot store or a trigger's SIGNAL), or whose buyer
 // has another order in the table, is given up: the worker first voids its
 // order id (orders.Store.Void), so no late insert can ever land it, and only
 // then runs compensate.lua, which returns its units, frees its buyer (not
 // when another order of the buyer stands) and moves the entry to the dead
 // letters, all once per order id.
+//
+// # What counts toward a give-up
+//
+// Refusals, never deliveries. An admitted sale was answered 200 with its
+// order id; giving it up breaks that promise, so it is given up only for a
+// failure known to be its own. A delivery is not one: a worker restarted
+// under its name re-reads its pending entries, every XAUTOCLAIM while the
+// database is down delivers an entry again, and a worker killed mid-insert
+// leaves an entry whose insert may have run — none of these says the row
+// is bad, and each used to count (Redis's delivery count), so one worker
+// restarted three times or four workers' claims during a 2.5 s outage sent
+// admitted sales to the dead letters. An outage (orders.ErrUnavailable,
+// any error the database does not say is about the row) is retried, never
+// counted. An entry that kills every worker that takes it is therefore
+// never given up: it stays pending, and the stream's oldest pending age
+// (Stats, lockstep_stream_oldest_pending_seconds) shows it to an operator.
+//
+// The refusals of an entry are a Redis hash beside the stream, under the
+// SKU's hash tag ("refusals", by entry id): durable (with the stream's
+// persistence), shared by every worker that takes the entry, deleted by a
+// reset. A refusal is counted by reading the count and writing count + 1
+// as a value, each step retried on its own, so a write sent again after a
+// lost reply counts once; two workers refused at the same moment may count
+// one refusal for the two (the give-up comes one refusal later), never
+// more than happened. Below MaxDeliveries the entry stays pending and a
+// claim takes it again after ClaimIdle, which spaces the attempts.
+//
+// # A deleted group
+//
+// Someone deleting the group (XGROUP DESTROY) leaves the stream unread:
+// Stats then counts every entry of the stream undelivered (never
+// "drained"), and the first worker whose read answers NOGROUP creates the
+// group again from the stream's start ("0"), not its end ("$", which would
+// skip every entry admitted and not yet read: sales answered 200 that
+// never become orders). All the stream's entries are delivered again
+// (entries stay in the stream after their ack): each written order finds
+// its row by id (one order; its payment, opened again, is unchanged), each
+// given-up one meets its void row and compensate.lua's mark (only the
+// ack), a malformed one its "entry:<id>" mark. The cost is one more insert
+// attempt per entry of the stream; the pending entries of the deleted
+// group lose their owners and delivery counts, which no longer matter
+// (above). A stream that does not exist (a stage never reset) is left
+// alone: reset.lua creates it with its group.
 //
 // # Every call, when its reply is lost, when it runs twice, when it is late
 //
@@ -46,20 +89,32 @@
 //	                   answers ErrAlreadyBought and writes nothing;    entry's id, the order's admission
 //	                   the first run's order is the buyer's one order  time, is when it ran, not sent
 //	Insert (worker)    the retry finds its own row by id: nil, one     after a give-up's Void: ErrVoided;
-//	                   order; the entry is acknowledged               the worker finishes the give-up
-//	                                                                  (compensate.lua: a no-op but the
-//	                                                                  ack if the units went back)
+//	                   order; the entry is acknowledged. Unanswered   the worker finishes the give-up
+//	                   (outage): retried, never counted; refused      (compensate.lua: a no-op but the
+//	                   (ErrRefused: nothing written): counted below   ack if the units went back)
 //	HasOrder (give-up: a read: sent again, it reads again             no new sale of hers lands before the
 //	free the buyer?)                                                  free (she is in the set); an entry of
 //	                                                                  hers in flight may (the set lost
 //	                                                                  her): freed, that order standing
 //	XAUTOCLAIM         reply lost (or the claimer killed after it:    takes only entries idle ClaimIdle:
 //	                   after-claim): the entries are its, one more    one acknowledged meanwhile is not
-//	                   delivery each, and the next claim takes them;  pending, one re-read is not idle
-//	                   run twice: the second finds them not idle
+//	                   delivery each (which counts for nothing),      pending, one re-read is not idle
+//	                   and the next claim takes them; run twice:
+//	                   the second finds them not idle
 //	XACK + lag         XACK again is a no-op; the lag may be          an entry acknowledged late was
 //	                   recorded twice (a figure, not an account)      claimed meanwhile: the claimer's
 //	                                                                  insert found the row, one order
+//	Payments.Open      INSERT IGNORE by order id: again, the row      after the sweeper cancelled it (a
+//	(after an insert,  stands as it is (unpaid, paid or cancelled);   redelivery of an old entry): the
+//	or a give-up that  the reply lost: the entry is not acked, and    row exists, nothing changes; a
+//	finds ErrOrdered)  whoever takes it next opens it again           worker killed before it: the next
+//	                                                                  insert finds the row and opens it,
+//	                                                                  a give-up finds ErrOrdered and does
+//	refusal count      HGET, then HSET of count + 1 (a value): the    a late HSET of a slower worker may
+//	(HGET + HSET)      HSET sent again writes the same count          write a count one lower: one more
+//	                                                                  refusal before the give-up
+//	XGROUP CREATE 0    BUSYGROUP: another worker made it first;       after a reset: the stream has its
+//	(on NOGROUP)       the reply lost: the next read finds the group  group (BUSYGROUP), nothing changes
 //	Void (give-up)     finds its own void row: nil                    after the insert: ErrOrdered, the
 //	                                                                  order stands, nothing returned
 //	compensate.lua     the compensated set has the order id: it only  two workers giving up the same
@@ -74,6 +129,10 @@
 //	                                                                  reads the compensated set instead
 //	Account (reads)    a read: sent again, it reads again             a stale figure, each unit counted once
 //	                                                                  at that moment (below)
+//	Pay (the shop)     compare-and-set unpaid → paid by id and buyer  after the sweeper's cancel:
+//	                   (her bytes): again, finds paid, answers nil;   ErrCancelled, nothing changes;
+//	                   reply lost: the client pays again, the same    before the payment row is open:
+//	                   answer (orders.Payments)                       ErrNoOrder, nothing changes
 //	HeldBy (XPENDING   reads only: run again, the same list or a      a list another worker has since
 //	+ XRANGE)          newer one; nothing changes                     claimed from: the workshop's step
 //	                                                                  reads it twice around what it
@@ -87,11 +146,23 @@
 // pending: entries with no order row, one whose row is written (a
 // duplicate delivery), claimed entries with one more delivery and no row,
 // or an entry whose order id is void and whose units are not back. The
-// last is finished by whoever takes the entry next: delivered too often,
-// it is given up again (Void finds its own row); a duplicate buyer's,
-// delivered once more, meets the void row (ErrVoided) and runs
-// compensate.lua. Either way the buyer is freed only when no live order of
-// theirs stands (HasOrder), whichever cause the give-up had.
+// last is finished by whoever takes the entry next: refused again, it is
+// given up again (Void finds its own row); a duplicate buyer's meets the
+// void row (ErrVoided) and runs compensate.lua. Either way the buyer is
+// freed only when no live order of theirs stands (HasOrder), whichever
+// cause the give-up had.
+//
+// # Both stores
+//
+// Every step above is the same on MariaDB and on the SQLite file: the
+// order id is the primary key on both, Insert and Void tell their own row
+// from another by reading it after a duplicate key, Payments.Open is an
+// INSERT that ignores an existing row, and a buyer is compared as her
+// bytes (orders, "One buyer identity"). They differ in what a refusal is
+// (orders.ErrRefused: MariaDB's errors about the row's values and a
+// trigger's SIGNAL; SQLite's TOOBIG and MISMATCH) and in who waits: an
+// SQLite writer waits for the file's lock (busy_timeout) where MariaDB
+// locks rows.
 //
 // A worker killed at any point leaves its entry pending; the entry is
 // claimed (or re-read under the worker's name) and every step above is

@@ -258,3 +258,37 @@ func TestAuditWhileTheSweeperWorks(t *testing.T) {
 		}
 	})
 }
+
+// A give-up that finds the order inserted (Void: ErrOrdered) keeps the
+// order, and opens its payment: the worker that inserted it may have died
+// before it did, and an order without a payment row could never be paid
+// (404) nor cancelled by the sweeper.
+func TestAGiveUpThatFindsTheOrderOpensItsPayment(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := e.queue(t, "ordered", 5)
+	m := message("ann")
+	if _, err := q.Admit(ctx, m, true); err != nil {
+		t.Fatal(err)
+	}
+	// A worker inserted ann's order and died before opening its payment;
+	// every later insert of it is refused, until the give-up's void finds
+	// the row.
+	if err := e.store.Insert(ctx, orders.Order{ID: m.OrderID, Stage: "ordered", SKU: sku, User: "ann", Qty: 1, Replica: "r1", OnePerUser: true}); err != nil {
+		t.Fatal(err)
+	}
+	refuseUntilTheDrain(t, e, "ann")
+	c := config("w1", asyncorders.Correct)
+	c.Payments, c.PayWithin = e.payments, time.Hour
+	e.start(t, q, c)
+	drain(t, q)
+	if inv := check(t, e, q); !inv.Holds || inv.Units != 1 || inv.DeadLetters != 0 {
+		t.Fatalf("after the give-up: %+v; want ann's order standing", inv)
+	}
+	if st, err := e.payments.Status(ctx, m.OrderID, "ann"); err != nil || st != orders.PaymentUnpaid {
+		t.Fatalf("ann's payment: %q %v; want unpaid", st, err)
+	}
+	if err := e.payments.Pay(ctx, m.OrderID, "ann"); err != nil {
+		t.Fatalf("ann pays: %v", err)
+	}
+}

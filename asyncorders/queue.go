@@ -72,6 +72,36 @@ func (k keys) compensated() string { return string(k) + "compensated" }
 func (k keys) stream() string      { return string(k) + "orders" }
 func (k keys) dead() string        { return string(k) + "dead" }
 func (k keys) lags() string        { return string(k) + "lags" }
+func (k keys) refusals() string    { return string(k) + "refusals" }
+
+// refusals is how many times the order database refused entry id's order
+// (orders.ErrRefused), kept in a hash by entry id beside the stream, so
+// that it outlives the worker that counted and is the same for every
+// worker that takes the entry; a reset deletes it.
+func (q *Queue) refusals(ctx context.Context, sku, id string) (int64, error) {
+	var n int64
+	err := slotretry.DoErr(ctx, func() (err error) {
+		n, err = q.rdb.HGet(ctx, q.keys(sku).refusals(), id).Int64()
+		return err
+	})
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, unavailable("read the refusals of "+id, err)
+	}
+	return n, nil
+}
+
+// setRefusals writes entry id's count: a value, not an increment, so a
+// write sent again after a lost reply counts once.
+func (q *Queue) setRefusals(ctx context.Context, sku, id string, n int64) error {
+	err := slotretry.DoErr(ctx, func() error { return q.rdb.HSet(ctx, q.keys(sku).refusals(), id, n).Err() })
+	if err != nil {
+		return unavailable("count a refusal of "+id, err)
+	}
+	return nil
+}
 
 // compensate runs compensate.lua (which see) for the order (or entry) of
 // mark; entry "" when no stream entry is to be dead-lettered.
@@ -83,6 +113,24 @@ func (q *Queue) compensate(ctx context.Context, sku, mark, entry, reason string,
 		return writeFailed("compensate", err)
 	}
 	return nil
+}
+
+// recreateGroup creates the workers' group of sku's stream again, after
+// someone deleted it (a read answered NOGROUP), from the stream's start:
+// the entries are read again, those handled before find their rows (or
+// their marks) and are only acknowledged, and none admitted is skipped,
+// as a group from "$" would. True when it created it; false when the
+// stream does not exist (a stage never reset: reset.lua creates both) or
+// another worker recreated it first.
+func (q *Queue) recreateGroup(ctx context.Context, sku string) (bool, error) {
+	err := q.rdb.XGroupCreate(ctx, q.Stream(sku), Group, "0").Err()
+	switch {
+	case err == nil:
+		return true, nil
+	case redis.HasErrorPrefix(err, "BUSYGROUP"), redis.HasErrorPrefix(err, "ERR The XGROUP subcommand requires the key to exist"):
+		return false, nil
+	}
+	return false, unavailable("create the group of "+sku+" again", err)
 }
 
 // Stream is the order stream's key of sku.
@@ -118,8 +166,8 @@ func (q *Queue) reset(ctx context.Context, sku string, stock int64, force bool) 
 		return unavailable("reset "+sku, err)
 	}
 	if force {
-		if err := q.rdb.Del(ctx, k.lags()).Err(); err != nil {
-			return unavailable("reset lags of "+sku, err)
+		if err := q.rdb.Del(ctx, k.lags(), k.refusals()).Err(); err != nil {
+			return unavailable("reset lags and refusals of "+sku, err)
 		}
 	}
 	return nil
@@ -245,6 +293,10 @@ func (q *Queue) Stats(ctx context.Context, sku string) (Stats, error) {
 	if err := groups.Err(); err != nil {
 		return Stats{}, unavailable("read the group", err)
 	}
+	// Without the group (deleted by hand) nobody reads the stream: every
+	// entry is undelivered until a worker creates the group again from
+	// the start (recreateGroup), and reads them all.
+	s.Undelivered = s.Length
 	for _, g := range groups.Val() {
 		if g.Name == Group {
 			s.Undelivered, s.Pending = g.Lag, g.Pending

@@ -54,8 +54,13 @@ type Config struct {
 	ClaimIdle time.Duration
 	// ClaimEvery is how often a worker looks for idle entries.
 	ClaimEvery time.Duration
-	// MaxDeliveries: an entry delivered more often goes to the dead letters,
-	// and its units back on sale.
+	// MaxDeliveries: an entry whose order the order database refused this
+	// many times (orders.ErrRefused: an error about the row, not an
+	// outage) is given up: to the dead letters, its units back on sale.
+	// Deliveries never count: a restarted worker's re-read, a claim while
+	// the database is down, a worker killed mid-insert deliver an entry
+	// again without any insert failing on its own account, and an admitted
+	// sale is never given up for them.
 	MaxDeliveries int64
 	// FaultHook, when set, runs at each FaultPoint: an order worker
 	// process's crash hook kills it there (cmd/orderworker), a test ends
@@ -113,10 +118,20 @@ func (w *Worker) serve(ctx context.Context, sku string) {
 		case errors.Is(err, redis.Nil):
 			failures = 0
 			continue
+		case redis.HasErrorPrefix(err, "NOGROUP"):
+			if created, err := w.q.recreateGroup(ctx, sku); created {
+				w.log.Warn("the order stream's group was deleted: created it again, reading every entry from the start", "sku", sku)
+				failures = 0
+				continue
+			} else if err != nil && ctx.Err() == nil {
+				w.log.Warn("recreate the group", "sku", sku, "err", err)
+			}
+			failures++
+			pause(ctx, failures)
+			continue
 		case err != nil:
 			if ctx.Err() == nil {
-				// Said once a minute while it lasts: a stage nobody reset
-				// yet has no stream (NOGROUP) until its first sale.
+				// Said once a minute while it lasts.
 				if failures++; failures%60 == 1 {
 					w.log.Warn("read the order stream", "sku", sku, "err", err, "failures", failures)
 				}
@@ -131,7 +146,7 @@ func (w *Worker) serve(ctx context.Context, sku string) {
 		}
 		for _, s := range streams {
 			for _, m := range s.Messages {
-				w.handle(ctx, sku, m, 1)
+				w.handle(ctx, sku, m)
 			}
 		}
 	}
@@ -151,7 +166,9 @@ func (w *Worker) own(ctx context.Context, sku string) {
 			return
 		}
 		msgs := streams[0].Messages
-		w.handleAll(ctx, sku, msgs)
+		for _, m := range msgs {
+			w.handle(ctx, sku, m)
+		}
 		start = msgs[len(msgs)-1].ID
 	}
 }
@@ -175,7 +192,9 @@ func (w *Worker) claim(ctx context.Context, sku string) {
 				w.log.Warn("left claimed entries unhandled", "sku", sku, "entries", len(msgs), "err", err)
 				return
 			}
-			w.handleAll(ctx, sku, msgs)
+			for _, m := range msgs {
+				w.handle(ctx, sku, m)
+			}
 		}
 		if next == "0-0" {
 			return
@@ -184,48 +203,22 @@ func (w *Worker) claim(ctx context.Context, sku string) {
 	}
 }
 
-// handleAll handles entries delivered before, each with its delivery count.
-func (w *Worker) handleAll(ctx context.Context, sku string, msgs []redis.XMessage) {
-	pending, err := w.q.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: w.q.Stream(sku), Group: Group,
-		Start: msgs[0].ID, End: msgs[len(msgs)-1].ID, Count: int64(len(msgs)), Consumer: w.cfg.Consumer}).Result()
-	if err != nil {
-		w.log.Warn("read delivery counts", "sku", sku, "err", err)
-		return // still pending: claimed again later
-	}
-	deliveries := make(map[string]int64, len(pending))
-	for _, p := range pending {
-		deliveries[p.ID] = p.RetryCount
-	}
-	for _, m := range msgs {
-		if n, ok := deliveries[m.ID]; ok {
-			w.handle(ctx, sku, m, n)
-		}
-	}
-}
-
 // handle writes one entry's order and acknowledges it, or moves it to the
 // dead letters. Once begun it finishes on a context without ctx's cancel,
 // so a graceful stop does not leave it half done; while the database or
 // Redis is down it waits (backing off) until they answer or ctx ends.
-func (w *Worker) handle(ctx context.Context, sku string, m redis.XMessage, deliveries int64) {
+func (w *Worker) handle(ctx context.Context, sku string, m redis.XMessage) {
 	msg, err := parse(sku, m.ID, m.Values)
 	if err != nil {
 		w.deadLetter(ctx, sku, m, "entry:"+m.ID, "malformed: "+err.Error(), 0, "")
-		return
-	}
-	if deliveries > w.cfg.MaxDeliveries {
-		w.giveUp(ctx, sku, m, msg, fmt.Sprintf("delivered %d times", deliveries))
 		return
 	}
 	o := msg.order(w.q.stage)
 	err = retry(ctx, w.log, "insert order", func(c context.Context) error { return w.store.Insert(c, o) })
 	switch {
 	case err == nil:
-		if w.cfg.Payments != nil && w.cfg.PayWithin > 0 {
-			deadline := msg.Admitted.Add(w.cfg.PayWithin)
-			if err := retry(ctx, w.log, "open payment", func(c context.Context) error { return w.cfg.Payments.Open(c, o, deadline) }); err != nil {
-				return // ctx ended: the entry stays pending, and a retry finds the order and opens the payment
-			}
+		if err := w.openPayment(ctx, msg); err != nil {
+			return // ctx ended: the entry stays pending, and a retry finds the order and opens the payment
 		}
 		if err := w.fault(AfterInsert); err != nil {
 			w.log.Warn("left an inserted order unacknowledged", "sku", sku, "entry", m.ID, "err", err)
@@ -237,8 +230,49 @@ func (w *Worker) handle(ctx context.Context, sku string, m redis.XMessage, deliv
 	case errors.Is(err, orders.ErrDuplicateBuyer):
 		// The buyer's other order stands: return the units, keep the buyer.
 		w.giveUp(ctx, sku, m, msg, err.Error())
+	case errors.Is(err, orders.ErrRefused):
+		w.refused(ctx, sku, m, msg, err)
 	default: // ctx ended: the entry stays pending for a worker to claim
 	}
+}
+
+// openPayment opens the payment of msg's order, when the stage has
+// payments: by order id, so opening it again changes nothing.
+func (w *Worker) openPayment(ctx context.Context, msg Message) error {
+	if w.cfg.Payments == nil || w.cfg.PayWithin <= 0 {
+		return nil
+	}
+	deadline := msg.Admitted.Add(w.cfg.PayWithin)
+	return retry(ctx, w.log, "open payment", func(c context.Context) error {
+		return w.cfg.Payments.Open(c, msg.order(w.q.stage), deadline)
+	})
+}
+
+// refused counts one more refusal of the entry's order by the database
+// and gives the entry up at MaxDeliveries; below it the entry stays
+// pending, and a claim takes it again after ClaimIdle. The count is read,
+// then written as a value (each step retried on its own), so a write
+// whose reply was lost counts once; two workers refused at once may
+// count one refusal for the two, never more than happened.
+func (w *Worker) refused(ctx context.Context, sku string, m redis.XMessage, msg Message, cause error) {
+	var n int64
+	err := retry(ctx, w.log, "read the refusals", func(c context.Context) (err error) {
+		n, err = w.q.refusals(c, sku, m.ID)
+		return err
+	})
+	if err != nil {
+		return
+	}
+	n++
+	if err := retry(ctx, w.log, "count a refusal", func(c context.Context) error { return w.q.setRefusals(c, sku, m.ID, n) }); err != nil {
+		return
+	}
+	if n >= w.cfg.MaxDeliveries {
+		w.giveUp(ctx, sku, m, msg, fmt.Sprintf("refused %d times by the order database: %v", n, cause))
+		return
+	}
+	w.log.Warn("the order database refused an order; its entry stays pending for a later claim", "sku", sku, "entry", m.ID,
+		"refusals", n, "of", w.cfg.MaxDeliveries, "err", cause)
 }
 
 // fault runs the fault hook, if any, at p.
@@ -251,11 +285,15 @@ func (w *Worker) fault(p FaultPoint) error {
 
 // giveUp voids the order id, so no late insert can land it, and then
 // dead-letters the entry returning its units; an insert that landed first
-// keeps the order, and the entry is only acknowledged.
+// keeps the order: its payment is opened (its inserting worker may have
+// died before it did) and the entry acknowledged.
 func (w *Worker) giveUp(ctx context.Context, sku string, m redis.XMessage, msg Message, reason string) {
 	err := retry(ctx, w.log, "void order", func(c context.Context) error { return w.store.Void(c, msg.order(w.q.stage)) })
 	switch {
 	case errors.Is(err, orders.ErrOrdered):
+		if err := w.openPayment(ctx, msg); err != nil {
+			return // ctx ended: pending, and whoever takes it next opens it
+		}
 		w.ack(ctx, sku, m.ID, 0)
 	case err == nil:
 		if err := w.fault(AfterVoid); err != nil {
@@ -263,6 +301,8 @@ func (w *Worker) giveUp(ctx context.Context, sku string, m redis.XMessage, msg M
 			return
 		}
 		w.compensateVoided(ctx, sku, m, msg, reason)
+	case ctx.Err() == nil: // the void refused too: nothing returned, the entry stays pending
+		w.log.Warn("could not void an order to give its entry up", "sku", sku, "entry", m.ID, "reason", reason, "err", err)
 	}
 }
 

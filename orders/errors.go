@@ -18,6 +18,12 @@ var (
 	ErrSoldOut = errors.New("orders: sold out")
 	// ErrNoStock: the stage has no stock row for the SKU (never reset).
 	ErrNoStock = errors.New("orders: no stock row")
+	// ErrRefused: the database answered an insert with an error about the
+	// row itself (a value it cannot store, a CHECK or a trigger refusing
+	// it): nothing was written, and the same row is refused again until
+	// someone changes the database. Not an outage: the async workers count
+	// these toward giving an entry up (asyncorders).
+	ErrRefused = errors.New("orders: the database refused the row")
 	// ErrUnavailable: the database did not answer; unless the error says
 	// otherwise the write's outcome is unknown (see doc.go for each write).
 	ErrUnavailable = errors.New("orders: database unavailable")

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -23,6 +24,9 @@ type dialect struct {
 	// created compare bytes (MySQL only; see migrate).
 	buyerColumns map[string][]string
 	duplicate    func(error) bool
+	// refused tells an error about the row itself (ErrRefused) from an
+	// outage, which is every error it does not name.
+	refused func(error) bool
 }
 
 // A buyer id is compared as its bytes everywhere, as Redis's buyer sets
@@ -82,6 +86,22 @@ var sqliteSchema = []string{
 
 const mysqlDuplicateKey = 1062 // ER_DUP_ENTRY
 
+// mysqlRowRefused are the server's answers about the row an INSERT sent:
+// sent again, the same row gets the same answer. Any other error (a lock
+// wait, a deadlock, a read-only or shutting down server, a lost
+// connection) may pass and is retried as an outage.
+var mysqlRowRefused = []uint16{
+	1048, // ER_BAD_NULL_ERROR
+	1264, // ER_WARN_DATA_OUT_OF_RANGE
+	1265, // WARN_DATA_TRUNCATED
+	1292, // ER_TRUNCATED_WRONG_VALUE
+	1366, // ER_TRUNCATED_WRONG_VALUE_FOR_FIELD (a string the charset cannot hold)
+	1406, // ER_DATA_TOO_LONG
+	1644, // ER_SIGNAL_EXCEPTION (a trigger's SIGNAL)
+	3819, // ER_CHECK_CONSTRAINT_VIOLATED (MySQL)
+	4025, // ER_CONSTRAINT_FAILED (MariaDB's CHECK)
+}
+
 var (
 	mysqlDialect = dialect{name: "mysql", schema: mysqlSchema, payments: paymentsSchema(mysqlBuyer, " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"),
 		buyerColumns: map[string][]string{
@@ -95,10 +115,17 @@ var (
 		duplicate: func(err error) bool {
 			var e *mysql.MySQLError
 			return errors.As(err, &e) && e.Number == mysqlDuplicateKey
+		},
+		refused: func(err error) bool {
+			var e *mysql.MySQLError
+			return errors.As(err, &e) && slices.Contains(mysqlRowRefused, e.Number)
 		}}
 	sqliteDialect = dialect{name: "sqlite", schema: sqliteSchema, payments: paymentsSchema("TEXT", ""), duplicate: func(err error) bool {
 		var e *sqlite.Error
 		return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+	}, refused: func(err error) bool {
+		var e *sqlite.Error
+		return errors.As(err, &e) && (e.Code()&0xff == sqlite3.SQLITE_TOOBIG || e.Code()&0xff == sqlite3.SQLITE_MISMATCH)
 	}}
 )
 
@@ -214,6 +241,9 @@ func (s *SQLStore) insert(ctx context.Context, x execer, o Order, status string)
 	_, err = x.ExecContext(ctx, insertOrder, o.ID, o.Stage, o.SKU, o.User, o.Qty, o.Replica, o.Created.UnixMicro(), status, onePerUser)
 	if err == nil {
 		return false, nil
+	}
+	if s.d.refused(err) {
+		return false, fmt.Errorf("orders: %s: insert order %s: %w: %w", s.d.name, o.ID, ErrRefused, err)
 	}
 	if !s.d.duplicate(err) {
 		return false, s.unavailable("insert order", err)

@@ -72,7 +72,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.DurationVar(&o.block, "block", d.Block, "how long one read waits for an entry")
 	fs.DurationVar(&o.claimIdle, "claim-idle", d.ClaimIdle, "an entry pending this long is claimed from its consumer (XAUTOCLAIM)")
 	fs.DurationVar(&o.claimEvery, "claim-every", d.ClaimEvery, "how often to look for idle entries")
-	fs.Int64Var(&o.maxDeliveries, "max-deliveries", d.MaxDeliveries, "an entry delivered more often goes to the dead letters, its units back on sale")
+	fs.Int64Var(&o.maxDeliveries, "max-deliveries", d.MaxDeliveries, "an entry whose order the order database refused this many times (an error about the row, never an outage or a redelivery) goes to the dead letters, its units back on sale")
 	fs.StringVar(&o.crashAt, "crash-at", "", "fault: kill this worker with SIGKILL the first time a batch reaches after-read (entries read, none handled), after-insert (an order inserted, its entry not acknowledged), after-claim (idle entries claimed, none handled) or after-void (a give-up's order id voided, its units not yet returned); SIGUSR1 and SIGUSR2 arm after-read and after-insert at run time")
 	fs.DurationVar(&o.payWithin, "pay-within", 0, "each order is unpaid until paid (POST /api/orders/{id}/pay) or this long after its sale; 0: orders need no payment")
 	fs.DurationVar(&o.sweepEvery, "sweep-every", 0, "run the payment sweeper this often, cancelling expired unpaid orders and returning their units (0: no sweeper here)")
