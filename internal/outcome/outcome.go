@@ -59,8 +59,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Outcome is what a failed call did on its server.
@@ -156,7 +154,7 @@ var mysqlRefusals = []uint16{1205, 1213, 1040, 1290, 1836}
 
 func sqlOutcome(err error) (Outcome, bool) {
 	var my *mysql.MySQLError
-	var lite *sqlite.Error
+	var lite sqliteError
 	switch {
 	case errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone):
 		return NotSent, true
@@ -171,13 +169,27 @@ func sqlOutcome(err error) (Outcome, bool) {
 		return Ran, true
 	case errors.As(err, &lite):
 		switch lite.Code() & 0xff { // the primary code of an extended one
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_INTERRUPT:
+		case sqliteBusy, sqliteLocked, sqliteInterrupt:
 			return Refused, true
 		}
 		return Ran, true
 	}
 	return 0, false
 }
+
+// sqliteError is modernc.org/sqlite's *Error, read through its method so
+// that every client of this package does not link the SQLite engine.
+type sqliteError interface {
+	error
+	Code() int
+}
+
+// SQLite's primary result codes (sqlite3.h) of a statement not run.
+const (
+	sqliteBusy      = 5
+	sqliteLocked    = 6
+	sqliteInterrupt = 9
+)
 
 // coordinatorOutcome reads etcd's and ZooKeeper's errors.
 func coordinatorOutcome(err error) (Outcome, bool) {
