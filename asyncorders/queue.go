@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockstep/lockstep/internal/outcome"
 	"github.com/lockstep/lockstep/internal/slotretry"
 	"github.com/lockstep/lockstep/orders"
 )
@@ -416,10 +417,10 @@ func unavailable(op string, err error) error {
 	return fmt.Errorf("asyncorders: %s: %w: %w", op, ErrUnavailable, err)
 }
 
-// writeFailed is unavailable, with ErrOutcomeUnknown unless Redis answered.
+// writeFailed is unavailable, with ErrOutcomeUnknown when the write may
+// have run (internal/outcome).
 func writeFailed(op string, err error) error {
-	var replied redis.Error
-	if errors.As(err, &replied) {
+	if !outcome.MayHaveRunErr(err) {
 		return unavailable(op, err)
 	}
 	return fmt.Errorf("asyncorders: %s: %w: %w: %w", op, ErrUnavailable, ErrOutcomeUnknown, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockstep/lockstep/internal/outcome"
 	"github.com/lockstep/lockstep/internal/slotretry"
 )
 
@@ -44,10 +45,11 @@ func unavailable(op string, err error) error {
 }
 
 // writeFailed wraps the error of a stock write: ErrOutcomeUnknown too
-// unless Redis answered it (a refused transaction or script wrote nothing).
+// when it may have run (internal/outcome); one Redis answered (a refused
+// transaction or script wrote nothing) or never sent (no pooled
+// connection, a refused dial) sold nothing.
 func writeFailed(op string, err error) error {
-	var replied redis.Error
-	if errors.As(err, &replied) || errors.Is(err, redis.Nil) {
+	if !outcome.MayHaveRunErr(err) {
 		return unavailable(op, err)
 	}
 	return fmt.Errorf("inventory: %s: %w: %w: %w", op, ErrUnavailable, ErrOutcomeUnknown, err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -549,11 +550,22 @@ func (c *Client) cleanupContext(ctx context.Context) (context.Context, context.C
 }
 
 // replyLost reports whether err leaves it unknown whether a command ran: it
-// is neither Redis's reply nor a refusal before anything was sent.
+// is neither Redis's reply (a refusal such as MOVED or TRYAGAIN included)
+// nor a failure before anything was sent (no pooled connection, a closed
+// client, a refused dial). It is the go-redis part of the project's
+// internal/outcome table, which this public package does not import; a
+// test holds the two to the same cases (replylost_test.go).
 func replyLost(err error) bool {
 	var replied redis.Error
-	return err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &replied) &&
-		!errors.Is(err, ErrNotReplicated) && !errors.Is(err, ErrClosed)
+	var dial *net.OpError
+	switch {
+	case err == nil, errors.Is(err, redis.Nil), errors.As(err, &replied),
+		errors.Is(err, ErrNotReplicated), errors.Is(err, ErrClosed),
+		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed),
+		errors.As(err, &dial) && dial.Op == "dial", errors.Is(err, syscall.ECONNREFUSED):
+		return false
+	}
+	return true
 }
 
 // expiredOnArrival is the error of an acquisition whose reply came after

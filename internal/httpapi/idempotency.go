@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/outcome"
 	"github.com/lockstep/lockstep/inventory"
 	"github.com/redis/go-redis/v9"
 )
@@ -129,7 +130,7 @@ func (idem *idempotency) do(ctx context.Context, stage, key, request string, run
 		id := rand.Text()
 		res, err := claimKeyScript.Run(ctx, idem.rdb, []string{rkey}, id, idem.pendingTTL.Milliseconds()).StringSlice()
 		if err != nil || len(res) != 2 {
-			if replyLost(err) {
+			if outcome.MayHaveRunErr(err) {
 				idem.unclaim(ctx, rkey, id)
 			}
 			return answer{}, false, fmt.Errorf("idempotency: claim key: %w: %w", inventory.ErrUnavailable, err)
@@ -158,13 +159,6 @@ func (idem *idempotency) do(ctx context.Context, stage, key, request string, run
 		}
 		poll = min(2*poll, pollMax)
 	}
-}
-
-// replyLost reports whether a command that failed with err may have run
-// in Redis: its reply, not Redis's refusal, is what is missing.
-func replyLost(err error) bool {
-	var replied redis.Error
-	return err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &replied)
 }
 
 // unclaimTimeout bounds the deletion of a claim whose reply was lost.

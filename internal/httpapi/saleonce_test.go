@@ -145,12 +145,17 @@ type keyedShop struct {
 }
 
 // startKeyedShop starts a keyedShop whose idempotency keys go through a
-// client with hook, and whose requests last at most requestTimeout.
-func startKeyedShop(t *testing.T, hook redis.Hook, requestTimeout time.Duration) *keyedShop {
+// client with hook, and whose requests last at most requestTimeout; the
+// stock's client has stockHooks.
+func startKeyedShop(t *testing.T, hook redis.Hook, requestTimeout time.Duration, stockHooks ...redis.Hook) *keyedShop {
 	t.Helper()
 	srv := redistest.Start(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	inv, err := inventory.New(inventory.Config{Redis: srv.Client(t), Logger: log, Exit: func(int) {}})
+	stock := srv.Client(t)
+	for _, h := range stockHooks {
+		stock.AddHook(h)
+	}
+	inv, err := inventory.New(inventory.Config{Redis: stock, Logger: log, Exit: func(int) {}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstep/lockstep/internal/outcome"
 )
 
 // Settings are what differs between the project's clients; everything else
@@ -179,23 +181,11 @@ func (sendOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 	}
 }
 
-// mayHaveRun reports whether a command that failed with err may have run:
-// not when Redis answered (a refusal such as MOVED, ASK or TRYAGAIN ran
-// nothing; any other answer ended the command), nor when no connection
-// was had to send it on.
-func mayHaveRun(err error) bool {
-	var replied redis.Error
-	var op *net.OpError
-	switch {
-	case err == nil, errors.As(err, &replied):
-		return false
-	case errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed):
-		return false
-	case errors.As(err, &op) && op.Op == "dial":
-		return false
-	}
-	return true
-}
+// mayHaveRun reports whether a command that failed with err may have run
+// (internal/outcome): not when Redis answered (a refusal such as MOVED,
+// ASK or TRYAGAIN ran nothing; any other answer ended the command), nor
+// when no connection was had to send it on.
+func mayHaveRun(err error) bool { return outcome.Of(err) == outcome.MayHaveRun }
 
 // notSentAgain is ErrMayHaveRun with the lost reply's error. It wraps only
 // ErrMayHaveRun: go-redis would resend on a wrapped EOF or timeout.
