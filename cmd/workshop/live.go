@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/loadgen"
 )
 
@@ -79,14 +80,21 @@ type liveStage struct {
 }
 
 // startLive listens on addr, which must be a loopback address.
+// checkLiveAddr refuses a --live-addr that is not host:port, or not on
+// loopback without --live-room: the page shows the run to whoever can
+// open it, so reaching other machines is an explicit choice.
+func checkLiveAddr(addr string, room bool) error {
+	if err := flagenv.HostPort("live-addr", addr); err != nil {
+		return err
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); !room && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--live-addr %s: the live page listens on loopback only (127.0.0.1, ::1 or localhost); add --live-room to show it to other machines", addr)
+	}
+	return nil
+}
+
 func startLive(addr, scenario string, runs int, step bool, log *slog.Logger) (*live, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("--live-addr: %w", err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("--live-addr %s: the live page listens on loopback only (127.0.0.1, ::1 or localhost)", addr)
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("live page: %w", err)
