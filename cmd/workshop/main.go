@@ -171,17 +171,24 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return flagenv.Usage(err)
 	}
-	lv, err := startLive(o.liveAddr, scenarioName, len(sc.Runs), o.step, log)
+	if o.adminToken == "" {
+		o.adminToken = randomToken()
+	}
+	var roomToken string
+	if o.liveRoom {
+		roomToken = o.adminToken
+	}
+	lv, err := startLive(o.liveAddr, scenarioName, len(sc.Runs), o.step, roomToken, log)
 	if err != nil {
 		return err
 	}
 	defer lv.close()
 	fmt.Fprintf(stderr, "workshop: live page: %s\n", lv.url)
+	if o.liveRoom {
+		fmt.Fprintf(stderr, "workshop: the live page is open to other machines (--live-room); its \"run this stage\" asks for the admin token (admin_token in %s)\n", filepath.Join(o.out, "workshop.json"))
+	}
 	if o.step {
 		go lv.readEnter(stdin)
-	}
-	if o.adminToken == "" {
-		o.adminToken = randomToken()
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
