@@ -63,6 +63,15 @@ func TestExitStatuses(t *testing.T) {
 		{"stray argument", []string{"--target", target, "stray"}, 2, []string{"stray"}},
 		{"no such scenario", []string{"--target", target, "--scenario", "nosuch.yaml"}, 2, []string{"nosuch.yaml"}},
 		{"stock 0", []string{"--target", target, "--scenario", noStock}, 2, []string{"stock"}},
+		{"target not a URL", []string{"--target", "127.0.0.1:8080"}, 2, []string{"--target"}},
+		{"replica URL not a URL", []string{"--target", target, "--replica-urls", target + ",r2:8080"}, 2, []string{"--replica-urls"}},
+		{"redis address without a port", []string{"--target", target, "--redis-addr", "foo"}, 2, []string{"--redis-addr"}},
+		{"cluster seed without a port", []string{"--target", target, "--redis-cluster", "foo"}, 2, []string{"--redis-cluster"}},
+		{"cluster and addresses", []string{"--target", target, "--redis-cluster", "a:1", "--redis-addr", "b:2"}, 2, []string{"--redis-cluster"}},
+		{"grafana URL not a URL", []string{"--target", target, "--grafana-url", "grafana:3000"}, 2, []string{"--grafana-url"}},
+		{"grafana token alone", []string{"--target", target, "--grafana-token", "t"}, 2, []string{"--grafana-token"}},
+		{"no out", []string{"--target", target, "--out", ""}, 2, []string{"--out"}},
+		{"no such report to render", []string{"--render", "nosuch.json"}, 2, []string{"nosuch.json"}},
 		{"misspelt stage", []string{"--target", target, "--scenario", misspelt, "--out", t.TempDir()}, 2, []string{`"atomik"`, "atomic", "naive"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -65,7 +65,32 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.grafanaURL, "grafana-url", "", "Grafana base URL, optionally with user:password@ for basic auth: each stage run is annotated there (tags lockstep and the stage); failures are warnings")
 	fs.StringVar(&o.grafanaToken, "grafana-token", "", "Grafana service account token, sent as a bearer token instead of the URL's basic auth")
 	fs.StringVar(&o.render, "render", "", "attack nothing: print the table and rewrite report.html (into --out) from this earlier report.json")
-	return o, flagenv.Parse(fs, args, getenv)
+	if err := flagenv.Parse(fs, args, getenv); err != nil {
+		return o, err
+	}
+	if err := o.check(); err != nil {
+		return o, flagenv.Usage(err)
+	}
+	return o, nil
+}
+
+// check refuses every address and URL before the run waits for, resets
+// or attacks anything (the scenario and --only are checked as they load).
+func (o options) check() error {
+	var grafana error
+	if o.grafanaURL != "" {
+		grafana = flagenv.URL("grafana-url", o.grafanaURL)
+	}
+	return errors.Join(
+		flagenv.URL("target", o.target),
+		flagenv.URLs("replica-urls", o.replicaURLs),
+		flagenv.HostPorts("redis-addr", o.redisAddr),
+		flagenv.HostPorts("redis-cluster", o.redisCluster),
+		flagenv.Check(o.redisAddr == "" || o.redisCluster == "", "redis-cluster", "instead of --redis-addr, not with it"),
+		flagenv.Check(o.grafanaToken == "" || o.grafanaURL != "", "grafana-token", "goes with --grafana-url"),
+		grafana,
+		flagenv.Check(o.out != "", "out", "a directory"),
+	)
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/httpapi"
 	"github.com/lockstep/lockstep/internal/shop"
@@ -71,7 +73,52 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.DurationVar(&o.idempotencyTTL, "idempotency-ttl", 24*time.Hour, "how long an Idempotency-Key's answer is kept")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long a shutdown waits for in-flight requests")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
-	return o, flagenv.Parse(fs, args, getenv)
+	if err := flagenv.Parse(fs, args, getenv); err != nil {
+		return o, err
+	}
+	if err := o.check(); err != nil {
+		return o, flagenv.Usage(err)
+	}
+	return o, nil
+}
+
+// check refuses every value the shop would otherwise refuse only once it
+// dials Redis or the lock servers, or listens.
+func (o options) check() error {
+	return errors.Join(
+		flagenv.HostPort("addr", o.addr),
+		flagenv.HostPorts("redis-addr", o.redisAddr),
+		flagenv.HostPorts("redis-sentinel", o.redisSentinel),
+		flagenv.HostPorts("redis-cluster", o.redisCluster),
+		flagenv.Check((o.redisSentinel == "") == (o.redisMaster == ""), "redis-master", "names the master --redis-sentinel monitors; the two go together"),
+		flagenv.Check(o.redisAddr != "" || o.redisCluster != "", "redis-addr", "at least one address (or --redis-cluster)"),
+		flagenv.HostPorts("holders-redis-addr", o.holdersRedisAddr),
+		checkDSN(o.mysqlDSN),
+		flagenv.URLs("etcd-endpoints", o.etcdEndpoints),
+		flagenv.HostPorts("zookeeper-servers", o.zookeeperServers),
+		flagenv.Check(o.redisDB >= 0, "redis-db", "at least 0"),
+		flagenv.Check(o.redisPoolSize >= 1, "redis-pool-size", "at least 1"),
+		flagenv.Check(o.replica != "", "replica", "a name"),
+		flagenv.Check(o.defaultStock >= 0, "default-stock", "at least 0"),
+		flagenv.Check(o.segments >= 1, "segments", "at least 1"),
+		flagenv.Check(o.redisTimeout > 0, "redis-timeout", "positive"),
+		flagenv.Check(o.lockWait >= 0, "lock-wait", "at least 0"),
+		flagenv.Check(o.requestTimeout > 0, "request-timeout", "positive"),
+		flagenv.Check(o.idempotencyTTL > 0, "idempotency-ttl", "positive"),
+		flagenv.Check(o.shutdownTimeout >= 0, "shutdown-timeout", "at least 0"),
+		flagenv.LogLevel("log-level", o.logLevel),
+	)
+}
+
+// checkDSN refuses a --mysql-dsn the driver cannot read; empty passes.
+func checkDSN(dsn string) error {
+	if dsn == "" {
+		return nil
+	}
+	if _, err := mysql.ParseDSN(dsn); err != nil {
+		return fmt.Errorf("--mysql-dsn: %w (want user:pass@tcp(host:3306)/db)", err)
+	}
+	return nil
 }
 
 func run(args []string) error {
@@ -80,9 +127,7 @@ func run(args []string) error {
 		return err
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return flagenv.Usage(fmt.Errorf("--log-level: %w", err))
-	}
+	_ = level.UnmarshalText([]byte(o.logLevel)) // checked with the flags
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("replica", o.replica)
 	slog.SetDefault(log)
 

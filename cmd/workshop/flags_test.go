@@ -46,6 +46,17 @@ func TestUsageErrorExitsTwo(t *testing.T) {
 		{[]string{"stray"}, "stray"},
 		{[]string{"--scenario", "nosuch"}, "nosuch"},
 		{[]string{"--scenario", misspelt}, `"atomik"`},
+		{[]string{"--redis-masters", "0"}, "--redis-masters"},
+		{[]string{"--proxy", "foo"}, "--proxy"},
+		{[]string{"--redis", "foo"}, "--redis"},
+		{[]string{"--lock-servers", "maybe"}, "--lock-servers"},
+		{[]string{"--live-addr", "0.0.0.0:18555"}, "--live-room"},
+		{[]string{"--live-addr", "nowhere"}, "--live-addr"},
+		{[]string{"--shop-bin", t.TempDir()}, "--shop-bin"},
+		{[]string{"--shop-bin", misspelt}, "--shop-bin"},
+		{[]string{"--step=maybe"}, "maybe"},
+		{[]string{"--keep=maybe"}, "maybe"},
+		{[]string{"--scenario", "reshard", "--redis", "server"}, "--redis cluster"},
 	} {
 		// Killed after 30 s, should it run what it should refuse.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -14,11 +14,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/loadgen"
 )
 
@@ -56,7 +58,10 @@ type live struct {
 	renewals *renewalCounter
 	// token, in the page, must come with POST /run: no other web page open
 	// in the browser can read it, so none can start a stage.
-	token   string
+	token string
+	// room: the page is shown to a room (--live-room); token is then the
+	// admin token, which the page does not carry.
+	room    bool
 	frames  *frames
 	renders atomic.Int64 // how often the page's content was rendered
 	loop    sync.WaitGroup
@@ -79,14 +84,27 @@ type liveStage struct {
 }
 
 // startLive listens on addr, which must be a loopback address.
-func startLive(addr, scenario string, runs int, step bool, log *slog.Logger) (*live, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("--live-addr: %w", err)
+// checkLiveAddr refuses a --live-addr that is not host:port, or not on
+// loopback without --live-room: the page shows the run to whoever can
+// open it, so reaching other machines is an explicit choice.
+func checkLiveAddr(addr string, room bool) error {
+	if err := flagenv.HostPort("live-addr", addr); err != nil {
+		return err
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("--live-addr %s: the live page listens on loopback only (127.0.0.1, ::1 or localhost)", addr)
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); !room && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--live-addr %s: the live page listens on loopback only (127.0.0.1, ::1 or localhost); add --live-room to show it to other machines", addr)
 	}
+	return nil
+}
+
+// startLive serves the page at addr. roomToken empty, the page is for this
+// machine: it answers only under its own address and carries the run's
+// token for its button. roomToken set (--live-room, the shops' admin
+// token), the page is for a room: it answers under any name, carries no
+// token, and its button asks for roomToken, so a student's browser can
+// watch but not start a stage.
+func startLive(addr, scenario string, runs int, step bool, roomToken string, log *slog.Logger) (*live, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("live page: %w", err)
@@ -95,6 +113,13 @@ func startLive(addr, scenario string, runs int, step bool, log *slog.Logger) (*l
 		url: "http://" + ln.Addr().String() + "/", served: make(chan struct{}), quit: make(chan struct{}),
 		step: step, run: make(chan struct{}), log: log, scenario: scenario, runs: runs,
 		renewals: newRenewalCounter(), token: randomToken(), frames: newFrames(),
+	}
+	if roomToken != "" {
+		l.token, l.room = roomToken, true
+		if host, port, _ := net.SplitHostPort(ln.Addr().String()); net.ParseIP(host).IsUnspecified() {
+			name, _ := os.Hostname()
+			l.url = "http://" + net.JoinHostPort(name, port) + "/"
+		}
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", l.index)
@@ -113,7 +138,11 @@ func startLive(addr, scenario string, runs int, step bool, log *slog.Logger) (*l
 		}
 		mux.HandleFunc("GET /"+name, asset(kind, data))
 	}
-	l.srv = &http.Server{Handler: ownHostOnly(ln.Addr().String(), mux), ReadHeaderTimeout: 5 * time.Second}
+	var handler http.Handler = mux
+	if !l.room {
+		handler = ownHostOnly(ln.Addr().String(), mux)
+	}
+	l.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	l.loop.Go(l.renderLoop)
 	go func() {
 		defer close(l.served)
@@ -224,7 +253,11 @@ func (l *live) readEnter(in io.Reader) {
 
 func (l *live) runStage(w http.ResponseWriter, r *http.Request) {
 	if subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Run-Token")), []byte(l.token)) != 1 {
-		http.Error(w, "POST /run needs the run's token (the live page's button sends it)", http.StatusForbidden)
+		msg := "POST /run needs the run's token (the live page's button sends it)"
+		if l.room {
+			msg = "POST /run needs the workshop's admin token (--admin-token, or admin_token in workshop.json)"
+		}
+		http.Error(w, msg, http.StatusForbidden)
 		return
 	}
 	select {
@@ -243,9 +276,18 @@ func (l *live) index(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if err := liveIndex.Execute(w, liveIndexPage{Main: main, Token: l.token}); err != nil {
+	if err := liveIndex.Execute(w, liveIndexPage{Main: main, Token: l.pageToken()}); err != nil {
 		l.log.Warn("live page", "err", err)
 	}
+}
+
+// pageToken is the token the page carries for its button: none for a
+// room, whose button asks for the admin token instead.
+func (l *live) pageToken() string {
+	if l.room {
+		return ""
+	}
+	return l.token
 }
 
 // liveIndexPage is the data of index.html.

@@ -16,12 +16,33 @@ import (
 
 func startTestLive(t *testing.T, step bool) *live {
 	t.Helper()
-	lv, err := startLive("127.0.0.1:0", "test", 1, step, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	lv, err := startLive("127.0.0.1:0", "test", 1, step, "", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(lv.close)
 	return lv
+}
+
+// waitingStage starts a stage that waits for "run this stage"; the
+// channel says when it started.
+func waitingStage(t *testing.T, lv *live) <-chan error {
+	t.Helper()
+	started := make(chan error, 1)
+	go func() {
+		started <- lv.StageStarting(context.Background(), loadgen.StageStart{Stage: "naive", Label: "naive", Runs: 1}, &loadgen.LiveStage{})
+	}()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		lv.mu.Lock()
+		waiting := lv.waiting != nil
+		lv.mu.Unlock()
+		if waiting {
+			return started
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stage never waited")
+		}
+	}
 }
 
 func postRun(t *testing.T, lv *live, token string) int {
@@ -57,21 +78,7 @@ func TestRunNeedsThePagesToken(t *testing.T) {
 	}
 	token := string(m[1])
 
-	started := make(chan error, 1)
-	go func() {
-		started <- lv.StageStarting(context.Background(), loadgen.StageStart{Stage: "naive", Label: "naive", Runs: 1}, &loadgen.LiveStage{})
-	}()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		lv.mu.Lock()
-		waiting := lv.waiting != nil
-		lv.mu.Unlock()
-		if waiting {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the stage never waited")
-		}
-	}
+	started := waitingStage(t, lv)
 	rebound, _ := http.NewRequest(http.MethodGet, lv.url, nil)
 	rebound.Host = "attacker.example:" + strings.TrimSuffix(lv.url[strings.LastIndex(lv.url, ":")+1:], "/")
 	res, err = http.DefaultClient.Do(rebound)
@@ -138,4 +145,39 @@ func TestLivePageRendersOncePerTick(t *testing.T) {
 		t.Fatalf("%d renders in %s with %d pages open, want at most %d (one per tick)", renders, window, pages, most)
 	}
 	t.Logf("%d renders in %s with %d pages open", renders, window, pages)
+}
+
+// With --live-room the page answers under any name (a room's browsers use
+// the presenter's address) and carries no token: "run this stage" needs
+// the admin token, which a student's browser does not have.
+func TestARoomsPageNeedsTheAdminToken(t *testing.T) {
+	const admin = "the-admin-token"
+	lv, err := startLive("127.0.0.1:0", "test", 1, true, admin, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lv.close)
+	req, _ := http.NewRequest(http.MethodGet, lv.url, nil)
+	req.Host = "presenter.example:8555"
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(page), `<meta name="run-token" content="">`) {
+		t.Fatalf("the room's page under the presenter's name: %s, want 200 and no token in it:\n%s", res.Status, page)
+	}
+	started := waitingStage(t, lv)
+	for _, wrong := range []string{"", lv.pageToken(), "0123456789abcdef0123456789abcdef"} {
+		if status := postRun(t, lv, wrong); status != http.StatusForbidden {
+			t.Fatalf("POST /run with token %q = %d, want 403", wrong, status)
+		}
+	}
+	if status := postRun(t, lv, admin); status != http.StatusNoContent {
+		t.Fatalf("POST /run with the admin token = %d, want 204", status)
+	}
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -78,7 +78,7 @@ type options struct {
 	scenario, out, proxy, redis, shopBin string
 	lockServers                          string
 	adminToken, only, liveAddr           string
-	keep, step                           bool
+	keep, step, liveRoom                 bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -95,15 +95,30 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.shopBin, "shop-bin", "", "shop binary to run; empty: go build ./cmd/shop into a temporary directory")
 	fs.StringVar(&o.adminToken, "admin-token", "", "admin token of the shops; empty: a random one")
 	fs.StringVar(&o.only, "only", "", "run only these stages of the scenario, comma-separated (e.g. watchdog,segmented)")
-	fs.StringVar(&o.liveAddr, "live-addr", "127.0.0.1:0", "loopback address of the live page (port 0: a free one)")
+	fs.StringVar(&o.liveAddr, "live-addr", "127.0.0.1:0", "address of the live page (port 0: a free one); loopback only, unless --live-room")
+	fs.BoolVar(&o.liveRoom, "live-room", false, "let other machines (a room's browsers) open the live page at --live-addr (e.g. 0.0.0.0:8555); \"run this stage\" then asks for the admin token")
 	fs.BoolVar(&o.step, "step", false, "wait before each stage until \"run this stage\" is pressed on the live page, or Enter on the terminal")
 	if err := flagenv.ParseArgs(fs, args); err != nil {
 		return o, err
 	}
-	if o.replicas < 1 || o.redisMasters < 1 {
-		return o, flagenv.Usage(errors.New("--replicas and --redis-masters must be at least 1"))
+	if err := o.check(); err != nil {
+		return o, flagenv.Usage(err)
 	}
 	return o, nil
+}
+
+// check refuses every value the workshop would otherwise refuse only after
+// starting Redis, the lock servers and the shops.
+func (o options) check() error {
+	return errors.Join(
+		flagenv.Check(o.replicas >= 1, "replicas", "at least 1"),
+		flagenv.Check(o.redisMasters >= 1, "redis-masters", "at least 1"),
+		flagenv.OneOf("proxy", o.proxy, proxyAuto, proxyNginx, proxyGo),
+		flagenv.OneOf("redis", o.redis, redisAuto, redisServer, redisCluster, redisEmbedded),
+		flagenv.OneOf("lock-servers", o.lockServers, lockServersAuto, lockServersOff),
+		checkLiveAddr(o.liveAddr, o.liveRoom),
+		checkShopBin(o.shopBin),
+	)
 }
 
 // state is written to workshop.json once everything is up: where each
@@ -150,19 +165,30 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	top, err := topologyOf(sc)
 	if err != nil {
-		return err
+		return flagenv.Usage(err)
 	}
-	lv, err := startLive(o.liveAddr, scenarioName, len(sc.Runs), o.step, log)
+	mode, err := top.redisMode(o.redis)
+	if err != nil {
+		return flagenv.Usage(err)
+	}
+	if o.adminToken == "" {
+		o.adminToken = randomToken()
+	}
+	var roomToken string
+	if o.liveRoom {
+		roomToken = o.adminToken
+	}
+	lv, err := startLive(o.liveAddr, scenarioName, len(sc.Runs), o.step, roomToken, log)
 	if err != nil {
 		return err
 	}
 	defer lv.close()
 	fmt.Fprintf(stderr, "workshop: live page: %s\n", lv.url)
+	if o.liveRoom {
+		fmt.Fprintf(stderr, "workshop: the live page is open to other machines (--live-room); its \"run this stage\" asks for the admin token (admin_token in %s)\n", filepath.Join(o.out, "workshop.json"))
+	}
 	if o.step {
 		go lv.readEnter(stdin)
-	}
-	if o.adminToken == "" {
-		o.adminToken = randomToken()
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
@@ -174,10 +200,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer os.RemoveAll(workDir) // runs last, after every process stopped
 
 	say := func(format string, args ...any) { fmt.Fprintf(stderr, "workshop: "+format+"\n", args...) }
-	mode, err := top.redisMode(o.redis)
-	if err != nil {
-		return err
-	}
 	rs, err := startRedis(ctx, mode, o.redisMasters, workDir)
 	if err != nil {
 		return err

@@ -130,12 +130,24 @@ func shopBinary(ctx context.Context, flagValue, dir string) (string, error) {
 	if flagValue == "" {
 		return buildShop(ctx, dir)
 	}
-	st, err := os.Stat(flagValue)
-	if err != nil {
-		return "", fmt.Errorf("--shop-bin: %w", err)
-	}
-	if st.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("--shop-bin %s is not executable", flagValue)
+	if err := checkShopBin(flagValue); err != nil {
+		return "", err
 	}
 	return filepath.Abs(flagValue)
+}
+
+// checkShopBin refuses a --shop-bin that is not an executable file; empty
+// (build one) passes.
+func checkShopBin(flagValue string) error {
+	if flagValue == "" {
+		return nil
+	}
+	st, err := os.Stat(flagValue)
+	if err != nil {
+		return fmt.Errorf("--shop-bin: %w", err)
+	}
+	if st.IsDir() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("--shop-bin %s is not an executable file", flagValue)
+	}
+	return nil
 }
