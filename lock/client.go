@@ -29,12 +29,15 @@ const (
 	defaultFairWaiterTimeout = 5 * time.Second
 	// renewRetry is the pause between renewals that failed on a Redis error.
 	renewRetry = 100 * time.Millisecond
-	// go-redis's defaults, for a client whose options the Client cannot
-	// read (v9.23): 3 retries, 5 s read and write timeouts, 1 s at most
-	// between tries.
-	defaultRedisRetries = 3
-	defaultRedisTimeout = 5 * time.Second
-	defaultRedisBackoff = time.Second
+	// go-redis's defaults (v9.23, Options.init): 3 retries, 5 s read,
+	// write and dial timeouts, 1 s at most between tries, 30 s for a
+	// pooled connection without a read timeout, 5 dials 100 ms apart.
+	defaultRedisRetries   = 3
+	defaultRedisTimeout   = 5 * time.Second
+	defaultRedisBackoff   = time.Second
+	defaultRedisPoolWait  = 30 * time.Second
+	defaultRedisDials     = 5
+	defaultRedisDialPause = 100 * time.Millisecond
 )
 
 // Option configures a Client.
@@ -169,7 +172,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		cohorts:   make(map[string]*cohort),
 	}
 	c.idArg, c.watchdogTTLArg = c.id, ms(o.watchdogTimeout)
-	c.latchTTLArg = ms(replayWindow(rdb, o.watchdogTimeout))
+	c.latchTTLArg = ms(replayWindow(rdb))
 	c.publishArg = "publish"
 	if cluster, ok := rdb.(*redis.ClusterClient); ok && !o.plainPubSub {
 		c.subs.sharded = cluster
@@ -188,7 +191,9 @@ func (c *Client) ID() string { return c.id }
 // expire after their lease, exactly as when a process crashes. It returns
 // once its waiters have left the locks' queues, so a program may close its
 // Redis client next: a place left queued would be granted the lock, which
-// would then wait out a grant lease with nobody to take it. With Redis
+// would then wait out a grant lease with nobody to take it; and an
+// attempt that took a lock as the Client closed gives it back rather than
+// leave it held for a lease by nobody. With Redis
 // unreachable, that wait lasts until their requests fail (go-redis's
 // timeouts), and a leave is given the watchdog timeout at most.
 func (c *Client) Close() error {
@@ -247,35 +252,131 @@ func (c *Client) newToken() string {
 // are never reused, so no two nodes ever hold the same latch.
 func latchKey(key, token string) string { return key + ":released:" + token }
 
-// replayWindow is how long after a request was first sent the Redis client
-// may still send it again: each of its tries may take a write and a read
-// timeout, with a backoff between tries. A release latch lasts that long.
-// A timeout the client does not set counts as the watchdog timeout. A
-// client that tries once (a *redis.Client with MaxRetries: -1) never sends
-// a request again: 0, and the scripts write no latch.
-func replayWindow(rdb redis.UniversalClient, watchdog time.Duration) time.Duration {
-	tries, read, write, backoff := defaultRedisRetries+1, defaultRedisTimeout, defaultRedisTimeout, defaultRedisBackoff
+// replayWindow is how long after a request was first written the Redis
+// client may still write it again, by go-redis v9's retry loops
+// (redis.go, processWithRetry and _process; osscluster.go,
+// ClusterClient.process). A release latch lasts that long. A client that
+// tries once (a *redis.Client with MaxRetries: -1) never sends a request
+// again: 0, and the scripts write no latch.
+func replayWindow(rdb redis.UniversalClient) time.Duration {
 	switch r := rdb.(type) {
 	case *redis.Client:
-		o := r.Options()
-		tries, read, write, backoff = o.MaxRetries+1, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
+		return budgetOf(r.Options(), 1).window()
 	case *redis.ClusterClient:
 		// A Cluster client tries again on another node up to MaxRedirects
 		// times, each node's client with its own retries.
 		o := r.Options()
-		tries = (max(o.MaxRetries, 0) + 1) * (o.MaxRedirects + 1)
-		read, write, backoff = o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
+		return budgetOf(clusterNodeOptions(o), o.MaxRedirects+1).window()
 	}
-	if read <= 0 {
-		read = watchdog
+	return budgetOf(initOptions(&redis.Options{}), 1).window() // go-redis's defaults
+}
+
+// unboundedIO stands for a read or a write with no timeout: go-redis
+// waits for it until the connection fails, which the TCP keep-alive of its
+// default dialer detects after 30 s idle and 3 probes 5 s apart
+// (options.go, defaultKeepAliveConfig). A dialer of the program's may take
+// longer: a re-send after that answers as if its latch had expired.
+const unboundedIO = 45 * time.Second
+
+// resendBudget bounds one request's tries in go-redis.
+type resendBudget struct {
+	tries       int
+	read, write time.Duration // a try's socket timeouts
+	// What a re-send may wait for before it is written: the backoff
+	// (MaxRetryBackoff), a connection from the pool (PoolTimeout) or a
+	// new one (DialerRetries dials of DialTimeout, DialerRetryTimeout
+	// apart, then the handshake: a write and a read).
+	backoff, pool, dial time.Duration
+}
+
+// budgetOf reads the budget of a client built with o, as go-redis's
+// Options.init left them, which sends a request up to calls times, each
+// with the client's retries.
+func budgetOf(o *redis.Options, calls int) resendBudget {
+	io := func(d time.Duration) time.Duration {
+		if d <= 0 {
+			return unboundedIO
+		}
+		return d
 	}
-	if write <= 0 {
-		write = watchdog
+	read, write := io(o.ReadTimeout), io(o.WriteTimeout)
+	dials := max(o.DialerRetries, 1)
+	return resendBudget{
+		tries:   calls * (max(o.MaxRetries, 0) + 1),
+		read:    read,
+		write:   write,
+		backoff: max(o.MaxRetryBackoff, 0),
+		pool:    max(o.PoolTimeout, 0),
+		dial:    time.Duration(dials)*io(o.DialTimeout) + time.Duration(dials-1)*max(o.DialerRetryTimeout, 0) + write + read,
 	}
-	if tries <= 1 {
+}
+
+// window is from the first write of a request to the last: the first try
+// waits for its write and its reply, every further one for what comes
+// before its write, then its write, and all but the last for a reply.
+func (b resendBudget) window() time.Duration {
+	if b.tries <= 1 {
 		return 0
 	}
-	return time.Duration(tries)*(read+write) + time.Duration(tries-1)*max(backoff, 0)
+	again := time.Duration(b.tries - 1)
+	return b.write + b.read + again*(b.backoff+b.pool+b.dial+b.write) + (again-1)*b.read
+}
+
+// clusterNodeOptions are the options of a Cluster client's node clients:
+// a ClusterOptions' own are copied to them (ClusterOptions.clientOptions)
+// and initialised again, so a ReadTimeout of -1, which ClusterOptions.init
+// turns into 0, becomes 5 s.
+func clusterNodeOptions(o *redis.ClusterOptions) *redis.Options {
+	return initOptions(&redis.Options{
+		MaxRetries: o.MaxRetries, MaxRetryBackoff: o.MaxRetryBackoff,
+		ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout, PoolTimeout: o.PoolTimeout,
+		DialTimeout: o.DialTimeout, DialerRetries: o.DialerRetries, DialerRetryTimeout: o.DialerRetryTimeout,
+	})
+}
+
+// initOptions applies go-redis's Options.init to the fields budgetOf reads,
+// for options no client initialised; a timeout it leaves at 0 is none.
+func initOptions(n *redis.Options) *redis.Options {
+	switch n.ReadTimeout {
+	case -2, -1:
+		n.ReadTimeout = 0
+	case 0:
+		n.ReadTimeout = defaultRedisTimeout
+	}
+	switch n.WriteTimeout {
+	case -2, -1:
+		n.WriteTimeout = 0
+	case 0:
+		n.WriteTimeout = n.ReadTimeout
+	}
+	if n.PoolTimeout == 0 {
+		n.PoolTimeout = defaultRedisPoolWait
+		if n.ReadTimeout > 0 {
+			n.PoolTimeout = n.ReadTimeout + time.Second
+		}
+	}
+	switch n.MaxRetries {
+	case -1:
+		n.MaxRetries = 0
+	case 0:
+		n.MaxRetries = defaultRedisRetries
+	}
+	switch n.MaxRetryBackoff {
+	case -1:
+		n.MaxRetryBackoff = 0
+	case 0:
+		n.MaxRetryBackoff = defaultRedisBackoff
+	}
+	if n.DialTimeout == 0 {
+		n.DialTimeout = defaultRedisTimeout
+	}
+	if n.DialerRetries <= 0 {
+		n.DialerRetries = defaultRedisDials
+	}
+	if n.DialerRetryTimeout == 0 {
+		n.DialerRetryTimeout = defaultRedisDialPause
+	}
+	return n
 }
 
 // cohort returns the cohort of m's key, pinned until unpin. When there is

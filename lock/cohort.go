@@ -149,11 +149,24 @@ func (co *cohort) promoteLocked() {
 	w.grant <- grant{lead: true}
 }
 
-// lead acquires the Redis lock for m as the cohort's leader.
+// lead acquires the Redis lock for m as the cohort's leader. Close waits
+// until the hold is taken or given back: an attempt that took the lock as
+// the Client closed gives it back, since nobody would release it.
 func (co *cohort) lead(ctx context.Context, m *Mutex, start time.Time, wait, lease time.Duration) (bool, error) {
+	if !co.c.startTask() {
+		co.abdicate()
+		return false, ErrClosed
+	}
+	defer co.c.goroutines.Done()
 	h, err := co.acquireRedis(ctx, start, wait, lease)
 	if h != nil && !h.alive() { // its Client closed meanwhile
-		h, err = nil, h.endCause()
+		releaseCtx, cancel := co.c.cleanupContext(ctx)
+		defer cancel()
+		err = h.endCause()
+		if releaseErr := co.runRelease(releaseCtx, releaseGive, h.token).Err(); releaseErr != nil {
+			err = errors.Join(err, fmt.Errorf("give back: %w", releaseErr))
+		}
+		h = nil
 	}
 	co.mu.Lock()
 	defer co.mu.Unlock()
@@ -199,12 +212,8 @@ func (co *cohort) evict(h *hold) {
 // and nobody else would release it before its lease ran out. Every attempt
 // of one call names the same hold, so a retried attempt finds its first
 // run's acquisition and the leave hands on what any of them took. Close
-// waits for the leave (startTask).
+// waits for the leave (lead's startTask).
 func (co *cohort) acquireRedis(ctx context.Context, start time.Time, wait, lease time.Duration) (*hold, error) {
-	if !co.c.startTask() {
-		return nil, ErrClosed
-	}
-	defer co.c.goroutines.Done()
 	var h *hold
 	token := co.c.newToken()
 	queued, lost := false, false

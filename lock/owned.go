@@ -149,6 +149,14 @@ func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 		}
 		return false, err
 	}
+	if err := context.Cause(o.c.life); err != nil {
+		// The Client closed as the attempt took the lock: give it back,
+		// since nobody would release it (Close waits for this, startTask).
+		if releaseErr := o.ops.release(cleanupCtx, ttl, token, 0); releaseErr != nil {
+			err = errors.Join(err, fmt.Errorf("give back: %w", releaseErr))
+		}
+		return false, err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	// Under mu, so that a loss reported at once finds the hold in place.
