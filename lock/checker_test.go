@@ -59,12 +59,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sys/unix"
 
+	"github.com/lockstep/lockstep/internal/childproc"
 	"github.com/lockstep/lockstep/internal/faultproxy"
 	"github.com/lockstep/lockstep/internal/redistest"
 )
@@ -663,7 +665,7 @@ func TestLockChecker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var children []*exec.Cmd
+	var children []<-chan error
 	var outputs []*bytes.Buffer
 	for proc := 1; proc < procs; proc++ {
 		js, _ := json.Marshal(spec(proc))
@@ -671,10 +673,12 @@ func TestLockChecker(t *testing.T) {
 		cmd.Env = append(os.Environ(), ckChildEnv+"="+string(js))
 		out := &bytes.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
+		// Killed with this process, however it ends.
+		exited, err := childproc.Start(cmd, syscall.SIGKILL)
+		if err != nil {
 			t.Fatal(err)
 		}
-		children, outputs = append(children, cmd), append(outputs, out)
+		children, outputs = append(children, exited), append(outputs, out)
 	}
 
 	var events []ckEvent
@@ -682,8 +686,8 @@ func TestLockChecker(t *testing.T) {
 	wg.Go(func() { events = ckInject(ctx, t, seed, on, srv, admin, proxy, until) })
 	procErr := runCkProc(ctx, spec(0))
 	wg.Wait()
-	for i, cmd := range children {
-		if err := cmd.Wait(); err != nil {
+	for i, exited := range children {
+		if err := <-exited; err != nil {
 			t.Errorf("checker process %d: %v\n%s", i+1, err, outputs[i])
 		}
 	}

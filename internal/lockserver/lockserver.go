@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/childproc"
 )
 
 // ErrNotInstalled is returned by a Start whose server binary is not on PATH.
@@ -78,14 +80,17 @@ func startProcess(bin string, args []string, logPath string) (*process, error) {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// SIGKILL when this process ends however it ends: a test binary killed
+	// or ended by its -timeout runs no Stop.
+	exited, err := childproc.Start(cmd, syscall.SIGKILL)
+	if err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	go func() {
-		_ = cmd.Wait()
+		<-exited
 		logFile.Close()
 		close(p.done)
 	}()

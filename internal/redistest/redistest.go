@@ -1,6 +1,7 @@
 // Package redistest starts real redis-server processes for tests, each on a
 // free loopback port with a private data directory and no persistence, and
-// stops them when the test ends.
+// stops them when the test ends — or kills them when the test process dies
+// without stopping them (internal/childproc).
 //
 // Without redis-server on PATH a test is skipped, except under CI=true where
 // a missing server is a failure: CI must never pass by testing nothing.
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/childproc"
 	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
 )
@@ -118,12 +120,15 @@ func (s *Server) start(bin string) error {
 		return fmt.Errorf("redis log: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
+	// SIGKILL when the test process ends however it ends (its -timeout, a
+	// kill): no cleanup runs then, and the server would be left running.
+	exited, err := childproc.Start(cmd, syscall.SIGKILL)
+	if err != nil {
 		logFile.Close()
 		return fmt.Errorf("start redis-server: %w", err)
 	}
 	s.cmd, s.done = cmd, make(chan struct{})
-	go func(done chan struct{}) { _ = cmd.Wait(); logFile.Close(); close(done) }(s.done)
+	go func(done chan struct{}) { <-exited; logFile.Close(); close(done) }(s.done)
 	if err := s.waitReady(5 * time.Second); err != nil {
 		s.Stop()
 		return err
@@ -159,6 +164,14 @@ func (s *Server) waitReady(timeout time.Duration) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Pid is the server's process id (0 once stopped).
+func (s *Server) Pid() int {
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
 }
 
 // Stop kills the server (SIGKILL: no shutdown save) and waits for it to exit.
