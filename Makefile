@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test deps vet bench fuzz-short check-lock check-orders mutate
+.PHONY: test deps vet bench fuzz-short check-lock check-orders mutate mutate-orders
 
 ARTIFACTS ?= $(CURDIR)/out/test-artifacts
 
@@ -68,3 +68,10 @@ MUTATE_PARALLEL ?= 2
 MUTATE_TESTARGS ?= -skip=^(TestWaitersFollowTheirSlot|TestLocksWorkWhileTheirSlotMigrates)$$
 mutate: deps
 	LOCK_CHECKER_SEED=$${LOCK_CHECKER_SEED:-9} $(GO) run ./internal/mutate -parallel $(MUTATE_PARALLEL) -testargs '$(MUTATE_TESTARGS)' $(MUTATE_ARGS)
+
+# Mutation testing of the order half (orders/mutants.txt, issue 33): each
+# mutant alone against the tests of orders/, asyncorders/ and inventory/
+# (go test takes the packages of -testargs and -pkg together; -first ''
+# since those packages have no TestScript stage of their own).
+mutate-orders: deps
+	$(GO) run ./internal/mutate -list orders/mutants.txt -first '' -parallel $(MUTATE_PARALLEL) -testargs './orders/ ./asyncorders/' -pkg ./inventory/ $(MUTATE_ARGS)
