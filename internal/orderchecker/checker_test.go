@@ -52,10 +52,12 @@ import (
 )
 
 var (
-	checkerSeed   = flag.Uint64("checker.seed", 0, "the order checker's seed (env ORDER_CHECKER_SEED; 0: a new one)")
-	checkerTime   = flag.Duration("checker.time", 0, "how long the order checker sells (env ORDER_CHECKER_TIME; default 30s)")
-	checkerBuyers = flag.Int("checker.buyers", 6, "goroutines of sales")
-	checkerFaults = flag.String("checker.faults", "all", "the faults the order checker injects, comma separated: "+strings.Join(allFaults, ","))
+	checkerSeed       = flag.Uint64("checker.seed", 0, "the order checker's seed (env ORDER_CHECKER_SEED; 0: a new one)")
+	checkerTime       = flag.Duration("checker.time", 0, "how long the order checker sells (env ORDER_CHECKER_TIME; default 30s)")
+	checkerBuyers     = flag.Int("checker.buyers", 6, "goroutines of sales")
+	checkerHistory    = flag.String("checker.history", "", "a file to write every request, payment and fault of the run to")
+	checkerLookAlikes = flag.Bool("checker.lookalikes", true, "eager buyers include look-alikes (case, a trailing space, non-Latin names), and payments are tried by look-alikes")
+	checkerFaults     = flag.String("checker.faults", "all", "the faults the order checker injects, comma separated: "+strings.Join(allFaults, ","))
 )
 
 const defaultTime = 30 * time.Second
@@ -152,6 +154,11 @@ func TestOrderChecker(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read the stores: %v", err)
 	}
+	if *checkerHistory != "" {
+		if err := h.write(*checkerHistory); err != nil {
+			t.Errorf("-checker.history: %v", err)
+		}
+	}
 	vs := check(h, s)
 	summarize(t, h, s)
 	for i, v := range vs {
@@ -216,9 +223,12 @@ func (e *env) inject(h *history, rng *rand.Rand, until time.Time, faults []strin
 		case "mysql-delay":
 			link(e.mfaults, "delay", 0.3, time.Second, saleDeadline+500*time.Millisecond)
 		case "mysql-stop":
-			h.addFault("mariadb: SIGSTOP for %s", window*2)
+			// Up to 8 s: long enough for the workers' claims to deliver
+			// an entry many times while no insert can run.
+			window = span(time.Second, 8*time.Second)
+			h.addFault("mariadb: SIGSTOP for %s", window)
 			e.stopMariaDB()
-			time.Sleep(window * 2)
+			time.Sleep(window)
 			e.continueMariaDB()
 			h.addFault("mariadb: SIGCONT")
 		case "reset":
@@ -723,6 +733,21 @@ func (h *history) story(v violation) string {
 		}
 	}
 	return b.String()
+}
+
+// write writes the whole history to path, in time order.
+func (h *history) write(path string) error {
+	var b strings.Builder
+	for _, a := range h.att {
+		fmt.Fprintln(&b, a)
+	}
+	for _, p := range h.pays {
+		fmt.Fprintf(&b, "%7.3fs sale %d: %s\n", p.Start.Seconds(), p.Sale, p)
+	}
+	for _, f := range h.fault {
+		fmt.Fprintf(&b, "%s (fault)\n", f)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // summarize logs what the run did, per rung.

@@ -159,6 +159,7 @@ func startEnv(t *testing.T, seed uint64) *env {
 	t.Cleanup(func() { e.db.Close() })
 
 	e.rfaults, e.mfaults = newLinkFaults(seed, "redis"), newLinkFaults(seed, "mysql")
+	e.mfaults.favour, e.mfaults.pFavour = []byte("COMMIT"), 0.7
 	if e.rproxy, err = faultproxy.Start(e.redis.Addr, e.rfaults); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func startEnv(t *testing.T, seed uint64) *env {
 		name := fmt.Sprintf("worker-%d", i+1)
 		e.workers = append(e.workers, &proc{name: name, bin: workerBin, log: filepath.Join(dir, name+".log"),
 			args: []string{"-redis-addr", e.rproxy.Addr(), "-mysql-dsn", dsn, "-consumer", name, "-stages", "async-stream",
-				"-skus", sku, "-batch", "16", "-block", "500ms", "-claim-idle", "2s", "-claim-every", "500ms",
+				"-skus", sku, "-batch", "16", "-block", "500ms", "-claim-idle", "1s", "-claim-every", "500ms",
 				"-pay-within", payWithin.String(), "-sweep-every", "500ms", "-shutdown-timeout", "5s", "-log-level", "warn"}})
 	}
 	t.Cleanup(func() {
@@ -274,12 +275,17 @@ type linkFaults struct {
 	name string
 	seed uint64
 
-	mu     sync.Mutex
-	rng    *rand.Rand
-	mode   string  // "": carry; "cut": cut replies; "delay": hold replies back; "stall": hold requests back
-	p      float64 // the share of chunks affected
-	lo, hi time.Duration
-	hits   int
+	mu   sync.Mutex
+	rng  *rand.Rand
+	mode string  // "": carry; "cut": cut replies; "delay": hold replies back; "stall": hold requests back
+	p    float64 // the share of chunks affected
+	// favour is a request whose replies a cut hits more often (pFavour):
+	// MariaDB's COMMIT, whose lost reply is the unknown outcome that
+	// matters most, among the many round trips of a transaction.
+	favour  []byte
+	pFavour float64
+	lo, hi  time.Duration
+	hits    int
 }
 
 func newLinkFaults(seed uint64, name string) *linkFaults {
@@ -302,25 +308,29 @@ func (f *linkFaults) clear() int {
 	return f.hits
 }
 
-func (f *linkFaults) draw(mode string) (time.Duration, bool) {
+func (f *linkFaults) draw(mode string, last []byte) (time.Duration, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.mode != mode || f.rng.Float64() >= f.p {
+	p := f.p
+	if f.favour != nil && bytes.Contains(last, f.favour) {
+		p = f.pFavour
+	}
+	if f.mode != mode || f.rng.Float64() >= p {
 		return 0, false
 	}
 	f.hits++
 	return f.lo + time.Duration(f.rng.Int64N(int64(f.hi-f.lo)+1)), true
 }
 
-func (f *linkFaults) Request([]byte) time.Duration {
-	d, _ := f.draw("stall")
+func (f *linkFaults) Request(chunk []byte) time.Duration {
+	d, _ := f.draw("stall", chunk)
 	return d
 }
 
-func (f *linkFaults) Reply(_, _ []byte) (time.Duration, bool) {
-	if _, cut := f.draw("cut"); cut {
+func (f *linkFaults) Reply(_, last []byte) (time.Duration, bool) {
+	if _, cut := f.draw("cut", last); cut {
 		return 0, true
 	}
-	d, _ := f.draw("delay")
+	d, _ := f.draw("delay", last)
 	return d, false
 }
