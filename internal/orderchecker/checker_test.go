@@ -69,7 +69,8 @@ var allFaults = []string{
 	"redis-stall",   // requests to Redis held back
 	"mysql-cut",     // replies from MariaDB cut after it ran the statement (a COMMIT's too)
 	"mysql-delay",   // MariaDB's replies held back past the sale's deadline
-	"mysql-stop",    // MariaDB stopped (SIGSTOP), then continued
+	"mysql-stall",   // statements to MariaDB held back past the sale's deadline: they land late
+	"mysql-stop",    // MariaDB stopped (SIGSTOP), then continued; meanwhile a worker may crash-loop
 	"reset",         // every connection of one link reset
 	"redis-restart", // Redis killed (SIGKILL) and started again on its AOF
 	"kill-shop",     // a shop killed (SIGKILL), started again a moment later
@@ -222,13 +223,26 @@ func (e *env) inject(h *history, rng *rand.Rand, until time.Time, faults []strin
 			link(e.mfaults, "cut", 0.2, 0, 0)
 		case "mysql-delay":
 			link(e.mfaults, "delay", 0.3, time.Second, saleDeadline+500*time.Millisecond)
+		case "mysql-stall":
+			link(e.mfaults, "stall", 0.4, time.Second, saleDeadline+time.Second)
 		case "mysql-stop":
 			// Up to 8 s: long enough for the workers' claims to deliver
 			// an entry many times while no insert can run.
 			window = span(time.Second, 8*time.Second)
-			h.addFault("mariadb: SIGSTOP for %s", window)
+			// A worker restarted during the outage reads its pending
+			// entries again (one delivery more each time): the outage
+			// must not make them dead letters.
+			restarts, w := rng.IntN(6), e.workers[rng.IntN(len(e.workers))]
+			h.addFault("mariadb: SIGSTOP for %s; %s restarted %d times meanwhile", window, w.name, restarts)
 			e.stopMariaDB()
-			time.Sleep(window)
+			for range restarts {
+				time.Sleep(window / time.Duration(restarts+1))
+				w.kill()
+				if err := w.start(); err != nil {
+					e.t.Fatal(err)
+				}
+			}
+			time.Sleep(window / time.Duration(restarts+1))
 			e.continueMariaDB()
 			h.addFault("mariadb: SIGCONT")
 		case "reset":
