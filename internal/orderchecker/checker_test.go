@@ -75,6 +75,7 @@ var allFaults = []string{
 	"redis-restart", // Redis killed (SIGKILL) and started again on its AOF
 	"kill-shop",     // a shop killed (SIGKILL), started again a moment later
 	"kill-worker",   // an order worker killed (SIGKILL), started again later
+	"reset-rung",    // a rung reset while sales go on
 }
 
 func faultSet(list string) ([]string, error) {
@@ -134,7 +135,7 @@ func TestOrderChecker(t *testing.T) {
 		}
 	}
 
-	h := &history{start: time.Now()}
+	h := &history{start: time.Now(), resets: map[string]time.Duration{}}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	sales := &counter{}
@@ -269,6 +270,14 @@ func (e *env) inject(h *history, rng *rand.Rand, until time.Time, faults []strin
 				e.t.Fatalf("shop-%d after its restart: %v", i+1, err)
 			}
 			h.addFault("shop-%d: up", i+1)
+		case "reset-rung":
+			rung := rungs[rng.IntN(len(rungs))]
+			h.addFault("%s: reset to %d units", rung, initialStock)
+			if err := e.reset(rung); err != nil {
+				h.addFault("%s: reset failed: %v", rung, err)
+			}
+			h.reset(rung, h.since())
+			h.addFault("%s: reset over", rung)
 		case "kill-worker":
 			i := rng.IntN(len(e.workers))
 			h.addFault("worker-%d: SIGKILL, down %s", i+1, window*2)
@@ -459,6 +468,15 @@ func check(h *history, s state) []violation {
 	for _, p := range h.pays {
 		pays[p.Order] = append(pays[p.Order], p)
 	}
+	// A sale that started before its rung's last reset ended may belong to
+	// the erased round: its answer promises nothing about the stores now.
+	current := func(a attempt) bool { return a.Start > h.resets[a.Rung] }
+	saleStart := map[int]attempt{}
+	for _, a := range h.att {
+		if a.Try == 0 {
+			saleStart[a.Sale] = a
+		}
+	}
 	paidByBuyer := func(order string, status int) bool {
 		return slices.ContainsFunc(pays[order], func(p payment) bool { return p.Own && p.Status == status })
 	}
@@ -468,7 +486,7 @@ func check(h *history, s state) []violation {
 	seen := map[string]bool{}
 	keyOrders := map[string]map[string]bool{}
 	for _, a := range h.att {
-		if a.Status != http.StatusOK {
+		if a.Status != http.StatusOK || !current(saleStart[a.Sale]) {
 			continue
 		}
 		if a.Key != "" {
@@ -550,7 +568,7 @@ func check(h *history, s state) []violation {
 	refused := map[[2]string]bool{}
 	for _, a := range h.att {
 		b := [2]string{a.Rung, a.User}
-		if a.Code != "already_bought" || !onePerUser(a.Rung) || len(live[a.Rung][a.User]) > 0 || refused[b] {
+		if a.Code != "already_bought" || !onePerUser(a.Rung) || len(live[a.Rung][a.User]) > 0 || refused[b] || !current(a) {
 			continue
 		}
 		if a.Rung == rungAsync && swept(s, a.User) {
@@ -609,6 +627,9 @@ func check(h *history, s state) []violation {
 	}
 	for order, ps := range pays {
 		for _, p := range ps {
+			if !current(saleStart[p.Sale]) {
+				continue
+			}
 			v := violation{rung: rungAsync, users: []string{p.User}, sales: []int{p.Sale}}
 			switch {
 			case !p.Own && p.Status == http.StatusOK:

@@ -136,6 +136,15 @@ type history struct {
 	att   []attempt
 	pays  []payment
 	fault []fault
+	// resets are when each rung's last reset during the run ended: a sale
+	// that started before may belong to the round the reset erased.
+	resets map[string]time.Duration
+}
+
+func (h *history) reset(rung string, end time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.resets[rung] = end
 }
 
 // fault is one step of the injector.
