@@ -81,10 +81,13 @@ type payment struct {
 
 // definite reports whether the answer says for sure what the request did:
 // 200 sold; sold_out, already_bought and bad_request sold nothing. Every
-// other answer (a 5xx, 423, outcome_unknown, no answer) may have sold.
+// other answer (a 5xx, 423, outcome_unknown, no answer) may have sold. A
+// refused connection too: net/http sends a request with an
+// Idempotency-Key again on a new connection when its kept-alive one broke,
+// so the refusal may follow a first send the shop ran before it died.
 func (a attempt) definite() bool {
 	switch {
-	case a.Refused || a.Status == http.StatusOK || a.Status == http.StatusBadRequest:
+	case a.Status == http.StatusOK || a.Status == http.StatusBadRequest:
 		return true
 	case a.Status == http.StatusConflict:
 		return a.Code == "sold_out" || a.Code == "already_bought"
@@ -260,7 +263,7 @@ func (b *buyer) sale(sale int, rung, user string, anon bool, key string, shop, r
 		if a.Status == http.StatusOK && rung == rungAsync && pay {
 			b.pay(sale, a.Order, user, probe, a.Shop)
 		}
-		if key == "" || a.definite() && !a.Refused || try >= retries {
+		if key == "" || a.definite() || try >= retries {
 			return
 		}
 		time.Sleep(pause)
