@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test deps vet bench fuzz-short check-lock mutate
+.PHONY: test deps vet bench fuzz-short check-lock check-orders mutate mutate-orders
 
 ARTIFACTS ?= $(CURDIR)/out/test-artifacts
 
@@ -48,6 +48,14 @@ CHECKER_SEED ?= 0
 check-lock: deps
 	$(GO) test -race -count=1 -timeout 0 -run '^TestLockChecker$$' ./lock/ -checker.time $(CHECKER_TIME) -checker.seed $(CHECKER_SEED)
 
+# The order half's randomized fault checker (internal/orderchecker): two
+# shops and two order workers under cut replies, delays, stalls, resets,
+# kills and restarts, for CHECKER_TIME of sales (CHECKER_SEED 0: a new
+# seed). Its files carry the build tag orderchecker, so go test ./... leaves
+# them out until the order fixes of issue 33 are in. A failure prints its seed.
+check-orders: deps
+	$(GO) test -tags orderchecker -race -count=1 -timeout 0 -run '^TestOrderChecker$$' ./internal/orderchecker/ -checker.time $(CHECKER_TIME) -checker.seed $(CHECKER_SEED)
+
 # Mutation testing of lock/ (not part of make test; 15 minutes here):
 # each mutant of lock/mutants.txt alone against go test ./lock/, then the
 # score and the survivors (lock/MUTANTS.md says why they stand). One mutant:
@@ -60,3 +68,10 @@ MUTATE_PARALLEL ?= 2
 MUTATE_TESTARGS ?= -skip=^(TestWaitersFollowTheirSlot|TestLocksWorkWhileTheirSlotMigrates)$$
 mutate: deps
 	LOCK_CHECKER_SEED=$${LOCK_CHECKER_SEED:-9} $(GO) run ./internal/mutate -parallel $(MUTATE_PARALLEL) -testargs '$(MUTATE_TESTARGS)' $(MUTATE_ARGS)
+
+# Mutation testing of the order half (orders/mutants.txt, issue 33): each
+# mutant alone against the tests of orders/, asyncorders/ and inventory/
+# (go test takes the packages of -testargs and -pkg together; -first ''
+# since those packages have no TestScript stage of their own).
+mutate-orders: deps
+	$(GO) run ./internal/mutate -list orders/mutants.txt -first '' -parallel $(MUTATE_PARALLEL) -testargs './orders/ ./asyncorders/' -pkg ./inventory/ $(MUTATE_ARGS)
