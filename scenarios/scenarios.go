@@ -6,6 +6,8 @@
 package scenarios
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"embed"
 	"errors"
 	"fmt"
@@ -37,12 +39,12 @@ func Names() []string {
 // path or a built-in scenario's name (a file of that name wins), or several
 // of either separated by commas, whose runs are walked one after the other
 // on one set-up. It returns the scenario and the name to report it under.
-func Load(spec string) (*loadgen.Scenario, string, error) {
+func Load(spec string) (*plan.Scenario, string, error) {
 	if spec == "" {
 		spec = "default"
 	}
 	var (
-		merged *loadgen.Scenario
+		merged *plan.Scenario
 		names  []string
 	)
 	for _, item := range strings.Split(spec, ",") {
@@ -65,7 +67,7 @@ func Load(spec string) (*loadgen.Scenario, string, error) {
 	return merged, strings.Join(names, ", "), nil
 }
 
-func loadOne(item string) (*loadgen.Scenario, string, error) {
+func loadOne(item string) (*plan.Scenario, string, error) {
 	// A directory of that name (./orders, the package, beside the orders
 	// scenario) is no scenario file.
 	if fi, err := os.Stat(item); err == nil && !fi.IsDir() || path.Ext(item) != "" {

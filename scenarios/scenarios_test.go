@@ -1,13 +1,13 @@
 package scenarios
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/lockstep/lockstep/internal/loadgen"
 )
 
 // TestDefaultShowsEverySpecExpectation checks that the built-in scenario
@@ -22,7 +22,7 @@ func TestDefaultShowsEverySpecExpectation(t *testing.T) {
 	if name != DefaultName {
 		t.Errorf("name %q", name)
 	}
-	find := func(stage, via string) *loadgen.RunSpec {
+	find := func(stage, via string) *plan.RunSpec {
 		for i := range sc.Runs {
 			if sc.Runs[i].Stage == stage && sc.Runs[i].Via == via {
 				return &sc.Runs[i]
@@ -36,19 +36,19 @@ func TestDefaultShowsEverySpecExpectation(t *testing.T) {
 		crash      bool
 		expect     []string
 	}{
-		{"naive", loadgen.ViaProxy, false, []string{"oversells"}},
-		{"synchronized", loadgen.ViaOneReplica, false, []string{"no-oversell"}},
-		{"synchronized", loadgen.ViaProxy, false, []string{"oversells"}},
-		{"setnx", loadgen.ViaProxy, true, []string{"no-oversell", "stuck-after-crash", "lock-without-ttl", "sells-after-reset"}},
-		{"setnx-expire", loadgen.ViaProxy, true, []string{"oversells-or-foreign-unlocks", "recovers-within 500ms"}},
-		{"uuid-lua", loadgen.ViaProxy, false, []string{"oversells", "no-foreign-unlocks"}},
-		{"watchdog", loadgen.ViaProxy, true, []string{"no-oversell", "recovers-within 500ms"}},
-		{"segmented", loadgen.ViaProxy, false, []string{"no-oversell", "faster-than watchdog 3x"}},
-		{"atomic", loadgen.ViaProxy, false, []string{"no-oversell", "fastest"}},
-		{"fenced", loadgen.ViaProxy, true, []string{"no-oversell", "consistent", "recovers-within 500ms"}},
-		{"mysql", loadgen.ViaProxy, true, []string{"no-oversell", "stuck-after-crash", "sells-after-reset"}},
-		{"etcd", loadgen.ViaProxy, true, []string{"no-oversell", "consistent", "recovers-within 3500ms"}},
-		{"zookeeper", loadgen.ViaProxy, true, []string{"no-oversell", "consistent", "recovers-within 2500ms"}},
+		{"naive", plan.ViaProxy, false, []string{"oversells"}},
+		{"synchronized", plan.ViaOneReplica, false, []string{"no-oversell"}},
+		{"synchronized", plan.ViaProxy, false, []string{"oversells"}},
+		{"setnx", plan.ViaProxy, true, []string{"no-oversell", "stuck-after-crash", "lock-without-ttl", "sells-after-reset"}},
+		{"setnx-expire", plan.ViaProxy, true, []string{"oversells-or-foreign-unlocks", "recovers-within 500ms"}},
+		{"uuid-lua", plan.ViaProxy, false, []string{"oversells", "no-foreign-unlocks"}},
+		{"watchdog", plan.ViaProxy, true, []string{"no-oversell", "recovers-within 500ms"}},
+		{"segmented", plan.ViaProxy, false, []string{"no-oversell", "faster-than watchdog 3x"}},
+		{"atomic", plan.ViaProxy, false, []string{"no-oversell", "fastest"}},
+		{"fenced", plan.ViaProxy, true, []string{"no-oversell", "consistent", "recovers-within 500ms"}},
+		{"mysql", plan.ViaProxy, true, []string{"no-oversell", "stuck-after-crash", "sells-after-reset"}},
+		{"etcd", plan.ViaProxy, true, []string{"no-oversell", "consistent", "recovers-within 3500ms"}},
+		{"zookeeper", plan.ViaProxy, true, []string{"no-oversell", "consistent", "recovers-within 2500ms"}},
 	} {
 		run := find(tc.stage, tc.via)
 		if (run.Crash != nil) != tc.crash {
@@ -61,7 +61,7 @@ func TestDefaultShowsEverySpecExpectation(t *testing.T) {
 		}
 	}
 	// The same slow requests for the expiry stages and the watchdog.
-	if f := find("watchdog", loadgen.ViaProxy).Faults; f != find("uuid-lua", loadgen.ViaProxy).Faults || f.Slow <= f.LockTTL {
+	if f := find("watchdog", plan.ViaProxy).Faults; f != find("uuid-lua", plan.ViaProxy).Faults || f.Slow <= f.LockTTL {
 		t.Errorf("watchdog faults %+v: want uuid-lua's, with slow requests longer than the lock TTL", f)
 	}
 }
@@ -127,7 +127,7 @@ func TestFailureScenariosAskForIssueSix(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]loadgen.RunSpec{}
+		got := map[string]plan.RunSpec{}
 		for _, run := range sc.Runs {
 			label := run.Stage
 			if run.Label != "" {

@@ -1,12 +1,13 @@
 package main
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/lockstep/lockstep/internal/loadgen"
 	"github.com/lockstep/lockstep/internal/lockserver"
 	"github.com/lockstep/lockstep/internal/redisclient"
 )
@@ -170,7 +171,7 @@ func (s *redisSet) waitClusterFailover(ctx context.Context, key string) (string,
 	if err != nil {
 		return "", err
 	}
-	if err := killed.start(ctx, loadgen.PersistenceNone); err != nil {
+	if err := killed.start(ctx, plan.PersistenceNone); err != nil {
 		return "", fmt.Errorf("restart %s: %w", killed.addr, err)
 	}
 	return promoted, nil

@@ -12,6 +12,8 @@
 package main
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -360,7 +362,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // loadScenario loads --scenario, keeping the runs of the --only stages;
 // a stage no shop has is a usage error before anything starts.
-func loadScenario(o options) (*loadgen.Scenario, string, error) {
+func loadScenario(o options) (*plan.Scenario, string, error) {
 	sc, name, err := scenarios.Load(o.scenario)
 	if err != nil {
 		return nil, "", flagenv.Usage(err)

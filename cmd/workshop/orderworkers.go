@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -12,7 +14,6 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/asyncorders"
-	"github.com/lockstep/lockstep/internal/loadgen"
 )
 
 // orderWorkerPackage is the order worker the workshop builds when a
@@ -24,7 +25,7 @@ const orderWorkerPackage = "github.com/lockstep/lockstep/cmd/orderworker"
 const orderWorkerCount = 2
 
 // asyncStages are the async stages sc runs.
-func asyncStages(sc *loadgen.Scenario) []string {
+func asyncStages(sc *plan.Scenario) []string {
 	var stages []string
 	for _, r := range sc.Runs {
 		if _, ok := asyncorders.ModeOf(r.Stage); ok && !slices.Contains(stages, r.Stage) {
@@ -40,7 +41,7 @@ const sweepEvery = 200 * time.Millisecond
 // paymentEnv gives the workers a payment deadline and a sweeper when a run
 // of sc has a payment step (the longest pay_within of them); none
 // otherwise, so that no other run's orders are ever cancelled.
-func paymentEnv(sc *loadgen.Scenario) []string {
+func paymentEnv(sc *plan.Scenario) []string {
 	var within time.Duration
 	for _, r := range sc.Runs {
 		if r.Payment != nil {
@@ -88,7 +89,7 @@ func (w *orderWorkers) pids() []int {
 // startOrderWorkers builds cmd/orderworker and starts orderWorkerCount of
 // them on the stock's Redis and the shops' order table (servers.env), when
 // sc runs an async stage; nil otherwise.
-func startOrderWorkers(ctx context.Context, sc *loadgen.Scenario, redisAddr string, servers *lockServers, dir string, log *slog.Logger) (*orderWorkers, error) {
+func startOrderWorkers(ctx context.Context, sc *plan.Scenario, redisAddr string, servers *lockServers, dir string, log *slog.Logger) (*orderWorkers, error) {
 	stages := asyncStages(sc)
 	if len(stages) == 0 {
 		return nil, nil

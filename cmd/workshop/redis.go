@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"errors"
 	"fmt"
@@ -55,8 +57,8 @@ type redisProc struct {
 
 // Persistence flags of a restart, by loadgen persistence mode.
 var persistenceArgs = map[string][]string{
-	loadgen.PersistenceNone:        {"--appendonly", "no"},
-	loadgen.PersistenceAOFEverySec: {"--appendonly", "yes", "--appendfsync", "everysec"},
+	plan.PersistenceNone:        {"--appendonly", "no"},
+	plan.PersistenceAOFEverySec: {"--appendonly", "yes", "--appendfsync", "everysec"},
 }
 
 // start runs the server (again) with the given persistence and waits until
@@ -157,7 +159,7 @@ func (s *redisSet) startServer(ctx context.Context, bin, name, dir string, args 
 		if err != nil {
 			return err
 		}
-		err = srv.start(ctx, loadgen.PersistenceNone)
+		err = srv.start(ctx, plan.PersistenceNone)
 		if err == nil {
 			s.servers = append(s.servers, srv)
 			s.addrs = append(s.addrs, srv.addr)
@@ -257,7 +259,7 @@ func freePort() (int, error) {
 func (s *redisProc) setPersistence(ctx context.Context, persistence string) error {
 	rdb := redisclient.New(redisclient.Settings{}, s.addr)
 	defer rdb.Close()
-	on := persistence == loadgen.PersistenceAOFEverySec
+	on := persistence == plan.PersistenceAOFEverySec
 	if on {
 		if err := rdb.ConfigSet(ctx, "appendfsync", "everysec").Err(); err != nil {
 			return fmt.Errorf("%s: appendfsync: %w", s.name, err)

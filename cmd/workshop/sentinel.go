@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -84,7 +86,7 @@ func startSentinelGroup(ctx context.Context, dir string) (*sentinelGroup, error)
 		g.servers = append(g.servers, srv)
 	}
 	g.master = g.servers[0]
-	if err := g.master.start(ctx, loadgen.PersistenceNone); err != nil {
+	if err := g.master.start(ctx, plan.PersistenceNone); err != nil {
 		return fail(err)
 	}
 	for _, srv := range g.servers[1:] {
@@ -95,7 +97,7 @@ func startSentinelGroup(ctx context.Context, dir string) (*sentinelGroup, error)
 	if g.observer, err = newRedisProc(bin, "observer", dir); err != nil {
 		return fail(err)
 	}
-	if err := g.observer.start(ctx, loadgen.PersistenceNone); err != nil {
+	if err := g.observer.start(ctx, plan.PersistenceNone); err != nil {
 		return fail(err)
 	}
 	ids := make([]string, 3)
@@ -163,7 +165,7 @@ func portOf(addr string) string {
 // startReplica starts a server as a replica of master.
 func (s *redisProc) startReplica(ctx context.Context, master string) error {
 	s.args = []string{"--replicaof", "127.0.0.1", portOf(master)}
-	return s.start(ctx, loadgen.PersistenceNone)
+	return s.start(ctx, plan.PersistenceNone)
 }
 
 func (g *sentinelGroup) sentinelAddrs() []string {

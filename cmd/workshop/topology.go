@@ -1,13 +1,13 @@
 package main
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
-
-	"github.com/lockstep/lockstep/internal/loadgen"
 )
 
 // topology is what the scenario's fault steps need beyond the plain set-up
@@ -26,20 +26,20 @@ type topology struct {
 	cluster bool
 }
 
-func topologyOf(sc *loadgen.Scenario) (topology, error) {
+func topologyOf(sc *plan.Scenario) (topology, error) {
 	var t topology
 	for _, run := range sc.Runs {
 		if run.Fault == nil {
 			continue
 		}
 		switch {
-		case run.Fault.Kind == loadgen.FaultFailover && run.Fault.Target == loadgen.FailoverMaster:
+		case run.Fault.Kind == plan.FaultFailover && run.Fault.Target == plan.FailoverMaster:
 			t.sentinel = true
-		case run.Fault.Kind == loadgen.FaultPartition:
+		case run.Fault.Kind == plan.FaultPartition:
 			t.links = true
-		case run.Fault.Kind == loadgen.FaultRedisRestart:
+		case run.Fault.Kind == plan.FaultRedisRestart:
 			t.restarts = true
-		case run.Fault.Kind == loadgen.FaultReshard, run.Fault.Kind == loadgen.FaultReshardHalfWay:
+		case run.Fault.Kind == plan.FaultReshard, run.Fault.Kind == plan.FaultReshardHalfWay:
 			t.cluster = true
 		}
 	}
@@ -85,7 +85,7 @@ func startWiring(ctx context.Context, t topology, rs *redisSet, replicas int, di
 			w.holders, err = newRedisProc(bin, "holders", dir)
 		}
 		if err == nil {
-			err = w.holders.start(ctx, loadgen.PersistenceNone)
+			err = w.holders.start(ctx, plan.PersistenceNone)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("the holder counts' redis-server: %w", err)

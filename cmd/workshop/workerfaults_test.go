@@ -1,11 +1,11 @@
 package main
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/lockstep/lockstep/internal/loadgen"
 )
 
 // TestAsyncWorkerFaultScenario runs the async scenario's worker-kill and
@@ -26,7 +26,7 @@ func TestAsyncWorkerFaultScenario(t *testing.T) {
 	rep, stdout, _ := runWorkshop(t, 5*time.Minute, "--shop-bin", bins.shop,
 		"--scenario", "async", "--only", "async-stream,async-no-claim", "--out", out)
 	t.Logf("report in %s:\n%s", out, stdout)
-	rowsAtKill := map[string]int64{loadgen.FaultWorkerKill: 0, loadgen.FaultDuplicateDelivery: 1}
+	rowsAtKill := map[string]int64{plan.FaultWorkerKill: 0, plan.FaultDuplicateDelivery: 1}
 	seen := map[string]int{}
 	for i := range rep.Stages {
 		r := &rep.Stages[i]
@@ -47,7 +47,7 @@ func TestAsyncWorkerFaultScenario(t *testing.T) {
 				r.Stage, r.Fault.Kind, r.Error, r.Checks, w, r.Audit.Stream, r.Audit.Orders)
 		}
 	}
-	if seen[loadgen.FaultWorkerKill] != 2 || seen[loadgen.FaultDuplicateDelivery] != 1 {
+	if seen[plan.FaultWorkerKill] != 2 || seen[plan.FaultDuplicateDelivery] != 1 {
 		t.Errorf("fault rows %v, want 2 worker-kill (async-stream, async-no-claim) and 1 duplicate-delivery", seen)
 	}
 }

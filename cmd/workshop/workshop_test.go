@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -136,7 +138,7 @@ func TestWorkshopShowsTheArticlesTable(t *testing.T) {
 	for i := range rep.Stages {
 		r := &rep.Stages[i]
 		key := r.Stage
-		if r.Via == loadgen.ViaOneReplica {
+		if r.Via == plan.ViaOneReplica {
 			key += "/1"
 		}
 		rows[key] = r
@@ -144,7 +146,7 @@ func TestWorkshopShowsTheArticlesTable(t *testing.T) {
 			t.Fatalf("%s: error %q skipped %q", key, r.Error, r.Skipped)
 		}
 		want := 3
-		if r.Via == loadgen.ViaOneReplica {
+		if r.Via == plan.ViaOneReplica {
 			want = 1
 		}
 		if r.Replicas != want || r.Sales == 0 {

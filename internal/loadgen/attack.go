@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"math/rand/v2"
 	"net/http"
@@ -14,7 +16,7 @@ import (
 type attackSpec struct {
 	name          string
 	url           string
-	rate          Rate
+	rate          plan.Rate
 	workers       int
 	duration      time.Duration
 	stopAtSoldOut bool
@@ -24,7 +26,7 @@ type attackSpec struct {
 	// also, optional, are more URLs the requests go to in turn with url.
 	also []string
 	// buyers, optional, names a buyer in each request (buyers.go).
-	buyers *Buyers
+	buyers *plan.Buyers
 }
 
 // outcome is how the loadgen classifies an answer (SPEC: a sale is a 200).
@@ -180,7 +182,7 @@ func attack(ctx context.Context, spec attackSpec, tl *timelineBuilder, onAnswer 
 		vegeta.Redirects(vegeta.NoFollow),
 		vegeta.MaxBody(4 << 10),
 	}
-	if spec.rate == MaxRate {
+	if spec.rate == plan.MaxRate {
 		// At max rate vegeta hands a tick to whichever worker is free, so the
 		// worker count is the concurrency and answers set the pace.
 		opts = append(opts, vegeta.Workers(workers))
@@ -198,7 +200,7 @@ func attack(ctx context.Context, spec attackSpec, tl *timelineBuilder, onAnswer 
 	}
 
 	t := &tally{started: time.Now(), replicas: map[string]struct{}{}, errorSamples: map[string]int{}}
-	if spec.rate != MaxRate && spec.rate > 0 {
+	if spec.rate != plan.MaxRate && spec.rate > 0 {
 		t.interval = time.Second / time.Duration(spec.rate)
 	}
 	stopped := make(chan struct{})

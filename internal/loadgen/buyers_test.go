@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"math/rand/v2"
 	"net/url"
 	"strings"
@@ -30,12 +32,12 @@ func userOf(t *testing.T, target vegeta.Target) string {
 func TestBuyersAreDrawnFromThePopulationWithEagerBursts(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		buyers Buyers
+		buyers plan.Buyers
 		run    int // how many targets in a row name one buyer
 	}{
-		{"eager", Buyers{Users: 1000, Eager: 1, Requests: 3}, 3},
-		{"eager default burst", Buyers{Users: 1000, Eager: 1}, defaultEager},
-		{"calm", Buyers{Users: 5}, 1},
+		{"eager", plan.Buyers{Users: 1000, Eager: 1, Requests: 3}, 3},
+		{"eager default burst", plan.Buyers{Users: 1000, Eager: 1}, plan.DefaultEagerRequests},
+		{"calm", plan.Buyers{Users: 5}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			next := buyerTargeter("http://shop/api/stages/x/deduct?sku=sku-1&qty=1", tc.buyers, rand.New(rand.NewPCG(1, 2)))

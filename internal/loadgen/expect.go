@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"fmt"
 	"strconv"
 	"strings"
@@ -115,7 +117,7 @@ func parseCheck(text string) (check, error) {
 }
 
 // evaluateChecks fills every run's Checks from its scenario expectations.
-func evaluateChecks(runs []StageRun, scenario *Scenario) {
+func evaluateChecks(runs []StageRun, scenario *plan.Scenario) {
 	for i := range runs {
 		run := &runs[i]
 		if run.Skipped != "" {
@@ -385,7 +387,7 @@ func recoversWithin(args []string) (checkFunc, error) {
 // comparable reports whether o is a row another may be compared with: one
 // that ran to its end, under plain load (no fault step), through the proxy.
 func comparable(o *StageRun) bool {
-	return o.Skipped == "" && o.Error == "" && o.Fault == nil && o.Via == ViaProxy
+	return o.Skipped == "" && o.Error == "" && o.Fault == nil && o.Via == plan.ViaProxy
 }
 
 // findRow is the row another one's check names: the row labelled name, or

@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"strings"
 	"testing"
 )
@@ -10,10 +12,10 @@ import (
 // rows that show something else.
 func TestAsyncOutageChecks(t *testing.T) {
 	down := func(o OrderOutageReport, a AsyncOutageReport) StageRun {
-		return StageRun{Fault: &FaultReport{Kind: FaultOrdersDown, OrderOutage: &o, AsyncOrders: &a}}
+		return StageRun{Fault: &FaultReport{Kind: plan.FaultOrdersDown, OrderOutage: &o, AsyncOrders: &a}}
 	}
 	restart := func(kept bool, a AsyncOutageReport) StageRun {
-		return StageRun{Fault: &FaultReport{Kind: FaultRedisRestart, Outage: &OutageReport{InitialKept: kept}, AsyncOrders: &a}}
+		return StageRun{Fault: &FaultReport{Kind: plan.FaultRedisRestart, Outage: &OutageReport{InitialKept: kept}, AsyncOrders: &a}}
 	}
 	backlog := Backlog{Undelivered: 180, Pending: 20}
 	queued := AsyncOutageReport{AtHeal: &Backlog{Undelivered: 500, Pending: 128}, Admitted: 900}
@@ -33,7 +35,7 @@ func TestAsyncOutageChecks(t *testing.T) {
 		{"queued-while-orders-down", down(OrderOutageReport{Answers: 600}, queued),
 			down(OrderOutageReport{Answers: 600}, with(queued, func(a *AsyncOutageReport) { a.WithoutOrder = 2 })), "2 of 900 sales"},
 		{"queued-while-orders-down", down(OrderOutageReport{Answers: 600}, queued),
-			StageRun{Fault: &FaultReport{Kind: FaultOrdersDown, OrderOutage: &OrderOutageReport{}}}, "no orders-down or redis-restart step on an async stage"},
+			StageRun{Fault: &FaultReport{Kind: plan.FaultOrdersDown, OrderOutage: &OrderOutageReport{}}}, "no orders-down or redis-restart step on an async stage"},
 		{"loses-unread-orders", restart(false, lost), restart(true, lost), "data kept true"},
 		{"loses-unread-orders", restart(false, lost),
 			restart(false, with(lost, func(a *AsyncOutageReport) { a.WithoutOrder = 0; a.WithoutOrderBeforeHeal = 0 })), "0 of 400"},

@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,7 +38,7 @@ type fakeShop struct {
 type fakeStage struct {
 	initial, stock, sold int
 	foreignUnlocks       int
-	faults               Faults
+	faults               plan.Faults
 	lockedUntil          time.Time // zero: free; far future: stuck
 	// inside counts racy's sales between read and write; maxHolders the
 	// most at once, reported with the track_holders fault as the shop does.
@@ -156,7 +158,7 @@ func (f *fakeShop) handler(name string) http.Handler {
 		reply(w, 200, body)
 	}))
 	mux.HandleFunc("PUT /api/stages/{stage}/faults", withReplica(func(w http.ResponseWriter, r *http.Request) {
-		var faults Faults
+		var faults plan.Faults
 		if err := json.NewDecoder(r.Body).Decode(&faults); err != nil {
 			fail(w, 400, "bad_request")
 			return

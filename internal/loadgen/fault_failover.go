@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"errors"
 	"fmt"
@@ -161,11 +163,11 @@ const failoverLoadStock = 1_000_000
 // the step's observe, else long enough for a promotion (Sentinel's about
 // 3 s here, a cluster's 4 s), the two sales after it, and the killed node
 // back as a replica, without which a WAIT fails (a cluster's 2–6 s more).
-func failoverLoad(fs *FaultStep) Duration {
+func failoverLoad(fs *plan.FaultStep) plan.Duration {
 	if fs.Observe > 0 {
 		return fs.Observe
 	}
-	return Duration(12 * time.Second)
+	return plan.Duration(12 * time.Second)
 }
 
 // redlockMasterLoss: the victim sale takes the redlock lock on a majority
@@ -191,9 +193,9 @@ func (st *faultState) redlockMasterLoss(ctx context.Context) error {
 	if err := inj.KillRedis(ctx, 0); err != nil {
 		return err
 	}
-	st.undos = append(st.undos, func() { _ = inj.StartRedis(context.WithoutCancel(ctx), 0, PersistenceNone) })
+	st.undos = append(st.undos, func() { _ = inj.StartRedis(context.WithoutCancel(ctx), 0, plan.PersistenceNone) })
 	st.mark(st.faultAt, "master 1 killed")
-	if err := inj.StartRedis(ctx, 0, PersistenceNone); err != nil {
+	if err := inj.StartRedis(ctx, 0, plan.PersistenceNone); err != nil {
 		return err
 	}
 	st.healAt = time.Now()

@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"fmt"
 	"time"
@@ -29,20 +31,20 @@ func (st *faultState) reshard(ctx context.Context) error {
 		return err
 	}
 	key := movedKey(st.run.Stage, r.cfg.Scenario.SKU, st.run.Segments)
-	plan := st.wholeMove(key)
-	if fs.Kind == FaultReshardHalfWay {
-		plan = st.halfWayMove(key)
+	move := st.wholeMove(key)
+	if fs.Kind == plan.FaultReshardHalfWay {
+		move = st.halfWayMove(key)
 	}
 	st.faultAt, st.rep.Victim = time.Now(), "slot of "+key
-	st.mark(st.faultAt, plan.label)
-	from, to, err := r.cfg.Injector.MigrateSlot(ctx, key, plan.move)
+	st.mark(st.faultAt, move.label)
+	from, to, err := r.cfg.Injector.MigrateSlot(ctx, key, move.move)
 	if err != nil {
 		return fmt.Errorf("migrate the slot of %s: %w", key, err)
 	}
 	st.healAt = time.Now()
 	st.mark(st.healAt, "slot on "+to)
 	loadDone()
-	plan.moved(from, to)
+	move.moved(from, to)
 	return st.conclude(ctx)
 }
 

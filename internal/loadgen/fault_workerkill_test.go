@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -63,7 +65,7 @@ func TestHeldRowsCountsTheDeadWorkersRowsOrSaysTheyMoved(t *testing.T) {
 			}))
 			defer shop.Close()
 			st := &faultState{r: &runner{cfg: Config{Target: shop.URL}, shop: newShopClient(""), rdb: rdb},
-				run: RunSpec{Stage: asyncorders.StageStream}}
+				run: plan.RunSpec{Stage: asyncorders.StageStream}}
 			held, rows, err := st.heldRows(ctx, q, "sku-1", "dead")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"bytes"
 	"strings"
 	"testing"
@@ -27,7 +29,7 @@ func TestFaultChecks(t *testing.T) {
 			StageRun{MaxHolders: n(1)},
 			StageRun{MaxHolders: n(2)}, "2 holder(s)"},
 		{"holders-at-most 1", // counted, and nobody held: 0
-			StageRun{Faults: Faults{TrackHolders: true}},
+			StageRun{Faults: plan.Faults{TrackHolders: true}},
 			StageRun{}, "not counted"},
 		{"holders-at-least 2",
 			StageRun{MaxHolders: n(2)},
@@ -82,7 +84,7 @@ func TestFaultChecks(t *testing.T) {
 			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", PendingAtKill: 3}}}, "0 pending, 0 units"},
 		{"missing-while-down",
 			StageRun{Fault: &FaultReport{WorkerKill: &WorkerKillReport{Worker: "w1", PendingAtKill: 3, PendingWhileDown: 1, UndersoldWhileDown: 1}}},
-			StageRun{Fault: &FaultReport{Kind: FaultCrash}}, "no worker-kill or duplicate-delivery step"},
+			StageRun{Fault: &FaultReport{Kind: plan.FaultCrash}}, "no worker-kill or duplicate-delivery step"},
 	} {
 		c, err := parseCheck(tc.check)
 		if err != nil {
@@ -108,10 +110,10 @@ func TestFaultStepsParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := sc.Runs[0].Fault; f.Persistence != PersistenceNone || f.Rate != 100 || f.Workers != 32 {
+	if f := sc.Runs[0].Fault; f.Persistence != plan.PersistenceNone || f.Rate != 100 || f.Workers != 32 {
 		t.Errorf("redis-restart defaults: %+v", f)
 	}
-	if f := sc.Runs[1].Fault; f.Target != FailoverMaster {
+	if f := sc.Runs[1].Fault; f.Target != plan.FailoverMaster {
 		t.Errorf("failover defaults: %+v", f)
 	}
 	for _, doc := range []string{
@@ -140,8 +142,8 @@ func TestFaultTablePublished(t *testing.T) {
 	recovery := 1004.0
 	one := int64(1)
 	rep := &Report{Stages: []StageRun{
-		{Stage: "setnx", Fault: &FaultReport{Kind: FaultCrash, Stuck: true, StuckMS: 2500, WindowMS: 2500, VictimAnswer: "no answer: EOF"}, Consistent: true},
-		{Stage: "watchdog", Fault: &FaultReport{Kind: FaultCrash, StuckMS: 1004, RecoveryMS: &recovery}, MaxHolders: &one, Consistent: true},
+		{Stage: "setnx", Fault: &FaultReport{Kind: plan.FaultCrash, Stuck: true, StuckMS: 2500, WindowMS: 2500, VictimAnswer: "no answer: EOF"}, Consistent: true},
+		{Stage: "watchdog", Fault: &FaultReport{Kind: plan.FaultCrash, StuckMS: 1004, RecoveryMS: &recovery}, MaxHolders: &one, Consistent: true},
 	}}
 	var out bytes.Buffer
 	if err := rep.WriteTable(&out); err != nil {

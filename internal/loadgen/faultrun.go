@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"errors"
 	"fmt"
@@ -42,7 +44,7 @@ const (
 // faultState is one fault step in progress.
 type faultState struct {
 	r   *runner
-	run RunSpec
+	run plan.RunSpec
 	row *StageRun
 	tl  *timelineBuilder
 	rep *FaultReport
@@ -58,33 +60,33 @@ type faultState struct {
 }
 
 // faultStep runs run's fault step and fills row; see the Fault* kinds.
-func (r *runner) faultStep(ctx context.Context, run RunSpec, row *StageRun, tl *timelineBuilder) error {
+func (r *runner) faultStep(ctx context.Context, run plan.RunSpec, row *StageRun, tl *timelineBuilder) error {
 	st := &faultState{r: r, run: run, row: row, tl: tl, rep: &FaultReport{Kind: run.Fault.Kind}}
 	row.Fault = st.rep
 	defer st.undo()
 	var err error
 	switch {
-	case run.Fault.Kind == FaultCrash:
+	case run.Fault.Kind == plan.FaultCrash:
 		err = st.crash(ctx)
-	case run.Fault.Kind == FaultPause:
+	case run.Fault.Kind == plan.FaultPause:
 		err = st.pause(ctx)
-	case run.Fault.Kind == FaultRedisRestart:
+	case run.Fault.Kind == plan.FaultRedisRestart:
 		err = st.redisRestart(ctx)
-	case run.Fault.Kind == FaultFailover && run.Fault.Target == FailoverMaster:
+	case run.Fault.Kind == plan.FaultFailover && run.Fault.Target == plan.FailoverMaster:
 		err = st.failover(ctx)
-	case run.Fault.Kind == FaultFailover && run.Fault.Target == FailoverLeader:
+	case run.Fault.Kind == plan.FaultFailover && run.Fault.Target == plan.FailoverLeader:
 		err = st.leaderFailover(ctx)
-	case run.Fault.Kind == FaultFailover:
+	case run.Fault.Kind == plan.FaultFailover:
 		err = st.redlockMasterLoss(ctx)
-	case run.Fault.Kind == FaultPartition:
+	case run.Fault.Kind == plan.FaultPartition:
 		err = st.partition(ctx)
-	case run.Fault.Kind == FaultReshard, run.Fault.Kind == FaultReshardHalfWay:
+	case run.Fault.Kind == plan.FaultReshard, run.Fault.Kind == plan.FaultReshardHalfWay:
 		err = st.reshard(ctx)
-	case run.Fault.Kind == FaultOrdersDown:
+	case run.Fault.Kind == plan.FaultOrdersDown:
 		err = st.ordersDown(ctx)
-	case run.Fault.Kind == FaultWorkerKill:
+	case run.Fault.Kind == plan.FaultWorkerKill:
 		err = st.workerCrash(ctx, asyncorders.AfterRead)
-	case run.Fault.Kind == FaultDuplicateDelivery:
+	case run.Fault.Kind == plan.FaultDuplicateDelivery:
 		err = st.workerCrash(ctx, asyncorders.AfterInsert)
 	}
 	st.fillRow()
@@ -109,7 +111,7 @@ func (st *faultState) lockState(ctx context.Context) string {
 }
 
 // resetWith resets the stage's stock and sets faults on every replica.
-func (st *faultState) resetWith(ctx context.Context, f Faults) error {
+func (st *faultState) resetWith(ctx context.Context, f plan.Faults) error {
 	r := st.r
 	if err := r.shop.reset(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, st.run.Stock, st.run.Segments); err != nil {
 		return fmt.Errorf("reset: %w", err)
@@ -122,7 +124,7 @@ func (st *faultState) resetWith(ctx context.Context, f Faults) error {
 
 // setFaults sets faults through, and waits for, the named replicas only:
 // another may be dead or stopped.
-func (st *faultState) setFaults(ctx context.Context, f Faults, names []string) error {
+func (st *faultState) setFaults(ctx context.Context, f plan.Faults, names []string) error {
 	urls := st.r.urlsOf(names)
 	if err := st.r.shop.setFaults(ctx, urls[0], st.run.Stage, f); err != nil {
 		return fmt.Errorf("faults: %w", err)
@@ -206,7 +208,7 @@ func (st *faultState) victimAnswered(a saleAnswer) {
 // background offers sales of sku for d at the step's rate, through the
 // proxy or, when replicas are named, to those replicas in turn; the
 // returned function waits for the last answer (calling it again is fine).
-func (st *faultState) background(ctx context.Context, d Duration, sku string, replicas ...string) func() {
+func (st *faultState) background(ctx context.Context, d plan.Duration, sku string, replicas ...string) func() {
 	fs := st.run.Fault
 	urls := []string{st.r.cfg.Target}
 	if len(replicas) > 0 {

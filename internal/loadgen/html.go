@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"strings"
 )
 
 //go:embed report.html.tmpl
@@ -66,7 +65,7 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 			Foreign:     r.foreignText(),
 			CrashText:   r.CrashSummary(),
 			Passed:      r.Passed() && r.Error == "",
-			FaultsText:  r.Faults.describe(),
+			FaultsText:  r.Faults.Describe(),
 			SalesPerSec: fmt.Sprintf("%.0f", r.SalesPerSec),
 		}
 		if !row.Passed {
@@ -116,26 +115,4 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		return fmt.Errorf("render report.html: %w", err)
 	}
 	return nil
-}
-
-// describe lists the fault knobs that are set, e.g. "work 2ms, 1% slow 300ms, ttl 200ms".
-func (f Faults) describe() string {
-	var parts []string
-	if f.Work > 0 {
-		w := "work " + f.Work.String()
-		if f.WorkMax > f.Work {
-			w += "–" + f.WorkMax.String()
-		}
-		parts = append(parts, w)
-	}
-	if f.SlowRatio > 0 {
-		parts = append(parts, fmt.Sprintf("%g%% slow %s", f.SlowRatio*100, f.Slow))
-	}
-	if f.LockTTL > 0 {
-		parts = append(parts, "lock ttl "+f.LockTTL.String())
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
 }

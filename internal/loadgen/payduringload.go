@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,7 +35,7 @@ type loadPayers struct {
 	ctx       context.Context
 	shop      *shopClient
 	base      string
-	step      PaymentStep
+	step      plan.PaymentStep
 	wg        sync.WaitGroup
 	mu        sync.Mutex
 	rep       PaymentReport
@@ -42,7 +44,7 @@ type loadPayers struct {
 	giveUpAfter time.Duration
 }
 
-func newLoadPayers(ctx context.Context, shop *shopClient, base string, step PaymentStep) *loadPayers {
+func newLoadPayers(ctx context.Context, shop *shopClient, base string, step plan.PaymentStep) *loadPayers {
 	return &loadPayers{ctx: ctx, shop: shop, base: base, step: step, rep: PaymentReport{DuringLoad: true}, giveUpAfter: notWrittenBound}
 }
 

@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -37,7 +39,7 @@ func TestLoadPayersPayTheOrdersOfTheSales(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	lp := newLoadPayers(context.Background(), newShopClient(""), srv.URL, PaymentStep{PayWithin: Duration(10 * time.Millisecond), Share: 1})
+	lp := newLoadPayers(context.Background(), newShopClient(""), srv.URL, plan.PaymentStep{PayWithin: plan.Duration(10 * time.Millisecond), Share: 1})
 	lp.giveUpAfter = 300 * time.Millisecond
 	sale := func(code uint16, body string) *vegeta.Result {
 		return &vegeta.Result{Code: code, Body: []byte(body), Timestamp: time.Now()}

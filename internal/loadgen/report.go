@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,11 +38,11 @@ type Report struct {
 
 // Params are the run's inputs.
 type Params struct {
-	Target      string   `json:"target"`
-	ReplicaURLs []string `json:"replica_urls,omitempty"`
-	Replicas    int      `json:"replicas"`
-	SKU         string   `json:"sku"`
-	Scenario    Scenario `json:"scenario"`
+	Target      string        `json:"target"`
+	ReplicaURLs []string      `json:"replica_urls,omitempty"`
+	Replicas    int           `json:"replicas"`
+	SKU         string        `json:"sku"`
+	Scenario    plan.Scenario `json:"scenario"`
 }
 
 // Component names a piece of the set-up the figures depend on.
@@ -151,10 +153,10 @@ type StageRun struct {
 	// figures cover the load until then.
 	Interrupted bool `json:"interrupted,omitempty"`
 
-	Replicas int    `json:"replicas"`
-	Rate     string `json:"rate"`
-	Workers  int    `json:"workers"`
-	Faults   Faults `json:"faults"`
+	Replicas int         `json:"replicas"`
+	Rate     string      `json:"rate"`
+	Workers  int         `json:"workers"`
+	Faults   plan.Faults `json:"faults"`
 
 	Requests int `json:"requests"`
 	Sales    int `json:"sales"`
@@ -463,7 +465,7 @@ func (r *StageRun) label() string {
 	if r.Label != "" {
 		return r.Label
 	}
-	if r.Via == ViaOneReplica {
+	if r.Via == plan.ViaOneReplica {
 		return r.Stage + " (one replica)"
 	}
 	return r.Stage

@@ -8,6 +8,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"errors"
 	"fmt"
@@ -45,7 +47,7 @@ type Config struct {
 	// Orders, optional, says where the order stages keep their orders
 	// (MariaDB, or the embedded SQLite fallback), for the report.
 	Orders       string
-	Scenario     *Scenario
+	Scenario     *plan.Scenario
 	ScenarioFile string
 	// Progress receives live progress; nil shows none. Interactive redraws
 	// one line (a terminal) instead of printing a line a second.
@@ -196,7 +198,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.FinishedAt = time.Now()
 	rep.WallSeconds = rep.FinishedAt.Sub(rep.StartedAt).Seconds()
 	evaluateChecks(rep.Stages, cfg.Scenario)
-	rep.ExpectationsMet = runErr == nil && (rep.judged() || !cfg.Scenario.expects())
+	rep.ExpectationsMet = runErr == nil && (rep.judged() || !cfg.Scenario.Expects())
 	for i := range rep.Stages {
 		if rep.Stages[i].Error != "" || !rep.Stages[i].Passed() {
 			rep.ExpectationsMet = false
@@ -208,7 +210,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // CheckStages refuses a scenario naming a stage that is not one of ids,
 // with ErrUnknownStage naming it and ids: a misspelt stage would otherwise
 // become a skipped row. Run checks the shop's stages before any runs.
-func CheckStages(sc *Scenario, ids []string) error {
+func CheckStages(sc *plan.Scenario, ids []string) error {
 	var unknown []string
 	for _, run := range sc.Runs {
 		if !slices.Contains(ids, run.Stage) && !slices.Contains(unknown, run.Stage) {
@@ -222,7 +224,7 @@ func CheckStages(sc *Scenario, ids []string) error {
 }
 
 // runStage runs one stage run; setup failures end up in the row's Error.
-func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row StageRun) {
+func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row StageRun) {
 	sku := r.cfg.Scenario.SKU
 	row = StageRun{
 		Index:   index,
@@ -240,10 +242,10 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	case !info.Available: // every stage is known: Run checked
 		row.Skipped = "unavailable: " + info.Reason
 		return row
-	case run.Via == ViaOneReplica && len(r.cfg.ReplicaURLs) == 0:
+	case run.Via == plan.ViaOneReplica && len(r.cfg.ReplicaURLs) == 0:
 		row.Skipped = "one-replica runs need the replicas' own URLs"
 		return row
-	case run.Via == ViaOneReplica:
+	case run.Via == plan.ViaOneReplica:
 		base = r.cfg.ReplicaURLs[0]
 	case run.Fault != nil && (r.cfg.Injector == nil || len(r.cfg.ReplicaURLs) < 2 || r.holders == nil):
 		row.Skipped = "a fault step needs the workshop (go run ./cmd/workshop): it kills, stops and cuts off its processes"
@@ -251,7 +253,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 	case run.HoldWorkers && (r.cfg.Injector == nil || len(r.cfg.Injector.OrderWorkers()) == 0):
 		row.Skipped = "hold_workers needs the workshop's order workers (go run ./cmd/workshop): it stops and continues them"
 		return row
-	case run.Fault != nil && run.Fault.Kind == FaultOrdersDown && !r.cfg.Injector.HasOrderServer():
+	case run.Fault != nil && run.Fault.Kind == plan.FaultOrdersDown && !r.cfg.Injector.HasOrderServer():
 		row.Skipped = "an orders-down step needs the orders in MariaDB (the embedded SQLite file is the shops' own, nothing to stop)"
 		return row
 	}
@@ -277,7 +279,7 @@ func (r *runner) runStage(ctx context.Context, index int, run RunSpec) (row Stag
 		tl := newTimeline(start)
 		r.live.follow(tl)
 		r.live.setPhase(run.Fault.Kind + " step")
-		r.progress.phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.label(), run.Fault.Kind), run.Fault.window())
+		r.progress.phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.label(), run.Fault.Kind), run.Fault.Window())
 		peak := streamPeak(run.Stage)
 		stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, nil, peak)
 		err := r.faultStep(ctx, run, &row, tl)
@@ -412,7 +414,7 @@ func (row *StageRun) fillFromTally(t *tally) {
 
 // crashStep makes a replica exit while holding the stage's lock and watches
 // whether, and when, sales resume. See CrashStep.
-func (r *runner) crashStep(ctx context.Context, run RunSpec, base string, row *StageRun, tl *timelineBuilder) error {
+func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, row *StageRun, tl *timelineBuilder) error {
 	sku := r.cfg.Scenario.SKU
 	r.live.setPhase("crash step")
 	if err := r.waitAllReady(ctx); err != nil {
@@ -521,7 +523,7 @@ func (r *runner) undersoldAfterCrash(ctx context.Context, base, stage string, cr
 // crashBuyer names the buyer of the crash step's n-th own sale when the run
 // names buyers (a one-per-user stage refuses a sale without one): a buyer
 // of its own, outside the load's population.
-func crashBuyer(run RunSpec, n int) string {
+func crashBuyer(run plan.RunSpec, n int) string {
 	if run.Buyers == nil {
 		return ""
 	}
@@ -530,7 +532,7 @@ func crashBuyer(run RunSpec, n int) string {
 
 // triggerCrash sends sale attempts until one does not sell: the crash (a
 // transport error, or a 502 from the proxy) or an unexpected answer.
-func (r *runner) triggerCrash(ctx context.Context, base string, run RunSpec, sku string) (int, error) {
+func (r *runner) triggerCrash(ctx context.Context, base string, run plan.RunSpec, sku string) (int, error) {
 	for attempt := 1; ; attempt++ {
 		status, err := r.shop.deduct(ctx, base, run.Stage, sku, crashBuyer(run, attempt))
 		if err != nil || classify(uint16(status)) != outcomeSale || attempt == triggerCrashAttempts {
@@ -547,7 +549,7 @@ func (r *runner) triggerCrash(ctx context.Context, base string, run RunSpec, sku
 // applyFaults sets the stage's faults and, when the replicas' URLs are
 // known, waits until every replica applies them: the shop stores faults in
 // Redis and replicas hear of a change over pub/sub, a moment later.
-func (r *runner) applyFaults(ctx context.Context, base, stage string, f Faults) error {
+func (r *runner) applyFaults(ctx context.Context, base, stage string, f plan.Faults) error {
 	if err := r.shop.setFaults(ctx, base, stage, f); err != nil {
 		return err
 	}
@@ -555,7 +557,7 @@ func (r *runner) applyFaults(ctx context.Context, base, stage string, f Faults) 
 }
 
 // awaitFaults waits until each of the replicas applies the faults.
-func (r *runner) awaitFaults(ctx context.Context, replicas []string, stage string, f Faults) error {
+func (r *runner) awaitFaults(ctx context.Context, replicas []string, stage string, f plan.Faults) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	for _, replica := range replicas {

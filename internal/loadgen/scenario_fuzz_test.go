@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -69,7 +71,7 @@ func FuzzParseScenario(f *testing.F) {
 
 // checkScenarioRules asserts what the runner takes for granted of a parsed
 // scenario.
-func checkScenarioRules(t *testing.T, sc *Scenario) {
+func checkScenarioRules(t *testing.T, sc *plan.Scenario) {
 	t.Helper()
 	if sc.SKU == "" || len(sc.Runs) == 0 {
 		t.Fatalf("accepted a scenario without SKU or runs: %+v", sc)
@@ -78,7 +80,7 @@ func checkScenarioRules(t *testing.T, sc *Scenario) {
 		f := run.Faults
 		broken := map[string]bool{
 			"no stage":                   run.Stage == "",
-			"unknown via":                run.Via != ViaProxy && run.Via != ViaOneReplica,
+			"unknown via":                run.Via != plan.ViaProxy && run.Via != plan.ViaOneReplica,
 			"stock < 1":                  run.Stock < 1,
 			"segments < 0":               run.Segments < 0,
 			"workers < 1":                run.Workers < 1,

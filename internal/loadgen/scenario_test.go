@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"strings"
 	"testing"
 	"time"
@@ -20,13 +22,13 @@ runs:
 		t.Fatal(err)
 	}
 	naive, atomic := sc.Runs[0], sc.Runs[1]
-	if sc.SKU != "sku-1" || naive.Via != ViaProxy || naive.Stock != 100 || naive.Workers != 4 || naive.AttackRate() != 50 {
+	if sc.SKU != "sku-1" || naive.Via != plan.ViaProxy || naive.Stock != 100 || naive.Workers != 4 || naive.AttackRate() != 50 {
 		t.Errorf("naive got %+v (sku %q)", naive, sc.SKU)
 	}
 	if naive.Duration.D() != 5*time.Second || naive.Timeout.D() != 10*time.Second || naive.StopsWhenSoldOut() {
 		t.Errorf("naive built-in defaults: duration %s timeout %s until sold out %t", naive.Duration, naive.Timeout, naive.StopsWhenSoldOut())
 	}
-	if atomic.AttackRate() != MaxRate || atomic.Stock != 7 {
+	if atomic.AttackRate() != plan.MaxRate || atomic.Stock != 7 {
 		t.Errorf("atomic: rate %s stock %d; its own values must win", atomic.AttackRate(), atomic.Stock)
 	}
 	if atomic.Crash.Rate != 200 || atomic.Crash.Workers != 8 {

@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -28,7 +30,7 @@ type StageInfo struct {
 	Available bool   `json:"available"`
 	Reason    string `json:"unavailable_reason"`
 	// Faults are the knobs the answering replica applies right now.
-	Faults Faults `json:"faults"`
+	Faults plan.Faults `json:"faults"`
 }
 
 // shopClient speaks the shop's HTTP contract (SPEC: HTTP contract of cmd/shop).
@@ -113,7 +115,7 @@ func (c *shopClient) stages(ctx context.Context, base string) ([]StageInfo, erro
 	return out.Stages, nil
 }
 
-func (c *shopClient) reset(ctx context.Context, base, stage, sku string, stock Stock, segments int) error {
+func (c *shopClient) reset(ctx context.Context, base, stage, sku string, stock plan.Stock, segments int) error {
 	body := map[string]any{"sku": sku, "stock": stock}
 	if segments > 0 {
 		body["segments"] = segments
@@ -121,7 +123,7 @@ func (c *shopClient) reset(ctx context.Context, base, stage, sku string, stock S
 	return c.do(ctx, http.MethodPost, stageURL(base, stage, "reset"), body, true, nil)
 }
 
-func (c *shopClient) setFaults(ctx context.Context, base, stage string, f Faults) error {
+func (c *shopClient) setFaults(ctx context.Context, base, stage string, f plan.Faults) error {
 	return c.do(ctx, http.MethodPut, stageURL(base, stage, "faults"), f, true, nil)
 }
 

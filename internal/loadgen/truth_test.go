@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"strings"
 	"testing"
 )
@@ -41,13 +43,13 @@ runs:
 // step's row, a failed or a one-replica run.
 func TestComparisonsPickTheRowsTheyName(t *testing.T) {
 	rows := []StageRun{
-		{Index: 0, Stage: "watchdog", Via: ViaProxy, SalesPerSec: 87, Fault: &FaultReport{}},
-		{Index: 1, Stage: "watchdog", Via: ViaProxy, SalesPerSec: 267},
-		{Index: 2, Stage: "watchdog", Via: ViaProxy, SalesPerSec: 5000, Error: "broke off"},
-		{Index: 3, Stage: "watchdog", Label: "watchdog+WAIT", Via: ViaProxy, SalesPerSec: 100, Fault: &FaultReport{}},
-		{Index: 4, Stage: "segmented", Via: ViaProxy, SalesPerSec: 1659},
-		{Index: 5, Stage: "atomic", Via: ViaOneReplica, SalesPerSec: 90000},
-		{Index: 6, Stage: "atomic", Via: ViaProxy, SalesPerSec: 17000},
+		{Index: 0, Stage: "watchdog", Via: plan.ViaProxy, SalesPerSec: 87, Fault: &FaultReport{}},
+		{Index: 1, Stage: "watchdog", Via: plan.ViaProxy, SalesPerSec: 267},
+		{Index: 2, Stage: "watchdog", Via: plan.ViaProxy, SalesPerSec: 5000, Error: "broke off"},
+		{Index: 3, Stage: "watchdog", Label: "watchdog+WAIT", Via: plan.ViaProxy, SalesPerSec: 100, Fault: &FaultReport{}},
+		{Index: 4, Stage: "segmented", Via: plan.ViaProxy, SalesPerSec: 1659},
+		{Index: 5, Stage: "atomic", Via: plan.ViaOneReplica, SalesPerSec: 90000},
+		{Index: 6, Stage: "atomic", Via: plan.ViaProxy, SalesPerSec: 17000},
 	}
 	for _, tc := range []struct {
 		row    int

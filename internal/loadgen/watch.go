@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+
 	"context"
 	"github.com/lockstep/lockstep/inventory"
 	"html/template"
@@ -139,14 +141,14 @@ func (l *LiveStage) traced(t *SaleTrace) {
 }
 
 // stageStart describes a stage run about to start.
-func (r *runner) stageStart(index int, run RunSpec, row *StageRun) StageStart {
+func (r *runner) stageStart(index int, run plan.RunSpec, row *StageRun) StageStart {
 	s := StageStart{
 		Index: index, Runs: len(r.cfg.Scenario.Runs), Label: row.label(), Stage: run.Stage, Via: run.Via,
 		Title: row.Title, Article: row.Article, Mechanism: row.Mechanism, Defect: row.Defect,
 		Planned: run.Duration.D(),
 	}
 	if run.Fault != nil {
-		s.Fault, s.Planned = run.Fault.Kind, run.Fault.window()
+		s.Fault, s.Planned = run.Fault.Kind, run.Fault.Window()
 	}
 	return s
 }

@@ -1,0 +1,21 @@
+package plan
+
+import (
+	"testing"
+	"time"
+)
+
+func TestAnOrdersDownStepNeedsItsDurations(t *testing.T) {
+	for _, tc := range []struct {
+		step FaultStep
+		ok   bool
+	}{
+		{FaultStep{Kind: FaultOrdersDown, Before: Duration(time.Second), Hold: Duration(6 * time.Second), Observe: Duration(8 * time.Second), Workers: 1}, true},
+		{FaultStep{Kind: FaultOrdersDown, Before: Duration(time.Second), Hold: Duration(6 * time.Second), Observe: Duration(6 * time.Second), Workers: 1}, false},
+		{FaultStep{Kind: FaultOrdersDown, Hold: Duration(6 * time.Second), Observe: Duration(8 * time.Second), Workers: 1}, false},
+	} {
+		if err := tc.step.validate(); (err == nil) != tc.ok {
+			t.Errorf("%+v: %v, want ok %v", tc.step, err, tc.ok)
+		}
+	}
+}
