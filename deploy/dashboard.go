@@ -330,7 +330,7 @@ func rows() []rowSpec {
 				description: "From a sale's 200 to its order row, over the last orders the workers wrote: how far the order table trails the sale.",
 				targets:     []Target{query(`max by (stage, quantile) (lockstep_order_lag_seconds{`+stageFilter+`})`, "{{stage}} q{{quantile}}")}},
 			{kind: "stat", title: "Dead letters", width: 6, height: 8, fields: redAbove,
-				description: "Entries moved to the dead-letter stream: delivered too often, or malformed; an admitted order's unit went back on sale.",
+				description: "Entries moved to the dead-letter stream: refused by the order database too often (an error about the row, never an outage), a buyer with another order, or malformed; an admitted order's unit went back on sale.",
 				targets:     []Target{query(`max by (stage) (lockstep_dead_letters{`+stageFilter+`})`, "{{stage}}")}},
 		}},
 		{"Redis", []panelSpec{

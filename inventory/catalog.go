@@ -142,7 +142,7 @@ var catalog = []catalogEntry{
 	}, redisLock: true},
 	{Info: Info{
 		ID: "async-stream", Title: "秒杀优化: admit in one script, order workers write later", ArticleCase: "黑马点评 秒杀优化 (Lua + Stream 消息队列)",
-		Mechanism: "One script checks the stock and the buyer set, deducts, adds the buyer and XADDs the order message (one hash tag); the sale answers with the order id at once. Order workers (cmd/orderworker) read in one consumer group, insert the order by its id, XACK; they claim entries idle past a bound (XAUTOCLAIM), and an entry delivered too often goes to a dead-letter stream with its unit returned and its buyer freed, once.",
+		Mechanism: "One script checks the stock and the buyer set, deducts, adds the buyer and XADDs the order message (one hash tag); the sale answers with the order id at once. Order workers (cmd/orderworker) read in one consumer group, insert the order by its id, XACK; they claim entries idle past a bound (XAUTOCLAIM), and an entry whose order the database refused too often (an error about the row; never an outage nor a redelivery) goes to a dead-letter stream with its unit returned and its buyer freed, once.",
 		Defect:    "None once drained: initial = remaining + units in orders, nothing pending. The order row comes later than the answer (the lag), and a Redis without persistence loses admitted messages on a restart.",
 	}, redisLock: true},
 	{Info: Info{
