@@ -129,8 +129,10 @@ func (s *optimisticSQLStage) sell(ctx context.Context, sku, user string, qty int
 			return Sale{}, fmt.Errorf("%w: optimistic lock: %w", ErrLockBusy, err)
 		case errors.Is(err, orders.ErrSoldOut):
 			return Sale{}, ErrSoldOut
+		case errors.Is(err, ErrOrdersUnavailable):
+			return Sale{}, err // buy's own account of what the sale left behind
 		case err != nil:
-			return Sale{}, err
+			return Sale{}, ordersUnavailable("buy", err)
 		}
 		return Sale{Remaining: remaining, Order: o.ID}, nil
 	}

@@ -254,11 +254,11 @@ func TestAnOrderThatMayStillLandKeepsItsGuardAndSaysOutcomeUnknown(t *testing.T)
 	}
 }
 
-// loseScriptReply runs the first EVALSHA of the script with sha whose
-// arguments name user and then loses its reply: the script ran.
+// loseScriptReply runs each EVALSHA of the script with sha whose arguments
+// name user and then loses its reply (the script ran), while budget lasts.
 type loseScriptReply struct {
 	sha, user string
-	lost      *atomic.Int32
+	budget    *atomic.Int32
 }
 
 func (l loseScriptReply) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -267,7 +267,7 @@ func (l loseScriptReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		err := next(ctx, cmd)
 		args := cmd.Args()
 		if err == nil && cmd.Name() == "evalsha" && len(args) > 1 && args[1] == l.sha &&
-			containsArg(args, l.user) && l.lost.CompareAndSwap(0, 1) {
+			containsArg(args, l.user) && l.budget.Add(-1) >= 0 {
 			err = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 			cmd.SetErr(err)
 		}
@@ -310,8 +310,9 @@ func TestALostReplyOfTheOnePerUserScriptFinishesTheSale(t *testing.T) {
 	for name, store := range orderStores(t) {
 		t.Run(name, func(t *testing.T) {
 			rdb := redistest.Start(t).Client(t)
-			var lost atomic.Int32
-			rdb.AddHook(loseScriptReply{sha: loadedScript(t, rdb, "one_per_user.lua"), user: "alice", lost: &lost})
+			var budget atomic.Int32
+			budget.Store(1)
+			rdb.AddHook(loseScriptReply{sha: loadedScript(t, rdb, "one_per_user.lua"), user: "alice", budget: &budget})
 			inv := newOrderInventory(t, rdb, store, "r0")
 			const stage = "one-per-user-lua"
 			if err := inv.Reset(context.Background(), stage, "sku-1", 10, 0); err != nil {
@@ -320,7 +321,7 @@ func TestALostReplyOfTheOnePerUserScriptFinishesTheSale(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			_, err := inv.DeductFor(ctx, stage, "sku-1", "alice", 1)
-			if lost.Load() != 1 {
+			if budget.Load() >= 1 {
 				t.Fatal("no reply was lost")
 			}
 			if err != nil { // the buyer retries
@@ -329,6 +330,36 @@ func TestALostReplyOfTheOnePerUserScriptFinishesTheSale(t *testing.T) {
 			}
 			eventually(t, settled(inv, stage, 1, 9))
 		})
+	}
+}
+
+// The same with every reply lost until the sale's deadline: the sale
+// answers that its outcome is unknown, and once Redis answers again the
+// resolver gives back what the script took, so the buyer may buy again.
+func TestAnOnePerUserScriptWhoseRepliesAreLostIsGivenBack(t *testing.T) {
+	lite, err := orders.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "orders.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lite.Close() })
+	rdb := redistest.Start(t).Client(t)
+	var budget atomic.Int32
+	budget.Store(1 << 20)
+	rdb.AddHook(loseScriptReply{sha: loadedScript(t, rdb, "one_per_user.lua"), user: "dora", budget: &budget})
+	inv := newOrderInventory(t, rdb, lite, "r0")
+	const stage = "one-per-user-lua"
+	if err := inv.Reset(context.Background(), stage, "sku-1", 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := inv.DeductFor(ctx, stage, "sku-1", "dora", 1); !errors.Is(err, inventory.ErrOutcomeUnknown) {
+		t.Fatalf("sale whose every script reply was lost: %v, want its outcome unknown", err)
+	}
+	budget.Store(0)
+	eventually(t, settled(inv, stage, 0, 10))
+	if _, err := inv.DeductFor(context.Background(), stage, "sku-1", "dora", 1); err != nil {
+		t.Fatalf("dora's sale once her lost one was given back: %v", err)
 	}
 }
 

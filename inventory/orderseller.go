@@ -198,7 +198,7 @@ func (s *orderSeller) undo(ctx context.Context, p placing, why error) error {
 		err := s.giveBack(ctx, p.order, p.byBuyer)
 		return err == nil, err
 	})
-	return fmt.Errorf("%w (its units go back once Redis answers: %v)", why, err)
+	return fmt.Errorf("%w (its units count as undersold until they go back, once Redis answers: %v)", why, err)
 }
 
 // resolveOrder finishes p in the background: it voids the id until the
