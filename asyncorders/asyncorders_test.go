@@ -105,7 +105,7 @@ func (e env) queue(t testing.TB, stage string, stock int64) *asyncorders.Queue {
 	if err := q.Reset(context.Background(), sku, stock); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.Reset(context.Background(), stage, sku, stock); err != nil {
+	if err := e.store.Reset(context.Background(), stage, sku, stock, 0); err != nil {
 		t.Fatal(err)
 	}
 	return q

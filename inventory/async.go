@@ -72,7 +72,7 @@ func (s *asyncStage) reset(ctx context.Context, sku string, stock int64, _ int) 
 	if err := s.queue.Reset(ctx, sku, stock); err != nil {
 		return asyncFailed(err)
 	}
-	if err := s.orders.Reset(ctx, s.id, sku, stock); err != nil {
+	if err := s.orders.Reset(ctx, s.id, sku, stock, 0); err != nil {
 		return ordersUnavailable("reset orders", err)
 	}
 	if s.payments != nil {

@@ -241,7 +241,7 @@ func New(cfg Config) (*Inventory, error) {
 	inv.addLockServerStages(seller)
 	if cfg.Orders != nil {
 		inv.addOrderStages(func(id string) *orderSeller {
-			return &orderSeller{seller: seller(id), orders: cfg.Orders, replica: cfg.Replica}
+			return &orderSeller{seller: seller(id), orders: cfg.Orders, replica: cfg.Replica, resolver: inv.resolver}
 		}, watchdog)
 	}
 	return inv, nil

@@ -2,9 +2,12 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/lockstep/lockstep/orders"
 )
 
 // onePerUserStage is 黑马点评's 一人一单 in code: under guard (none, a
@@ -37,7 +40,8 @@ func (s *onePerUserStage) sell(ctx context.Context, sku, user string, qty int64,
 	if err != nil {
 		return Sale{}, err
 	}
-	defer s.release(ctx, sku, release)
+	hold := &guardHold{release: func() { s.release(ctx, sku, release) }}
+	defer hold.releaseUnlessKept()
 	bought, err := s.orders.HasOrder(ctx, s.id, sku, user)
 	if err != nil {
 		return Sale{}, ordersUnavailable("find the buyer's order", err)
@@ -48,11 +52,12 @@ func (s *onePerUserStage) sell(ctx context.Context, sku, user string, qty int64,
 	if err := s.work(ctx, held, f); err != nil {
 		return Sale{}, err
 	}
-	remaining, err := s.initialised(ctx, sku, func() (int64, error) { return s.store.atomicDeduct(ctx, sku, qty) })
+	o := s.newOrder(orders.NewID(), sku, user, qty, false)
+	remaining, err := s.initialised(ctx, sku, func() (int64, error) { return s.deductForOrder(ctx, &o) })
 	if err != nil {
 		return Sale{}, err
 	}
-	return s.placeAfterDeduction(ctx, s.newOrder(sku, user, qty, false), remaining, f)
+	return s.placeAfterDeduction(ctx, placing{order: o, hold: hold}, remaining, f)
 }
 
 // errNoBuyer is the answer of a per-user stage to a sale naming no buyer.
@@ -127,24 +132,75 @@ func (s *onePerUserLuaStage) sell(ctx context.Context, sku, user string, qty int
 	if err := beforeWrite(ctx); err != nil {
 		return Sale{}, err
 	}
-	o := s.newOrder(sku, user, qty, true)
-	k := s.store.keys(sku)
-	remaining, err := s.initialised(ctx, sku, func() (int64, error) {
-		n, err := s.store.run(ctx, onePerUserScript, []string{k.stock(), k.sold(), k.buyers()}, qty, user, o.ID).Int64()
-		switch {
-		case err != nil:
-			return 0, writeFailed("one-per-user deduct", err)
-		case n == -1:
-			return 0, ErrSoldOut
-		case n == -2:
-			return 0, errNoStock
-		case n == -3:
-			return 0, fmt.Errorf("%w: %s is among the buyers of %s", ErrAlreadyBought, user, sku)
+	for generation := range maxGenerations {
+		o := s.newOrder(s.orderID(ctx, sku, generation), sku, user, qty, true)
+		remaining, err := s.initialised(ctx, sku, func() (int64, error) { return s.take(ctx, &o) })
+		if errors.Is(err, errVoidedID) {
+			continue
 		}
-		return n, nil
-	})
-	if err != nil {
-		return Sale{}, err
+		if err != nil {
+			return Sale{}, err
+		}
+		sale, err := s.placeAfterDeduction(ctx, placing{order: o, byBuyer: true}, remaining, f)
+		if !errors.Is(err, errVoidedID) {
+			return sale, err
+		}
 	}
-	return s.placeAfterDeduction(ctx, o, remaining, f)
+	return Sale{}, fmt.Errorf("%w: the sales of this idempotency key were voided %d times: use a new key", ErrInvalid, maxGenerations)
+}
+
+// take runs the script for o and records the round it took the units in.
+// When the reply is lost it runs the script again with the same order id
+// (which recognises its own purchase, so a run that took the units takes
+// nothing more), until it answers or the sale's deadline nears; then the
+// sale's outcome is unknown, and the resolver gives back whatever the
+// script took, once Redis answers.
+func (s *onePerUserLuaStage) take(ctx context.Context, o *orders.Order) (int64, error) {
+	k := s.store.keys(o.SKU)
+	keys := []string{k.stock(), k.sold(), k.buyers(), k.givenBack(), k.round()}
+	insertCtx, _, cancel := splitDeadline(ctx) // the insert's share of the deadline
+	defer cancel()
+	runCtx, stop := rerunWindow(insertCtx)
+	defer stop()
+	for wait := rerunWait; ; wait = min(2*wait, rerunWaitMax) {
+		res, err := s.store.run(runCtx, onePerUserScript, keys, o.Qty, o.User, o.ID).Int64Slice()
+		if err == nil && len(res) != 2 {
+			return 0, unavailable("one-per-user deduct", fmt.Errorf("reply %v", res))
+		}
+		if err != nil {
+			err = writeFailed("one-per-user deduct", err)
+			if !errors.Is(err, ErrOutcomeUnknown) {
+				return 0, err // refused: it ran nothing
+			}
+			if sleep(runCtx, wait) != nil {
+				s.resolveTake(*o)
+				return 0, fmt.Errorf("%w (the shop gives back what it may have taken once Redis answers)", err)
+			}
+			continue
+		}
+		o.Round = res[1]
+		switch n := res[0]; n {
+		case -1:
+			return 0, ErrSoldOut
+		case -2:
+			return 0, errNoStock
+		case -3:
+			return 0, fmt.Errorf("%w: %s is among the buyers of %s", ErrAlreadyBought, o.User, o.SKU)
+		case -4:
+			return 0, errVoidedID
+		default:
+			return n, nil
+		}
+	}
+}
+
+// resolveTake gives back, in the background, what a script run for o
+// whose reply was lost may have taken: the buyers hash shows it, and the
+// give-back marks the id so that a run still on its way takes nothing.
+// No order was sent, so none can land.
+func (s *onePerUserLuaStage) resolveTake(o orders.Order) {
+	s.resolver.resolve("give back order "+o.ID, func(ctx context.Context) (bool, error) {
+		err := s.giveBack(ctx, o, true)
+		return err == nil, err
+	})
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockstep/lockstep/internal/redistest"
 )
 
@@ -20,15 +22,15 @@ func TestOnePerUserScriptsRunTwiceTakeOnce(t *testing.T) {
 	k := s.keys("sku-1")
 	deduct := func(user, id string) int64 {
 		t.Helper()
-		n, err := s.run(ctx, onePerUserScript, []string{k.stock(), k.sold(), k.buyers()}, 1, user, id).Int64()
-		if err != nil {
-			t.Fatal(err)
+		res, err := s.run(ctx, onePerUserScript, []string{k.stock(), k.sold(), k.buyers(), k.givenBack(), k.round()}, 1, user, id).Int64Slice()
+		if err != nil || len(res) != 2 {
+			t.Fatal(res, err)
 		}
-		return n
+		return res[0]
 	}
 	giveBack := func(user, id string) int64 {
 		t.Helper()
-		n, err := s.run(ctx, giveBackScript, []string{k.stock(), k.sold(), k.buyers(), k.givenBack()}, 1, user, id).Int64()
+		n, err := s.run(ctx, giveBackScript, []string{k.stock(), k.sold(), k.buyers(), k.givenBack(), k.round()}, 1, user, id, "buyer").Int64()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,6 +47,9 @@ func TestOnePerUserScriptsRunTwiceTakeOnce(t *testing.T) {
 		{deduct, "alice", "o2", -3, 9}, // alice's next sale: already bought
 		{giveBack, "alice", "o1", 1, 10},
 		{giveBack, "alice", "o1", 0, 10}, // given back once
+		{deduct, "alice", "o1", -4, 10},  // a run of o1 arriving late takes nothing
+		{giveBack, "bob", "o4", -1, 10},  // o4's script never ran: nothing to give back...
+		{deduct, "bob", "o4", -4, 10},    // ...and it never takes anything later
 		{deduct, "alice", "o3", 9, 9},    // her place is free again
 	} {
 		if got := step.run(step.user, step.id); got != step.want {
@@ -52,6 +57,34 @@ func TestOnePerUserScriptsRunTwiceTakeOnce(t *testing.T) {
 		}
 		if stock, err := s.stock(ctx, "sku-1"); err != nil || stock != step.wantStock {
 			t.Fatalf("step %d: stock %d (%v), want %d", i, stock, err, step.wantStock)
+		}
+	}
+}
+
+// The give-back of a sale whose units came from a round's stock gives
+// nothing back once a reset replaced that stock (the units belonged to it).
+func TestAGiveBackOfAnEarlierRoundGivesNothing(t *testing.T) {
+	ctx := context.Background()
+	s := &store{rdb: redistest.Start(t).Client(t), stage: "one-per-user-lock"}
+	k := s.keys("sku-1")
+	if err := s.reset(ctx, "sku-1", 10, true, func(p redis.Pipeliner) { p.Incr(ctx, k.round()) }); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{k.stock(), k.sold(), k.buyers(), k.givenBack(), k.round()}
+	for _, step := range []struct {
+		id, round string
+		want      int64
+		wantStock int64
+	}{
+		{"o1", "0", -1, 10}, // taken before the reset to round 1
+		{"o2", "1", 1, 11},
+	} {
+		n, err := s.run(ctx, giveBackScript, keys, 1, "alice", step.id, step.round).Int64()
+		if err != nil || n != step.want {
+			t.Fatalf("give back of %s (round %s): %d, %v; want %d", step.id, step.round, n, err, step.want)
+		}
+		if stock, err := s.stock(ctx, "sku-1"); err != nil || stock != step.wantStock {
+			t.Fatalf("after %s: stock %d (%v), want %d", step.id, stock, err, step.wantStock)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -28,11 +29,19 @@ func (s *optimisticRedisStage) sell(ctx context.Context, sku, user string, qty i
 	}
 	k := s.store.keys(sku)
 	var remaining int64
+	o := s.newOrder(orders.NewID(), sku, user, qty, false)
 	err := s.store.rdb.Watch(ctx, func(tx *redis.Tx) error {
-		stock, err := tx.Get(ctx, k.stock()).Int64()
+		// The round with the stock, in one read: a reset changes both, and
+		// fails the EXEC.
+		vals, err := tx.MGet(ctx, k.stock(), k.round()).Result()
 		if err != nil {
 			return unavailable("get stock", err)
 		}
+		stock, round, err := stockAndRound(vals)
+		if err != nil {
+			return unavailable("get stock", err)
+		}
+		o.Round = round
 		if stock < qty {
 			return ErrSoldOut
 		}
@@ -62,7 +71,21 @@ func (s *optimisticRedisStage) sell(ctx context.Context, sku, user string, qty i
 	case err != nil:
 		return Sale{}, unavailable("watch stock", err)
 	}
-	return s.placeAfterDeduction(ctx, s.newOrder(sku, user, qty, false), remaining, f)
+	return s.placeAfterDeduction(ctx, placing{order: o}, remaining, f)
+}
+
+// stockAndRound reads an MGET of the stock and the round (absent: 0).
+func stockAndRound(vals []any) (stock, round int64, err error) {
+	str, _ := vals[0].(string)
+	if stock, err = strconv.ParseInt(str, 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("stock %q: %w", str, err)
+	}
+	if str, ok := vals[1].(string); ok {
+		if round, err = strconv.ParseInt(str, 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("round %q: %w", str, err)
+		}
+	}
+	return stock, round, nil
 }
 
 // optimisticSQLStage keeps the stock in the order database, as 黑马点评
@@ -95,18 +118,71 @@ func (s *optimisticSQLStage) sell(ctx context.Context, sku, user string, qty int
 	if err := s.crashBeforeOrder(ctx, f); err != nil {
 		return Sale{}, err
 	}
-	o := s.newOrder(sku, user, qty, false)
-	remaining, err := s.orders.Buy(ctx, o, s.cond, st.Stock)
-	switch {
-	case errors.Is(err, orders.ErrConflict):
-		s.countConflict(ctx, sku)
-		return Sale{}, fmt.Errorf("%w: optimistic lock: %w", ErrLockBusy, err)
-	case errors.Is(err, orders.ErrSoldOut):
-		return Sale{}, ErrSoldOut
-	case err != nil:
-		return Sale{}, ordersUnavailable("buy", err)
+	for generation := range maxGenerations {
+		o := s.newOrder(s.orderID(ctx, sku, generation), sku, user, qty, false)
+		remaining, err := s.buy(ctx, o, st.Stock)
+		switch {
+		case errors.Is(err, orders.ErrVoided):
+			continue // an earlier request with this key voided this id: it sold nothing
+		case errors.Is(err, orders.ErrConflict):
+			s.countConflict(ctx, sku)
+			return Sale{}, fmt.Errorf("%w: optimistic lock: %w", ErrLockBusy, err)
+		case errors.Is(err, orders.ErrSoldOut):
+			return Sale{}, ErrSoldOut
+		case errors.Is(err, ErrOrdersUnavailable):
+			return Sale{}, err // buy's own account of what the sale left behind
+		case err != nil:
+			return Sale{}, ordersUnavailable("buy", err)
+		}
+		return Sale{Remaining: remaining, Order: o.ID}, nil
 	}
-	return Sale{Remaining: remaining, Order: o.ID}, nil
+	return Sale{}, fmt.Errorf("%w: the sales of this idempotency key were voided %d times: use a new key", ErrInvalid, maxGenerations)
+}
+
+// buy runs Buy for o, again with the same id while its outcome is unknown
+// (a Buy that committed finds its own row and takes nothing more), until
+// it answers or the sale's deadline nears. Once an attempt's outcome was
+// unknown, the sale only answers "nothing sold" after voiding o: that
+// attempt may still be on its way, and the void keeps it from ever
+// committing (or finds that it did, and the sale sold). A sale that cannot
+// void before its deadline answers that its outcome is unknown, and the
+// resolver voids o later.
+func (s *optimisticSQLStage) buy(ctx context.Context, o orders.Order, read int64) (int64, error) {
+	insertCtx, voidCtx, cancel := splitDeadline(ctx)
+	defer cancel()
+	buyCtx, stop := rerunWindow(insertCtx)
+	defer stop()
+	var unknown, refused error
+	for wait := rerunWait; ; wait = min(2*wait, rerunWaitMax) {
+		remaining, err := s.orders.Buy(buyCtx, o, s.cond, read)
+		if !errors.Is(err, orders.ErrUnavailable) {
+			if err == nil || unknown == nil {
+				return remaining, err
+			}
+			refused = err // refused now; the unknown attempt may still commit
+			break
+		}
+		unknown = err
+		if sleep(buyCtx, wait) != nil {
+			break
+		}
+	}
+	switch verr := s.orders.Void(voidCtx, o); {
+	case verr == nil && refused != nil:
+		return 0, refused
+	case verr == nil:
+		return 0, ordersUnavailable("buy (voided, nothing sold)", unknown)
+	case errors.Is(verr, orders.ErrOrdered):
+		// An attempt committed; sent again, Buy finds its row and reads the stock.
+		remaining, err := s.orders.Buy(voidCtx, o, s.cond, read)
+		if err != nil {
+			remaining = read - o.Qty // the stock as this sale read it
+		}
+		return remaining, nil
+	default:
+		s.resolveOrder(placing{order: o, stockInOrders: true})
+		return 0, ordersUnknown("buy (not voided: it may have committed; the shop voids it when the database answers)", errors.Join(unknown, verr))
+	}
 }
 
 // stockRow reads sku's stock row, giving a never-reset SKU its default.
@@ -128,7 +204,7 @@ func (s *optimisticSQLStage) reset(ctx context.Context, sku string, stock int64,
 	if err := s.store.rdb.Del(ctx, s.store.keys(sku).conflicts()).Err(); err != nil {
 		return unavailable("reset conflicts", err)
 	}
-	if err := s.orders.Reset(ctx, s.id, sku, stock); err != nil {
+	if err := s.orders.Reset(ctx, s.id, sku, stock, 0); err != nil {
 		return ordersUnavailable("reset", err)
 	}
 	return nil

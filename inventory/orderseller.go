@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,14 +13,32 @@ import (
 )
 
 var (
-	onePerUserScript = loadScript("one_per_user.lua")
-	giveBackScript   = loadScript("give_back.lua")
+	onePerUserScript  = loadScript("one_per_user.lua")
+	orderDeductScript = loadScript("order_deduct.lua")
+	giveBackScript    = loadScript("give_back.lua")
 )
 
 // voidTimeout bounds the void and give-back after an order insert failed;
 // they run on a context detached from the request, whose deadline may be
 // what failed the insert.
 const voidTimeout = time.Second
+
+// rerunWait spaces the attempts of a sale that sends a write again with
+// the same order id because the reply of the last was lost, doubling up to
+// rerunWaitMax.
+const (
+	rerunWait    = 5 * time.Millisecond
+	rerunWaitMax = 100 * time.Millisecond
+)
+
+// maxGenerations bounds the order ids one idempotency key goes through:
+// each is voided before the next is used (orders.KeyedID).
+const maxGenerations = 64
+
+// errVoidedID: the sale's keyed order id was voided by an earlier request
+// with the key, which therefore sold nothing; the sale goes on under the
+// key's next id.
+var errVoidedID = errors.New("inventory: the order id of this idempotency key was voided")
 
 // buyerStage is a stage whose sale becomes an order of a named buyer.
 type buyerStage interface {
@@ -34,19 +53,40 @@ type orderSeller struct {
 	*seller
 	orders  orders.Store
 	replica string
+	// resolver finishes, in the background, the orders whose outcome a
+	// sale could not learn before its deadline.
+	resolver *resolver
 }
 
 func (k stockKeys) buyers() string    { return string(k) + "buyers" }
 func (k stockKeys) givenBack() string { return string(k) + "given-back" }
 func (k stockKeys) conflicts() string { return string(k) + "conflicts" }
 
+// round is the SKU's reset round, which every reset of an order stage
+// moves on: an order's insert lands only in the round its units were
+// taken in (orders/doc.go, "Resets").
+func (k stockKeys) round() string { return string(k) + "round" }
+
 // newOrder names the order of a sale before anything is sent, so that every
 // attempt to write it names the same row.
-func (s *orderSeller) newOrder(sku, user string, qty int64, onePerUser bool) orders.Order {
+func (s *orderSeller) newOrder(id, sku, user string, qty int64, onePerUser bool) orders.Order {
 	return orders.Order{
-		ID: orders.NewID(), Stage: s.id, SKU: sku, User: user, Qty: qty,
+		ID: id, Stage: s.id, SKU: sku, User: user, Qty: qty,
 		Replica: s.replica, Created: time.Now(), OnePerUser: onePerUser,
 	}
+}
+
+// orderID is the order id of generation of a sale: derived from the
+// client's idempotency key when the request has one (WithSaleKey), so that
+// a request sent again finds the sale the first one started, else random.
+// Only the stages whose first write recognises its own order id by it
+// (one-per-user-lua's script, the optimistic MySQL transaction) use a
+// keyed id; the others take their units before they know the id is theirs.
+func (s *orderSeller) orderID(ctx context.Context, sku string, generation int) string {
+	if key, ok := saleKey(ctx); ok {
+		return orders.KeyedID(s.id, sku, key, generation)
+	}
+	return orders.NewID()
 }
 
 // crashBeforeOrder exits the process between the Redis deduction and the
@@ -56,49 +96,130 @@ func (s *orderSeller) crashBeforeOrder(ctx context.Context, f Faults) error {
 	return s.crashIfArmed(ctx, "", f, func(context.Context) error { return nil })
 }
 
-// placeAfterDeduction places o, whose units the sale took from the Redis
+// placing is an order whose units a sale took from the Redis stock (in
+// order.Round), and how to give them back.
+type placing struct {
+	order orders.Order
+	// byBuyer: the buyers hash shows whether the sale took its units
+	// (one-per-user-lua); otherwise the sale knows it took them.
+	byBuyer bool
+	// stockInOrders: the units moved with the order, in its transaction
+	// (optimistic MySQL): a void leaves nothing to give back.
+	stockInOrders bool
+	// hold is the buyer's guard (nil: none); it is kept until the order's
+	// outcome is known, so that the buyer's next sale cannot pass its check
+	// while this order may still land.
+	hold *guardHold
+}
+
+// guardHold is a guard's release that an order whose outcome is unknown
+// takes over: the sale then leaves it held, and the resolver releases it.
+type guardHold struct {
+	release func()
+	kept    bool
+}
+
+// keep hands the release over; the sale's own release does nothing then.
+func (h *guardHold) keep() {
+	if h != nil {
+		h.kept = true
+	}
+}
+
+// releaseUnlessKept is the sale's release, deferred.
+func (h *guardHold) releaseUnlessKept() {
+	if !h.kept {
+		h.release()
+	}
+}
+
+// done is the resolver's release of a kept guard.
+func (h *guardHold) done() {
+	if h != nil {
+		h.release()
+	}
+}
+
+// placeAfterDeduction places p, whose units the sale took from the Redis
 // stock (remaining left), with the crash fault's window between the two.
-func (s *orderSeller) placeAfterDeduction(ctx context.Context, o orders.Order, remaining int64, f Faults) (Sale, error) {
+func (s *orderSeller) placeAfterDeduction(ctx context.Context, p placing, remaining int64, f Faults) (Sale, error) {
 	if err := s.crashBeforeOrder(ctx, f); err != nil {
 		return Sale{}, err
 	}
-	if err := s.place(ctx, o); err != nil {
+	if err := s.place(ctx, p); err != nil {
 		return Sale{}, err
 	}
-	return Sale{Remaining: remaining, Order: o.ID}, nil
+	return Sale{Remaining: remaining, Order: p.order.ID}, nil
 }
 
 // place inserts the order of units already taken from the Redis stock.
 // When the insert fails the units go back, unless the order may exist: the
 // id is voided first, so a late insert cannot land after the units went
-// back. Only when the database cannot even be told to void do the units
-// stay taken without an order, which the audit counts as undersold. The
-// insert leaves part of the sale's deadline to the void and the give-back,
-// so a sale whose database hangs still answers within its deadline.
-func (s *orderSeller) place(ctx context.Context, o orders.Order) error {
+// back. When the database cannot be told to void before the sale's
+// deadline, the sale answers that its outcome is unknown, and the resolver
+// voids the id (or finds the order landed) and gives the units back later,
+// holding the buyer's guard until then. The insert leaves part of the
+// sale's deadline to the void and the give-back, so a sale whose database
+// hangs still answers within its deadline.
+func (s *orderSeller) place(ctx context.Context, p placing) error {
 	insertCtx, voidCtx, cancel := splitDeadline(ctx)
 	defer cancel()
-	err := s.orders.Insert(insertCtx, o)
-	if err == nil {
+	err := s.orders.Insert(insertCtx, p.order)
+	switch {
+	case err == nil:
 		return nil
+	case errors.Is(err, orders.ErrDuplicateBuyer):
+		return s.undo(voidCtx, p, fmt.Errorf("%w: the unique index refused the order: %w", ErrAlreadyBought, err))
+	case errors.Is(err, orders.ErrStaleRound):
+		return s.undo(voidCtx, p, fmt.Errorf("%w: the stage was reset during the sale, nothing sold: %w", ErrLockBusy, err))
+	case errors.Is(err, orders.ErrVoided):
+		return s.undo(voidCtx, p, fmt.Errorf("%w: %w", errVoidedID, err))
 	}
-	if errors.Is(err, orders.ErrDuplicateBuyer) {
-		if gerr := s.giveBack(voidCtx, o); gerr != nil {
-			return fmt.Errorf("%w: %w (units not given back: %w)", ErrAlreadyBought, err, gerr)
-		}
-		return fmt.Errorf("%w: the unique index refused the order: %w", ErrAlreadyBought, err)
-	}
-	switch verr := s.orders.Void(voidCtx, o); {
+	switch verr := s.orders.Void(voidCtx, p.order); {
 	case verr == nil:
-		if gerr := s.giveBack(voidCtx, o); gerr != nil {
-			return ordersUnavailable("insert order (voided; its units stay taken, undersold)", errors.Join(err, gerr))
-		}
-		return ordersUnavailable("insert order (voided, units given back)", err)
+		return s.undo(voidCtx, p, ordersUnavailable("insert order (voided, nothing sold)", err))
 	case errors.Is(verr, orders.ErrOrdered):
 		return nil // the insert landed; only its reply was lost
 	default:
-		return ordersUnavailable("insert order (not voided: the order may still land; until it does its units count as undersold)", errors.Join(err, verr))
+		s.resolveOrder(p)
+		return ordersUnknown("insert order (not voided: the order may still land; until the shop voids it or it lands, its units count as undersold)", errors.Join(err, verr))
 	}
+}
+
+// undo gives back the units of p, whose order never stands, and answers
+// why. A give-back that fails is retried by the resolver (it is the same
+// when run twice), so the units return once Redis answers.
+func (s *orderSeller) undo(ctx context.Context, p placing, why error) error {
+	err := s.giveBack(ctx, p.order, p.byBuyer)
+	if err == nil {
+		return why
+	}
+	s.resolver.resolve("give back order "+p.order.ID, func(ctx context.Context) (bool, error) {
+		err := s.giveBack(ctx, p.order, p.byBuyer)
+		return err == nil, err
+	})
+	return fmt.Errorf("%w (its units count as undersold until they go back, once Redis answers: %v)", why, err)
+}
+
+// resolveOrder finishes p in the background: it voids the id until the
+// void is confirmed — then no insert of it can land — and gives the units
+// back, or finds the order inserted, which stands; then it releases the
+// buyer's guard.
+func (s *orderSeller) resolveOrder(p placing) {
+	p.hold.keep()
+	s.resolver.resolve("order "+p.order.ID, func(ctx context.Context) (bool, error) {
+		switch err := s.orders.Void(ctx, p.order); {
+		case errors.Is(err, orders.ErrOrdered):
+		case err != nil:
+			return false, err
+		case !p.stockInOrders:
+			if err := s.giveBack(ctx, p.order, p.byBuyer); err != nil {
+				return false, err
+			}
+		}
+		p.hold.done()
+		return true, nil
+	})
 }
 
 // splitDeadline gives the insert the sale's deadline less a reserve (half
@@ -117,14 +238,48 @@ func splitDeadline(ctx context.Context) (insert, void context.Context, cancel fu
 	return insert, void, func() { cancelInsert(); cancelVoid() }
 }
 
-// giveBack returns the units of an order that was never placed, once.
-func (s *orderSeller) giveBack(ctx context.Context, o orders.Order) error {
+// rerunWindow bounds the attempts of a sale that sends a write again
+// because its reply was lost: ctx's deadline, or voidTimeout without one.
+func rerunWindow(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, voidTimeout)
+}
+
+// giveBack returns the units of an order that was never placed, once:
+// those the buyers hash shows taken (byBuyer), or those taken in o.Round,
+// unless a reset replaced that round's stock since.
+func (s *orderSeller) giveBack(ctx context.Context, o orders.Order, byBuyer bool) error {
 	k := s.store.keys(o.SKU)
-	err := s.store.run(ctx, giveBackScript, []string{k.stock(), k.sold(), k.buyers(), k.givenBack()}, o.Qty, o.User, o.ID).Err()
+	taken := strconv.FormatInt(o.Round, 10)
+	if byBuyer {
+		taken = "buyer"
+	}
+	err := s.store.run(ctx, giveBackScript, []string{k.stock(), k.sold(), k.buyers(), k.givenBack(), k.round()}, o.Qty, o.User, o.ID, taken).Err()
 	if err != nil {
 		return unavailable("give units back", err)
 	}
 	return nil
+}
+
+// deductForOrder takes o's units with order_deduct.lua and records the
+// round they were taken in: the remaining stock, ErrSoldOut or errNoStock.
+func (s *orderSeller) deductForOrder(ctx context.Context, o *orders.Order) (int64, error) {
+	k := s.store.keys(o.SKU)
+	res, err := s.store.run(ctx, orderDeductScript, []string{k.stock(), k.sold(), k.round()}, o.Qty).Int64Slice()
+	switch {
+	case err != nil:
+		return 0, writeFailed("order deduct", err)
+	case len(res) != 2:
+		return 0, unavailable("order deduct", fmt.Errorf("reply %v", res))
+	case res[0] == -1:
+		return 0, ErrSoldOut
+	case res[0] == -2:
+		return 0, errNoStock
+	}
+	o.Round = res[1]
+	return res[0], nil
 }
 
 // countConflict records a sale an optimistic lock refused.
@@ -134,16 +289,24 @@ func (s *orderSeller) countConflict(ctx context.Context, sku string) {
 	}
 }
 
-// reset resets the Redis stock, the buyers and the order table.
+// reset resets the Redis stock, the buyers and the order table, and moves
+// the SKU's round on in both stores: Redis's in the stock's transaction,
+// then the order table's. A sale whose units came from the old stock is
+// fenced out of the new round (its insert and its give-back write
+// nothing); one that took from the new stock before the order table's
+// round moved is refused there, and gives its units back. A reset that
+// fails between the two stores refuses every order until it is sent again.
 func (s *orderSeller) reset(ctx context.Context, sku string, stock int64, _ int) error {
-	if err := s.resetSKU(ctx, sku, stock, true); err != nil {
+	k := s.store.keys(sku)
+	var round *redis.IntCmd
+	err := s.resetSKU(ctx, sku, stock, true, func(p redis.Pipeliner) {
+		p.Del(ctx, k.buyers(), k.givenBack(), k.conflicts())
+		round = p.Incr(ctx, k.round())
+	})
+	if err != nil {
 		return err
 	}
-	k := s.store.keys(sku)
-	if err := s.store.rdb.Del(ctx, k.buyers(), k.givenBack(), k.conflicts()).Err(); err != nil {
-		return unavailable("reset buyers", err)
-	}
-	if err := s.orders.Reset(ctx, s.id, sku, stock); err != nil {
+	if err := s.orders.Reset(ctx, s.id, sku, stock, round.Val()); err != nil {
 		return ordersUnavailable("reset orders", err)
 	}
 	return nil
@@ -199,4 +362,9 @@ type OrderCounts struct {
 // store's error, names the store (mysql or sqlite).
 func ordersUnavailable(op string, err error) error {
 	return fmt.Errorf("inventory: %s: %w: %w", op, ErrOrdersUnavailable, err)
+}
+
+// ordersUnknown is ordersUnavailable for a sale that may have sold.
+func ordersUnknown(op string, err error) error {
+	return fmt.Errorf("inventory: %s: %w: %w: %w", op, ErrOrdersUnavailable, ErrOutcomeUnknown, err)
 }

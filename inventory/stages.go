@@ -11,6 +11,7 @@ import (
 	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/lock"
 	"github.com/lockstep/lockstep/orders"
+	"github.com/redis/go-redis/v9"
 )
 
 // releaseTimeout bounds the unlock after a sale; it runs on a context
@@ -255,8 +256,8 @@ func (s *seller) initialised(ctx context.Context, tag string, op func() (int64, 
 	return op()
 }
 
-func (s *seller) resetSKU(ctx context.Context, sku string, stock int64, dropLock bool) error {
-	if err := s.store.reset(ctx, sku, stock, dropLock); err != nil {
+func (s *seller) resetSKU(ctx context.Context, sku string, stock int64, dropLock bool, also ...func(redis.Pipeliner)) error {
+	if err := s.store.reset(ctx, sku, stock, dropLock, also...); err != nil {
 		return err
 	}
 	return s.holders.reset(ctx, sku)

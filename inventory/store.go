@@ -238,8 +238,9 @@ func (s *store) atomicDeduct(ctx context.Context, tag string, qty int64) (int64,
 
 // reset sets the stock and zeroes the sales in one transaction. With
 // dropLock it also deletes the lock: one the reset could not take, left by
-// a holder that crashed. A lock the reset holds is released by it.
-func (s *store) reset(ctx context.Context, tag string, stock int64, dropLock bool) error {
+// a holder that crashed. A lock the reset holds is released by it. also
+// queues a stage's own keys into the same transaction.
+func (s *store) reset(ctx context.Context, tag string, stock int64, dropLock bool, also ...func(redis.Pipeliner)) error {
 	k := s.keys(tag)
 	err := s.tx(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, k.initial(), stock, 0)
@@ -248,6 +249,9 @@ func (s *store) reset(ctx context.Context, tag string, stock int64, dropLock boo
 		p.Del(ctx, k.foreign(), k.fence()) // a lock server's tokens may start over
 		if dropLock {
 			p.Del(ctx, k.lock())
+		}
+		for _, queue := range also {
+			queue(p)
 		}
 		return nil
 	})

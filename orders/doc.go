@@ -30,28 +30,67 @@
 // every store. OpenMySQL and Payments migrate tables an older version
 // created (migrate in sql.go; docs/orders.md, "Upgrading").
 //
-// # Every write, when its reply is lost, when it runs twice, when it is late
+// # One order id per sale
 //
-// The order id is made by the caller (the shop) before the first attempt,
-// and is the primary key, so:
+// A sale's order id is fixed before its first write and named by every
+// write of that sale, so each write is idempotent by it and a write sent
+// again finishes the sale it belongs to instead of starting another. A
+// sale with an idempotency key derives it (KeyedID) from the stage, the
+// SKU and the key, so a request sent again with the key names the same
+// order; the next generation's id is used only once the previous one was
+// voided (which proves that request sold nothing). A sale without a key
+// draws one (NewID). The shop uses the keyed id where the first write
+// recognises its own id (one-per-user-lua's script, Buy); the rungs that
+// deduct first and learn the id's fate at the insert draw a fresh one.
 //
-//   - Insert, reply lost: the row may exist. Sending it again with the same
-//     id finds its own row and answers nil: one order, never two.
-//   - Insert run twice (a client library's retry): the second finds the
-//     first's row by id and answers nil.
-//   - Insert arriving late, after the shop gave up on it and called Void:
-//     Void wrote a void row under that id first, so the late insert hits the
-//     primary key and answers ErrVoided; nothing is ordered, and the shop
-//     gave the stock back when Void succeeded.
-//   - Void, reply lost or run twice: it finds its own void row and answers
-//     nil. Void arriving after the insert landed answers ErrOrdered: the
-//     order stands, and the stock must not be given back.
-//   - Buy (the optimistic stages: INSERT the order, then UPDATE the stock
-//     row only if the condition holds, in one transaction), reply of the
-//     COMMIT lost: sent again, its INSERT finds its own row by id, so it
-//     answers nil without running the UPDATE a second time; a Buy whose
-//     condition failed rolled its INSERT back, so a retry may sell.
-//   - Reset: a DELETE and an upsert, both the same when run twice. A sale's
-//     insert arriving after a reset lands as a row of the new round; the
-//     shop's reset waits for no sale, as the stock reset does not either.
+// # Every write, when it runs twice, runs late, or ran and lost its reply
+//
+// The same on MySQL/MariaDB and SQLite unless a cell says otherwise
+// (the order id is the primary key on both; InnoDB row locks and SQLite's
+// one writer serialize the writes of one id the same way).
+//
+//	call     | runs twice                        | runs late                                | ran, reply lost
+//	---------+-----------------------------------+------------------------------------------+----------------------------------------
+//	Insert   | finds its own row: nil, one order | after Void: ErrVoided, nothing written;  | the shop voids the id: ErrOrdered means
+//	         |                                   | after a Reset to a later round:          | it landed (a sale); nil means it never
+//	         |                                   | ErrStaleRound, nothing written           | will. A void that fails too: the sale
+//	         |                                   |                                          | answers outcome unknown, the shop's
+//	         |                                   |                                          | resolver voids it later
+//	Void     | finds its own void row: nil       | after the insert: ErrOrdered, the order  | sent again until it answers (nil or
+//	         |                                   | stands (the units are not given back)    | ErrOrdered); both are final
+//	Buy      | finds its own row: nil, no second | after Void: ErrVoided, rolled back. An   | sent again with the same id until it
+//	         | UPDATE (returns the stock row)    | attempt still on its way when another    | answers; the sale then voids the id
+//	         |                                   | answered: fenced by the void the sale    | before saying "nothing sold" (an
+//	         |                                   | writes before saying "nothing sold"      | attempt may still commit); no void:
+//	         |                                   |                                          | outcome unknown, resolver voids it
+//	Reset    | the same state; a reset of a      | a reset of an older round than the       | sent again (the admin retries): the
+//	         | round already there deletes the   | table's changes nothing                  | same state
+//	         | orders of the round again         |                                          |
+//	HasOrder | a read                            | a read                                   | a read: the sale fails, nothing taken
+//
+// On MySQL an INSERT held in the network is serialized with the void by
+// the id's primary key: whichever InnoDB sees first wins, and the other
+// learns it (ErrOrdered or ErrVoided). On SQLite every write is a
+// transaction of the one writer (_txlock=immediate), so the same holds.
+//
+// # Resets
+//
+// The order stages whose stock is in Redis (one-per-user-*, optimistic-
+// redis) write an order after taking its units, so a reset between the two
+// would either delete an order already answered or let an order of the old
+// stock land in the new round. Each reset therefore moves a round: in
+// Redis, in the same transaction as the stock (the deduction scripts
+// answer the round they took the units in, which the sale writes into
+// Order.Round), then here (lockstep_rounds). Insert lands only while the
+// table's round is the order's: the subquery's read of the round row is a
+// locking read on MySQL (INSERT ... SELECT), so Reset and Insert are
+// serialized there as on SQLite. A sale that took from the new stock
+// before the table's round moved is refused (ErrStaleRound) and gives its
+// units back; one whose units came from the old stock is refused too, and
+// its give-back, fenced by the same round in Redis, gives nothing (the
+// units belonged to the stock the reset replaced). Like the fenced stage's
+// reset, it fences rather than waits: no sale of one round lands in the
+// next, and no order a sale answered is deleted except by a later reset.
+// A reset that failed between the two stores refuses orders until it is
+// sent again; so does Redis losing its keys, until a reset.
 package orders

@@ -9,6 +9,9 @@ var (
 	// ErrVoided: the order's id was voided before its insert arrived; nothing
 	// was ordered.
 	ErrVoided = errors.New("orders: order id was voided")
+	// ErrStaleRound: the stage was reset after the sale took its units (the
+	// order's Round is not the table's): nothing was written.
+	ErrStaleRound = errors.New("orders: the stage was reset since the sale took its units")
 	// ErrOrdered: a Void found the order already inserted; it stands.
 	ErrOrdered = errors.New("orders: order already inserted")
 	// ErrConflict: Buy's stock row no longer held the stock the sale read

@@ -20,7 +20,7 @@ func TestOneBuyerIdentity(t *testing.T) {
 	ctx := context.Background()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
-			if err := s.Reset(ctx, "st", "sku-1", 10); err != nil {
+			if err := s.Reset(ctx, "st", "sku-1", 10, 0); err != nil {
 				t.Fatal(err)
 			}
 			for _, user := range []string{"alice ", "alice", "ann", "ANN", "张三"} {

@@ -3,8 +3,10 @@ package orders
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -44,6 +46,20 @@ func NewID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// KeyedID is the order id of the sale a client named with an idempotency
+// key: the same for every request with that key, so a request sent again
+// finds the sale the first one started. generation counts the sales of
+// that key that were voided (each proven to have sold nothing, so the key
+// may sell once more, under the next generation's id).
+func KeyedID(stage, sku, key string, generation int) string {
+	h := sha256.New()
+	for _, part := range []string{stage, sku, key, strconv.Itoa(generation)} {
+		h.Write([]byte(part))
+		h.Write([]byte{0}) // no part holds a NUL byte (validated), so the parts cannot run together
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
 // Order is one row of the order table.
 type Order struct {
 	ID      string    `json:"id"`
@@ -57,6 +73,11 @@ type Order struct {
 	// OnePerUser writes the buyer into the unique index (see doc.go); a
 	// stage without that backstop leaves it false.
 	OnePerUser bool `json:"-"`
+	// Round is the reset round of the stock the sale took its units from
+	// (the order stages whose stock is in Redis): Insert lands only while
+	// the stage's round in the order database is still this one (doc.go,
+	// "Resets"). 0 for the stages that never name a round.
+	Round int64 `json:"-"`
 }
 
 // Counts are what the report reads of a stage's orders of one SKU; void
@@ -64,13 +85,17 @@ type Order struct {
 type Counts struct {
 	Orders int64 `json:"orders"`
 	Units  int64 `json:"units"`
-	Buyers int64 `json:"buyers"`
+	// Buyers are the distinct named buyers; Anonymous the orders of sales
+	// that named none (the optimistic stages ignore the buyer), which
+	// belong to no buyer and so are never anyone's duplicate.
+	Buyers    int64 `json:"buyers"`
+	Anonymous int64 `json:"anonymous"`
 	// DuplicateBuyers are buyers with more than one order.
 	DuplicateBuyers int64 `json:"duplicate_buyers"`
 }
 
-// DuplicateOrders are the orders beyond each buyer's first.
-func (c Counts) DuplicateOrders() int64 { return c.Orders - c.Buyers }
+// DuplicateOrders are the orders beyond each named buyer's first.
+func (c Counts) DuplicateOrders() int64 { return c.Orders - c.Anonymous - c.Buyers }
 
 // Stock is a stock row of the optimistic MySQL stages.
 type Stock struct {
@@ -92,7 +117,8 @@ const (
 // method is safe to call again with the same arguments (doc.go).
 type Store interface {
 	// Insert writes o as a live order. ErrDuplicateBuyer when o keeps the
-	// unique index and its buyer has an order; ErrVoided when o.ID was voided.
+	// unique index and its buyer has an order; ErrVoided when o.ID was
+	// voided; ErrStaleRound when a reset moved the stage past o.Round.
 	Insert(ctx context.Context, o Order) error
 	// Void keeps a not yet inserted order id out for good. ErrOrdered when
 	// the order was inserted first.
@@ -103,8 +129,11 @@ type Store interface {
 	// List pages through the live orders of sku on stage by id, from the
 	// first id after after.
 	List(ctx context.Context, stage, sku, after string, limit int) ([]Order, error)
-	// Reset deletes the orders of sku on stage and sets its stock row.
-	Reset(ctx context.Context, stage, sku string, stock int64) error
+	// Reset deletes the orders of sku on stage and sets its stock row. A
+	// round above 0 is the stage's new reset round: from then on only the
+	// inserts of that round land (doc.go, "Resets"); a reset of an older
+	// round than the table's, arriving late, changes nothing.
+	Reset(ctx context.Context, stage, sku string, stock, round int64) error
 	// Initialise writes the stock row of a SKU that has none.
 	Initialise(ctx context.Context, stage, sku string, stock int64) error
 	// Stock reads the stock row; ErrNoStock when there is none.

@@ -75,7 +75,7 @@ func TestEveryWriteIsSafeToLoseRepeatOrDelay(t *testing.T) {
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			if err := s.Reset(ctx, "st", "sku-1", 10); err != nil {
+			if err := s.Reset(ctx, "st", "sku-1", 10, 0); err != nil {
 				t.Fatal(err)
 			}
 			o := order("alice", true)
@@ -115,7 +115,7 @@ func TestTheUniqueIndexStopsASecondOrderOnlyWhereTheStageKeepsIt(t *testing.T) {
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			if err := s.Reset(ctx, "st", "sku-1", 10); err != nil {
+			if err := s.Reset(ctx, "st", "sku-1", 10, 0); err != nil {
 				t.Fatal(err)
 			}
 			for _, o := range []orders.Order{order("carol", true), order("dave", false), order("dave", false)} {
@@ -146,11 +146,76 @@ func TestTheUniqueIndexStopsASecondOrderOnlyWhereTheStageKeepsIt(t *testing.T) {
 	}
 }
 
+// Sales that name no buyer (the optimistic stages ignore it) are orders of
+// nobody: never counted as a buyer, nor as anyone's duplicate.
+func TestAnonymousOrdersAreNoBuyersDuplicates(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			if err := s.Reset(ctx, "st", "sku-1", 10, 0); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range []orders.Order{order("", false), order("", false), order("", false), order("hana", false), order("hana", false)} {
+				if err := s.Insert(ctx, o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := counts(t, s)
+			if want := (orders.Counts{Orders: 5, Units: 5, Buyers: 1, Anonymous: 3, DuplicateBuyers: 1}); c != want || c.DuplicateOrders() != 1 {
+				t.Fatalf("counts %+v (%d duplicate orders), want %+v and 1 duplicate order (hana's second)", c, c.DuplicateOrders(), want)
+			}
+		})
+	}
+}
+
+// A reset moves the stage's round: an insert of the round before, arriving
+// after the reset (late, or sent again), writes nothing; a reset of an
+// older round arriving after a newer one deletes nothing of the newer.
+func TestAResetFencesTheInsertsOfTheRoundBefore(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			inRound := func(user string, round int64) orders.Order {
+				o := order(user, true)
+				o.Round = round
+				return o
+			}
+			if err := s.Insert(ctx, inRound("ivy", 0)); err != nil { // never reset: round 0
+				t.Fatalf("insert before any reset: %v", err)
+			}
+			if err := s.Reset(ctx, "st", "sku-1", 10, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Insert(ctx, inRound("jack", 0)); !errors.Is(err, orders.ErrStaleRound) {
+				t.Fatalf("late insert of round 0 after the reset to 1: %v, want ErrStaleRound", err)
+			}
+			if err := s.Insert(ctx, inRound("kim", 1)); err != nil {
+				t.Fatalf("insert of round 1: %v", err)
+			}
+			if err := s.Reset(ctx, "st", "sku-1", 10, 3); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Insert(ctx, inRound("lea", 3)); err != nil {
+				t.Fatalf("insert of round 3: %v", err)
+			}
+			if err := s.Reset(ctx, "st", "sku-1", 10, 2); err != nil { // round 2's reset, late
+				t.Fatal(err)
+			}
+			if err := s.Insert(ctx, inRound("max", 2)); !errors.Is(err, orders.ErrStaleRound) {
+				t.Fatalf("insert of round 2 after round 3: %v, want ErrStaleRound", err)
+			}
+			if c := counts(t, s); c.Orders != 1 || c.Buyers != 1 {
+				t.Fatalf("counts %+v, want lea's order of round 3 alone", c)
+			}
+		})
+	}
+}
+
 func TestBuyComparesAndSetsTheStockRow(t *testing.T) {
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			if err := s.Reset(ctx, "st", "sku-1", 2); err != nil {
+			if err := s.Reset(ctx, "st", "sku-1", 2, 0); err != nil {
 				t.Fatal(err)
 			}
 			// The version check: a sale that read 5 finds 2 and writes nothing.

@@ -13,12 +13,16 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// dialect is what differs between MySQL and SQLite: the DDL and how each
-// says "duplicate key".
+// dialect is what differs between MySQL and SQLite: the DDL, how each
+// says "duplicate key", and the table a SELECT without one names (MySQL
+// needs DUAL for a WHERE).
 type dialect struct {
 	name     string
 	schema   []string
 	payments []string
+	// noTable is what a SELECT without a table names (MySQL needs DUAL for
+	// a WHERE).
+	noTable string
 	// buyerColumns is, by table, the ALTER clauses (one statement each, in
 	// order) that make the buyer columns of a table an older version
 	// created compare bytes (MySQL only; see migrate).
@@ -58,7 +62,17 @@ var mysqlSchema = []string{
 	stock BIGINT NOT NULL,
 	PRIMARY KEY (stage, sku)
 ) ENGINE=InnoDB`,
+	roundsTable + ` ENGINE=InnoDB`,
 }
+
+// roundsTable keeps each stage's reset round (doc.go, "Resets"): a table
+// of its own, so that tables made before it need no migration.
+const roundsTable = `CREATE TABLE IF NOT EXISTS lockstep_rounds (
+	stage VARCHAR(64) NOT NULL,
+	sku VARCHAR(64) NOT NULL,
+	round_no BIGINT NOT NULL,
+	PRIMARY KEY (stage, sku)
+)`
 
 // sqliteSchema is mysqlSchema in SQLite's words.
 var sqliteSchema = []string{
@@ -82,6 +96,7 @@ var sqliteSchema = []string{
 	stock INTEGER NOT NULL,
 	PRIMARY KEY (stage, sku)
 )`,
+	roundsTable,
 }
 
 const mysqlDuplicateKey = 1062 // ER_DUP_ENTRY
@@ -103,7 +118,7 @@ var mysqlRowRefused = []uint16{
 }
 
 var (
-	mysqlDialect = dialect{name: "mysql", schema: mysqlSchema, payments: paymentsSchema(mysqlBuyer, " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"),
+	mysqlDialect = dialect{name: "mysql", schema: mysqlSchema, noTable: " FROM DUAL", payments: paymentsSchema(mysqlBuyer, " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"),
 		buyerColumns: map[string][]string{
 			"lockstep_orders": {"MODIFY user_id " + mysqlBuyer + " NOT NULL, MODIFY one_per_user " + mysqlBuyer + " NULL"},
 			// An older payment table was in the server's default charset
@@ -227,10 +242,21 @@ type execer interface {
 const insertOrder = `INSERT INTO lockstep_orders (id, stage, sku, user_id, qty, replica, created_at, status, one_per_user)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-// insert writes o with status; a duplicate key is told apart by reading
-// the row of o.ID: ours (a retry: nil, and again false), void
-// (ErrVoided), or none (the buyer's unique index: ErrDuplicateBuyer).
-func (s *SQLStore) insert(ctx context.Context, x execer, o Order, status string) (again bool, err error) {
+// insertInRound is insertOrder that writes nothing once the stage's round
+// is no longer the order's. On MySQL the subquery's read of the round row
+// is a locking read (INSERT ... SELECT), so a reset's round change waits
+// for the insert, or the insert for the reset, never both at once.
+func (s *SQLStore) insertInRound() string {
+	return `INSERT INTO lockstep_orders (id, stage, sku, user_id, qty, replica, created_at, status, one_per_user)
+SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?` + s.d.noTable + `
+WHERE NOT EXISTS (SELECT 1 FROM lockstep_rounds WHERE stage = ? AND sku = ? AND round_no <> ?)`
+}
+
+// insert writes o with status (in o.Round when inRound); a duplicate key
+// is told apart by reading the row of o.ID: ours (a retry: nil, and again
+// true), void (ErrVoided), or none (the buyer's unique index:
+// ErrDuplicateBuyer).
+func (s *SQLStore) insert(ctx context.Context, x execer, o Order, status string, inRound bool) (again bool, err error) {
 	if o.Created.IsZero() {
 		o.Created = time.Now()
 	}
@@ -238,8 +264,17 @@ func (s *SQLStore) insert(ctx context.Context, x execer, o Order, status string)
 	if o.OnePerUser {
 		onePerUser = sql.NullString{String: o.User, Valid: true}
 	}
-	_, err = x.ExecContext(ctx, insertOrder, o.ID, o.Stage, o.SKU, o.User, o.Qty, o.Replica, o.Created.UnixMicro(), status, onePerUser)
+	query, args := insertOrder, []any{o.ID, o.Stage, o.SKU, o.User, o.Qty, o.Replica, o.Created.UnixMicro(), status, onePerUser}
+	if inRound {
+		query, args = s.insertInRound(), append(args, o.Stage, o.SKU, o.Round)
+	}
+	res, err := x.ExecContext(ctx, query, args...)
 	if err == nil {
+		if n, err := res.RowsAffected(); err != nil {
+			return false, s.unavailable("insert order", err)
+		} else if n == 0 {
+			return false, fmt.Errorf("%w: order %s of round %d", ErrStaleRound, o.ID, o.Round)
+		}
 		return false, nil
 	}
 	if s.d.refused(err) {
@@ -264,13 +299,15 @@ func (s *SQLStore) insert(ctx context.Context, x execer, o Order, status string)
 }
 
 func (s *SQLStore) Insert(ctx context.Context, o Order) error {
-	_, err := s.insert(ctx, s.db, o, StatusLive)
+	_, err := s.insert(ctx, s.db, o, StatusLive, true)
 	return err
 }
 
+// Void writes its row whatever the round: a void only ever keeps an insert
+// out, and a reset deletes it with the round's orders.
 func (s *SQLStore) Void(ctx context.Context, o Order) error {
 	o.OnePerUser = false // a void row must not take the buyer's place
-	_, err := s.insert(ctx, s.db, o, StatusVoid)
+	_, err := s.insert(ctx, s.db, o, StatusVoid, false)
 	return err
 }
 
@@ -294,13 +331,14 @@ func (s *SQLStore) Counts(ctx context.Context, stage, sku string) (Counts, error
 // counts reads Counts on x: the database, or a read transaction's snapshot.
 func (s *SQLStore) counts(ctx context.Context, x execer, stage, sku string) (Counts, error) {
 	var c Counts
-	err := x.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(qty), 0), COUNT(DISTINCT user_id)
-FROM lockstep_orders WHERE stage = ? AND sku = ? AND status = 'live'`, stage, sku).Scan(&c.Orders, &c.Units, &c.Buyers)
+	err := x.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(qty), 0), COUNT(DISTINCT NULLIF(user_id, '')),
+COALESCE(SUM(CASE WHEN user_id = '' THEN 1 ELSE 0 END), 0)
+FROM lockstep_orders WHERE stage = ? AND sku = ? AND status = 'live'`, stage, sku).Scan(&c.Orders, &c.Units, &c.Buyers, &c.Anonymous)
 	if err != nil {
 		return Counts{}, s.unavailable("count orders", err)
 	}
 	err = x.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT user_id FROM lockstep_orders
-WHERE stage = ? AND sku = ? AND status = 'live' GROUP BY user_id HAVING COUNT(*) > 1) AS d`, stage, sku).Scan(&c.DuplicateBuyers)
+WHERE stage = ? AND sku = ? AND status = 'live' AND user_id <> '' GROUP BY user_id HAVING COUNT(*) > 1) AS d`, stage, sku).Scan(&c.DuplicateBuyers)
 	if err != nil {
 		return Counts{}, s.unavailable("count duplicate buyers", err)
 	}
@@ -330,12 +368,18 @@ WHERE stage = ? AND sku = ? AND status = 'live' AND id > ? ORDER BY id LIMIT ?`,
 	return out, nil
 }
 
-func (s *SQLStore) Reset(ctx context.Context, stage, sku string, stock int64) error {
+func (s *SQLStore) Reset(ctx context.Context, stage, sku string, stock, round int64) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.unavailable("begin reset", err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	if round > 0 {
+		newer, err := s.moveRound(ctx, tx, stage, sku, round)
+		if err != nil || newer {
+			return err // newer: a later reset already ran here, and its orders stay
+		}
+	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM lockstep_orders WHERE stage = ? AND sku = ?", stage, sku); err != nil {
 		return s.unavailable("delete orders", err)
 	}
@@ -349,6 +393,29 @@ func (s *SQLStore) Reset(ctx context.Context, stage, sku string, stock int64) er
 		return s.unavailable("commit reset", err)
 	}
 	return nil
+}
+
+// moveRound sets the stage's round to round, unless a later reset's round
+// is there already (newer true, nothing written). On MySQL the round row is
+// read FOR UPDATE, so the inserts of the old round wait for the reset.
+func (s *SQLStore) moveRound(ctx context.Context, tx *sql.Tx, stage, sku string, round int64) (newer bool, err error) {
+	lock := ""
+	if s.d.name == "mysql" {
+		lock = " FOR UPDATE"
+	}
+	var current int64
+	err = tx.QueryRowContext(ctx, "SELECT round_no FROM lockstep_rounds WHERE stage = ? AND sku = ?"+lock, stage, sku).Scan(&current)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return false, s.unavailable("read round", err)
+	case current > round:
+		return true, nil
+	}
+	if _, err := tx.ExecContext(ctx, "REPLACE INTO lockstep_rounds (stage, sku, round_no) VALUES (?, ?, ?)", stage, sku, round); err != nil {
+		return false, s.unavailable("write round", err)
+	}
+	return false, nil
 }
 
 // Initialise leaves a row that exists as it is (several replicas may
@@ -385,7 +452,7 @@ func (s *SQLStore) Buy(ctx context.Context, o Order, cond Condition, read int64)
 		return 0, s.unavailable("begin buy", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	again, err := s.insert(ctx, tx, o, StatusLive)
+	again, err := s.insert(ctx, tx, o, StatusLive, false) // the stock row, in this transaction, is the fence
 	if err != nil {
 		return 0, err
 	}
