@@ -7,23 +7,38 @@ import (
 	"time"
 )
 
-// The attempts at resolving an outcome, each bounded by releaseTimeout,
-// are spaced from resolveRetry, doubling up to resolveRetryMax: a server
-// that answers slowly because it is overloaded gets a few requests per
-// unknown outcome, not one every resolveRetry.
+// The sweeps of a server's unknown outcomes, each bounded by
+// releaseTimeout, are spaced from resolveRetry, doubling up to
+// resolveRetryMax while the server does not answer: a server that is down
+// or overloaded gets one sweep a second from this process, however many
+// outcomes wait.
 const (
 	resolveRetry    = 100 * time.Millisecond
 	resolveRetryMax = time.Second
 )
 
+// maxPending bounds the unknown outcomes one server's queue holds: past
+// it, the newest is not resolved (logged), and what it left stays as a
+// crashed holder's would (a row until a reset, a lease until its TTL).
+const maxPending = 10000
+
+// sweepFunc removes, in as few requests as it can, whatever the calls
+// named by keys may have left on one server (a row by its owner, a lease
+// by its id). It may run again for the same keys, late or twice: each
+// removal names its own owner's leftovers only. An error means the server
+// did not answer for all of them: the sweep runs again later.
+type sweepFunc func(ctx context.Context, keys []string) error
+
 // resolver resolves, in the background, the acquires and releases of the
 // lock-server stages whose outcome is unknown — a reply lost, a deadline
-// reached while the request was on its way — so that no row, key, lease or
-// node is left for nobody to remove: each attempt removes the owner's own
-// (a row or key by its owner, a lease by its id, a node by its name), and
-// is retried until it is gone. Close stops the retries: the process ends,
-// and with it the server's leases and sessions (the mysql stage's row
-// stays, the seed's flaw).
+// reached after the request was sent (internal/outcome: a call never sent
+// is not resolved) — so that no row, key, lease or node is left for nobody
+// to remove. Each server has one queue (resolutions) and at most one
+// goroutine sweeping it, however many outcomes wait: an outage under load
+// costs one sweep a second, not one goroutine and one request per failed
+// sale. Close stops the sweeps: the process ends, and with it the
+// server's leases and sessions (the mysql stage's rows stay, the seed's
+// flaw).
 type resolver struct {
 	log  *slog.Logger
 	stop context.Context
@@ -37,37 +52,98 @@ func newResolver(log *slog.Logger) *resolver {
 	return r
 }
 
-// resolve runs attempt until it reports done, each attempt bounded by
-// releaseTimeout, until the resolver is closed.
-func (r *resolver) resolve(what string, attempt func(ctx context.Context) (done bool, err error)) {
-	if r.stop.Err() != nil {
-		return // closed: the process is ending
-	}
-	r.runs.Go(func() {
-		wait := resolveRetry
-		for tries := 1; ; tries++ {
-			ctx, cancel := context.WithTimeout(r.stop, releaseTimeout)
-			done, err := attempt(ctx)
-			cancel()
-			if done {
-				r.log.Debug("resolved an unknown lock outcome", "what", what, "tries", tries)
-				return
-			}
-			if tries == 1 || tries%50 == 0 {
-				r.log.Warn("resolve an unknown lock outcome: retrying", "what", what, "tries", tries, "err", err)
-			}
-			select {
-			case <-time.After(wait):
-			case <-r.stop.Done():
-				return
-			}
-			wait = min(2*wait, resolveRetryMax)
-		}
-	})
+// queue is the queue of unknown outcomes of one server, named what.
+func (r *resolver) queue(what string, sweep sweepFunc) *resolutions {
+	return &resolutions{r: r, what: what, sweep: sweep, pending: make(map[string]time.Time)}
 }
 
-// close stops the retries and waits for them.
+// close stops the sweeps and waits for them.
 func (r *resolver) close() {
 	r.halt()
 	r.runs.Wait()
+}
+
+// resolutions is one server's unknown outcomes and the one goroutine, while
+// there are any, that sweeps them.
+type resolutions struct {
+	r     *resolver
+	what  string
+	sweep sweepFunc
+
+	mu       sync.Mutex
+	pending  map[string]time.Time // key → until when what it names may still appear
+	sweeping bool
+	dropped  int
+}
+
+// add queues key, whose leftovers may still appear until until (a request
+// that may arrive late); a zero until: one sweep that succeeds resolves it.
+func (q *resolutions) add(key string, until time.Time) {
+	if q.r.stop.Err() != nil {
+		return // closed: the process is ending
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, queued := q.pending[key]; !queued && len(q.pending) >= maxPending {
+		q.dropped++
+		if q.dropped == 1 || q.dropped%1000 == 0 {
+			q.r.log.Error("resolve unknown lock outcomes: queue full, not resolved", "what", q.what, "key", key, "dropped", q.dropped)
+		}
+		return
+	}
+	q.pending[key] = until
+	if !q.sweeping {
+		q.sweeping = true
+		q.r.runs.Go(q.run)
+	}
+}
+
+// len is how many outcomes wait.
+func (q *resolutions) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending)
+}
+
+// run sweeps until the queue is empty or the resolver is closed.
+func (q *resolutions) run() {
+	wait := resolveRetry
+	for tries := 1; ; tries++ {
+		select {
+		case <-time.After(wait):
+		case <-q.r.stop.Done():
+			return
+		}
+		q.mu.Lock()
+		keys := make([]string, 0, len(q.pending))
+		for k := range q.pending {
+			keys = append(keys, k)
+		}
+		q.mu.Unlock()
+		started := time.Now()
+		ctx, cancel := context.WithTimeout(q.r.stop, releaseTimeout)
+		err := q.sweep(ctx, keys)
+		cancel()
+		if err != nil {
+			if tries == 1 || tries%50 == 0 {
+				q.r.log.Warn("resolve unknown lock outcomes: retrying", "what", q.what, "pending", len(keys), "tries", tries, "err", err)
+			}
+			wait = min(2*wait, resolveRetryMax)
+			continue
+		}
+		wait = resolveRetry
+		q.mu.Lock()
+		for _, k := range keys {
+			if started.After(q.pending[k]) { // swept after it could still appear
+				delete(q.pending, k)
+			}
+		}
+		if len(q.pending) == 0 {
+			q.sweeping = false
+			q.mu.Unlock()
+			q.r.log.Debug("resolved unknown lock outcomes", "what", q.what, "keys", len(keys), "tries", tries)
+			return
+		}
+		q.mu.Unlock()
+	}
 }
