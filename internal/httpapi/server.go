@@ -58,6 +58,14 @@ const (
 	// CodeOutcomeUnknown: an Idempotency-Key whose first request may have
 	// sold, but never recorded its answer; the key never sells again.
 	CodeOutcomeUnknown = "outcome_unknown"
+	// CodeMayHaveSold: this request's stock write (or its order) was sent
+	// and its reply lost: it may have sold. Every other error code of a
+	// deduct but CodeOutcomeUnknown and CodeKeyInProgress means nothing
+	// was sold (docs/exactly-once.md).
+	CodeMayHaveSold = "may_have_sold"
+	// CodeKeyInProgress: the Idempotency-Key's first request is still
+	// running (it may be selling); retry with the same key.
+	CodeKeyInProgress = "key_in_progress"
 )
 
 // Limits of a request: the admin bodies are a few fields, the headers a
@@ -207,6 +215,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusConflict, CodeAlreadyBought
 	case errors.Is(err, inventory.ErrLockBusy):
 		return http.StatusLocked, CodeLockBusy
+	case errors.Is(err, inventory.ErrOutcomeUnknown): // whichever server lost the reply
+		return http.StatusServiceUnavailable, CodeMayHaveSold
 	case errors.Is(err, inventory.ErrMySQLUnavailable):
 		return http.StatusServiceUnavailable, CodeMySQLUnavailable
 	case errors.Is(err, inventory.ErrEtcdUnavailable):
@@ -306,7 +316,7 @@ func (s *Server) deduct(c *gin.Context) {
 		s.fail(c, http.StatusBadRequest, CodeBadRequest, err.Error())
 		return
 	case errors.Is(err, errPending):
-		s.fail(c, http.StatusLocked, CodeLockBusy, err.Error())
+		s.fail(c, http.StatusLocked, CodeKeyInProgress, err.Error())
 		return
 	case errors.Is(err, errOutcomeUnknown):
 		s.fail(c, http.StatusConflict, CodeOutcomeUnknown, err.Error())
