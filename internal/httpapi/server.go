@@ -98,6 +98,11 @@ type Config struct {
 
 const defaultRequestTimeout = 10 * time.Second
 
+// minPendingTTL is the shortest lease of an Idempotency-Key's pending
+// marker: a quarter of it apart, its owner's renewals survive a loaded
+// machine's pauses.
+const minPendingTTL = time.Second
+
 // Server is one shop replica's HTTP handler.
 type Server struct {
 	cfg       Config
@@ -129,9 +134,11 @@ func New(cfg Config) *Server {
 		cfg: cfg, inv: cfg.Inventory, metrics: cfg.Metrics, log: cfg.Logger,
 		idem: &idempotency{
 			rdb: cfg.Redis, log: cfg.Logger, ttl: cfg.IdempotencyTTL,
-			// The marker outlives the longest run, so it only expires when
-			// its replica died mid-request.
-			pendingTTL: cfg.RequestTimeout + 5*time.Second,
+			// The marker is a lease its owner renews while it runs: it
+			// lapses (or, after the write, reads as outcome unknown) only
+			// when its replica stopped.
+			pendingTTL: max(cfg.RequestTimeout, minPendingTTL),
+			releases:   newReleaser(cfg.Redis, cfg.Logger),
 		},
 		deducts:     make(map[string]*metrics.Deducts),
 		sampler:     newSampler(cfg.Tracer),
@@ -179,6 +186,10 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Drain makes readiness fail, so a load balancer stops sending requests
 // while the server shuts down.
 func (s *Server) Drain() { s.draining.Store(true) }
+
+// Close stops the background release of keys that sold nothing (those
+// still waiting keep their markers).
+func (s *Server) Close() { s.idem.releases.close() }
 
 func (s *Server) replicaHeader(c *gin.Context) {
 	c.Header("X-Replica", s.cfg.Replica)
