@@ -44,13 +44,13 @@ const (
 //   - INSERT, reply lost (or the sale's deadline reached, when
 //     go-sql-driver closes the connection and MariaDB completes the INSERT
 //     anyway): the guard answers unavailable and deletes the owner's row in
-//     the background (forget). One never sent (a refused dial, no usable
+//     the background (deleteOwners). One never sent (a refused dial, no usable
 //     connection: internal/outcome) inserted nothing, and is not resolved:
 //     an outage costs no background work.
 //   - INSERT run twice: the driver retries only a request it could not
 //     send (driver.ErrBadConn), so never; a second INSERT of one owner
 //     would get a duplicate key, and the first is forgotten as above.
-//   - INSERT arriving late, after the connection closed: forget looks for
+//   - INSERT arriving late, after the connection closed: the sweep looks for
 //     the row for lateInsert after the failure; one arriving later still
 //     (a partition that held the packet longer) stays like a crashed
 //     holder's row, until a reset.
