@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -142,10 +143,10 @@ func etcdUnavailable(op string, err error) error {
 // Lock's cleanup and the keep-alives run on, ends when the pool closes, and
 // its KV bounds every request without a deadline by the release bound.
 type etcdSessions struct {
-	client   *clientv3.Client
-	scoped   *clientv3.Client
-	halt     context.CancelFunc // ends scoped's context
-	resolver *resolver
+	client *clientv3.Client
+	scoped *clientv3.Client
+	halt   context.CancelFunc // ends scoped's context
+	leases *resolutions       // the leases to revoke in the background
 
 	mu     sync.Mutex
 	closed bool
@@ -157,10 +158,12 @@ func newEtcdSessions(client *clientv3.Client, r *resolver) *etcdSessions {
 	stop, halt := context.WithCancel(context.Background())
 	scoped := clientv3.NewCtxClient(stop)
 	scoped.KV, scoped.Lease, scoped.Watcher = boundedKV{client.KV}, client.Lease, client.Watcher
-	return &etcdSessions{
-		client: client, scoped: scoped, halt: halt, resolver: r,
+	p := &etcdSessions{
+		client: client, scoped: scoped, halt: halt,
 		idle: make(map[time.Duration][]*concurrency.Session), all: make(map[*concurrency.Session]struct{}),
 	}
+	p.leases = r.queue("etcd leases", p.revokeLeases)
+	return p
 }
 
 // get is an idle session of the given lease TTL, or a new one whose lease
@@ -227,10 +230,22 @@ func (p *etcdSessions) revoke(s *concurrency.Session) {
 }
 
 func (p *etcdSessions) revokeLease(id clientv3.LeaseID) {
-	p.resolver.resolve(fmt.Sprintf("etcd lease %x", id), func(ctx context.Context) (bool, error) {
-		_, err := p.client.Revoke(ctx, id)
-		return err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound), err
-	})
+	p.leases.add(strconv.FormatInt(int64(id), 10), time.Time{})
+}
+
+// revokeLeases revokes each lease of ids, the resolver's sweep: a lease
+// already gone (revoked twice, or expired) is revoked.
+func (p *etcdSessions) revokeLeases(ctx context.Context, ids []string) error {
+	for _, id := range ids {
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil {
+			return fmt.Errorf("inventory: lease id %q: %w", id, err)
+		}
+		if _, err := p.client.Revoke(ctx, clientv3.LeaseID(n)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 // close revokes every session's lease (their keys go with them), all at

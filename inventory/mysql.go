@@ -7,10 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lockstep/lockstep/internal/outcome"
 	"github.com/lockstep/lockstep/lock"
 )
 
@@ -41,20 +44,25 @@ const (
 //   - INSERT, reply lost (or the sale's deadline reached, when
 //     go-sql-driver closes the connection and MariaDB completes the INSERT
 //     anyway): the guard answers unavailable and deletes the owner's row in
-//     the background (forget).
+//     the background (deleteOwners). One never sent (a refused dial, no usable
+//     connection: internal/outcome) inserted nothing, and is not resolved:
+//     an outage costs no background work.
 //   - INSERT run twice: the driver retries only a request it could not
 //     send (driver.ErrBadConn), so never; a second INSERT of one owner
 //     would get a duplicate key, and the first is forgotten as above.
-//   - INSERT arriving late, after the connection closed: forget looks for
+//   - INSERT arriving late, after the connection closed: the sweep looks for
 //     the row for lateInsert after the failure; one arriving later still
 //     (a partition that held the packet longer) stays like a crashed
 //     holder's row, until a reset.
 //   - DELETE, reply lost or failed: deleted again in the background until
 //     a DELETE has run (it is conditional on the owner, so it never
 //     removes another's row, twice or late).
+//
+// The background deletions of all owners are one queue, swept by one
+// goroutine with one DELETE per 500 owners (resolver).
 type mysqlGuard struct {
-	db       *sql.DB
-	resolver *resolver
+	db   *sql.DB
+	rows *resolutions
 }
 
 // lateInsert is how long after an INSERT without an answer its row is
@@ -66,7 +74,9 @@ func newMySQLGuard(ctx context.Context, db *sql.DB, r *resolver) (mysqlGuard, er
 	if _, err := db.ExecContext(ctx, mysqlLocksTable); err != nil {
 		return mysqlGuard{}, fmt.Errorf("inventory: create the MySQL lock table: %w", err)
 	}
-	return mysqlGuard{db: db, resolver: r}, nil
+	g := mysqlGuard{db: db}
+	g.rows = r.queue("mysql lock rows", g.deleteOwners)
+	return g, nil
 }
 
 func (g mysqlGuard) acquire(ctx context.Context, key string, _ Faults) (context.Context, func(context.Context) error, error) {
@@ -79,13 +89,15 @@ func (g mysqlGuard) acquire(ctx context.Context, key string, _ Faults) (context.
 	case errors.As(err, &answered): // MySQL refused it: nothing inserted
 		return nil, nil, mysqlUnavailable("insert lock row", err)
 	case err != nil:
-		g.forget(key, owner, time.Now().Add(lateInsert))
+		if outcome.MayHaveRunErr(err) {
+			g.rows.add(owner, time.Now().Add(lateInsert))
+		}
 		return nil, nil, mysqlUnavailable("insert lock row", err)
 	}
 	release := func(ctx context.Context) error {
 		res, err := g.db.ExecContext(ctx, "DELETE FROM lockstep_locks WHERE name = ? AND owner = ?", key, owner)
 		if err != nil {
-			g.forget(key, owner, time.Time{})
+			g.rows.add(owner, time.Time{}) // the row stays unless this DELETE ran
 			return mysqlUnavailable("delete lock row", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
@@ -97,18 +109,25 @@ func (g mysqlGuard) acquire(ctx context.Context, key string, _ Faults) (context.
 	return ctx, release, nil
 }
 
-// forget deletes owner's row of key in the background: until a DELETE
-// removed it, or, when it may not exist yet, found none once until is
-// past (some nine DELETEs over lateInsert, the retries backing off).
-func (g mysqlGuard) forget(key, owner string, until time.Time) {
-	g.resolver.resolve("mysql lock row "+key, func(ctx context.Context) (bool, error) {
-		res, err := g.db.ExecContext(ctx, "DELETE FROM lockstep_locks WHERE name = ? AND owner = ?", key, owner)
-		if err != nil {
-			return false, err
+// ownersPerDelete bounds the owners one background DELETE names.
+const ownersPerDelete = 500
+
+// deleteOwners deletes the rows of owners (each owner is one acquire's,
+// random: it names one row at most, never another's), the resolver's
+// sweep: owners whose INSERT may still arrive are swept again until
+// lateInsert after it (some nine sweeps, the retries backing off).
+func (g mysqlGuard) deleteOwners(ctx context.Context, owners []string) error {
+	for chunk := range slices.Chunk(owners, ownersPerDelete) {
+		args := make([]any, len(chunk))
+		for i, o := range chunk {
+			args[i] = o
 		}
-		n, _ := res.RowsAffected()
-		return n > 0 || time.Now().After(until), nil
-	})
+		query := "DELETE FROM lockstep_locks WHERE owner IN (?" + strings.Repeat(", ?", len(chunk)-1) + ")"
+		if _, err := g.db.ExecContext(ctx, query, args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // drop deletes the lock row of key, as a reset (or a DBA) would.

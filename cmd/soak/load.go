@@ -8,13 +8,10 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
-
-	"github.com/lockstep/lockstep/inventory"
 )
 
 // keySource hands out Idempotency-Keys: a new one per request, except that
@@ -72,9 +69,9 @@ type counts struct {
 	// have sold, and keeps its key's marker pending until its TTL.
 	Unknown int `json:"outcome_unknown"`
 	// Unsettled are the retries of a key whose first request never
-	// settled (one of Unknown), answered so: 423 "still in progress" at
-	// the retry's deadline, then 409 outcome_unknown once the marker is
-	// older than any request.
+	// settled (one of Unknown), answered so: 423 key_in_progress at the
+	// retry's deadline, then 409 outcome_unknown once the marker is older
+	// than any request.
 	Unsettled int `json:"unsettled_retries"`
 }
 
@@ -84,9 +81,8 @@ func (c counts) unanswered() int { return c.Requests - c.Sales - c.Replays }
 // The shop's answers the soak tells apart (docs/exactly-once.md).
 const (
 	codeOutcomeUnknown = "outcome_unknown"
-	// keyPending is the message of a 423 to a retry whose key's first
-	// request is still in progress.
-	keyPending = "Idempotency-Key is still in progress"
+	codeKeyInProgress  = "key_in_progress"
+	codeMayHaveSold    = "may_have_sold"
 )
 
 func (c *counts) add(r *vegeta.Result) {
@@ -101,7 +97,7 @@ func (c *counts) add(r *vegeta.Result) {
 	case r.Code == http.StatusOK:
 		c.Sales++
 	case r.Code == http.StatusConflict && body.Error == codeOutcomeUnknown,
-		r.Code == http.StatusLocked && strings.Contains(body.Message, keyPending):
+		r.Code == http.StatusLocked && body.Error == codeKeyInProgress:
 		c.Unsettled++
 	case r.Code == http.StatusConflict:
 		c.SoldOut++
@@ -109,7 +105,7 @@ func (c *counts) add(r *vegeta.Result) {
 		c.Busy++
 	default:
 		c.Errors++
-		if strings.Contains(body.Message, inventory.ErrOutcomeUnknown.Error()) {
+		if body.Error == codeMayHaveSold {
 			c.Unknown++
 		}
 	}

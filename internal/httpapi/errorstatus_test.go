@@ -30,3 +30,19 @@ func TestUnavailableNamesTheServer(t *testing.T) {
 		}
 	}
 }
+
+// TestMayHaveSoldIsItsOwnCode: an error after which the sale may have
+// happened has a code of its own, whichever server lost the reply, so a
+// client tells "nothing sold, retry" from "may have sold" without reading
+// the message (issue 34).
+func TestMayHaveSoldIsItsOwnCode(t *testing.T) {
+	for _, server := range []error{inventory.ErrUnavailable, inventory.ErrMySQLUnavailable, inventory.ErrOrdersUnavailable} {
+		err := fmt.Errorf("inventory: commit sale: %w: %w: i/o timeout", server, inventory.ErrOutcomeUnknown)
+		if status, code := errorStatus(err); status != http.StatusServiceUnavailable || code != CodeMayHaveSold {
+			t.Errorf("%v: got %d %s, want 503 %s", err, status, code, CodeMayHaveSold)
+		}
+		if _, code := errorStatus(fmt.Errorf("inventory: commit sale: %w: i/o timeout", server)); code == CodeMayHaveSold {
+			t.Errorf("%v without ErrOutcomeUnknown answered %s", server, code)
+		}
+	}
+}

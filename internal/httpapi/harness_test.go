@@ -96,8 +96,8 @@ var documentedCodes = map[int][]string{
 	http.StatusConflict:              {"sold_out", "outcome_unknown", "already_bought", "order_cancelled"},
 	http.StatusRequestEntityTooLarge: {"payload_too_large"},
 	http.StatusUnsupportedMediaType:  {"unsupported_media_type"},
-	http.StatusLocked:                {"lock_busy"},
-	http.StatusServiceUnavailable:    {"redis_unavailable", "mysql_unavailable", "etcd_unavailable", "zookeeper_unavailable", "orders_unavailable", "stage_unavailable", "not_ready"},
+	http.StatusLocked:                {"lock_busy", "key_in_progress"},
+	http.StatusServiceUnavailable:    {"redis_unavailable", "mysql_unavailable", "etcd_unavailable", "zookeeper_unavailable", "orders_unavailable", "stage_unavailable", "not_ready", "may_have_sold"},
 }
 
 // checkShape asserts what every answer has: X-Replica, a JSON object body,

@@ -39,6 +39,7 @@ var (
 	commitClaimScript    = loadScript("idempotency_commit.lua")
 	storeAnswerScript    = loadScript("idempotency_store.lua")
 	releasePendingScript = loadScript("idempotency_release.lua")
+	beatScript           = loadScript("idempotency_beat.lua")
 )
 
 const (
@@ -85,21 +86,25 @@ type answer struct {
 
 // idempotency makes a deduct with an Idempotency-Key sell at most once per
 // stage and key across all replicas. The first request claims the key with
-// a pending marker that expires after the longest a request can run; right
-// before its stock write the sale makes the marker last as long as an
-// answer (a claim it no longer holds stops the sale). Then it settles the
-// key: the answer of a sale replaces the marker, and a request that
-// provably sold nothing deletes it, so the buyer may retry with the same
-// key. A request that finds the marker polls until there is an answer or
-// the key is free again. A marker still there after any request could have
-// finished belongs to a request that reached its write and whose outcome
-// was lost (its replica died, its answer could not be stored): the key
-// answers errOutcomeUnknown for its lifetime rather than risk a second sale.
+// a pending marker, a lease of pendingTTL that its owner renews (beat)
+// while it runs and settles, however long that takes: no fixed guess of a
+// request's longest run. Right before its stock write the sale makes the
+// marker last as long as an answer (a claim it no longer holds stops the
+// sale): from then on the write may have run. Then it settles the key:
+// the answer of a sale replaces the marker, and a request that provably
+// sold nothing deletes it, so the buyer may retry with the same key (when
+// Redis refuses that, the deletion is retried in the background until it
+// is done: releaser). A request that finds the marker polls until there
+// is an answer or the key is free again. A marker not renewed for a lease
+// belongs to a request that reached its write and whose outcome was lost
+// (its replica died, its answer could not be stored): the key answers
+// errOutcomeUnknown for its lifetime rather than risk a second sale.
 type idempotency struct {
 	rdb        redis.UniversalClient
 	log        *slog.Logger
 	ttl        time.Duration
 	pendingTTL time.Duration
+	releases   *releaser
 }
 
 func validIdempotencyKey(k string) bool {
@@ -137,7 +142,7 @@ func (idem *idempotency) do(ctx context.Context, stage, key, request string, run
 		}
 		switch res[0] {
 		case "claimed":
-			return idem.run(ctx, rkey, res[1], request, run), false, nil
+			return idem.run(ctx, rkey, "pending:"+id+":", request, run), false, nil
 		case "answer":
 			if err := json.Unmarshal([]byte(res[1]), &a); err != nil {
 				return answer{}, false, fmt.Errorf("idempotency: stored answer: %w", err)
@@ -190,8 +195,11 @@ const (
 	settleBackoff  = 50 * time.Millisecond
 )
 
-// run executes the request under our marker and settles the key.
+// run executes the request under our marker (the beginning of its value,
+// 'pending:<id>:') and settles the key, renewing the marker until then.
 func (idem *idempotency) run(ctx context.Context, rkey, marker, request string, run func(context.Context) answer) answer {
+	stopBeat := idem.beat(ctx, rkey, marker)
+	defer stopBeat()
 	// A marker kept after the write outlives both the answer it may become
 	// and any request that could find it pending.
 	durable := max(idem.ttl, 2*idem.pendingTTL).Milliseconds()
@@ -233,11 +241,47 @@ func (idem *idempotency) run(ctx context.Context, rkey, marker, request string, 
 			break
 		}
 	}
+	if a.settle == release {
+		// Nothing sold: the marker, durable since before the write, must
+		// not refuse the key for a day. Deleted once Redis answers.
+		idem.releases.add(rkey, marker)
+		idem.log.Warn("idempotency: free a key that sold nothing (retried in the background)", "status", a.Status, "err", err)
+		return a
+	}
 	// The marker stays: a retry is told the outcome is unknown (a sale that
-	// could not be recorded) or must wait out the marker (one that sold
-	// nothing), never sold again.
+	// could not be recorded), never sold again.
 	idem.log.Error("idempotency: settle key", "status", a.Status, "err", err)
 	return a
+}
+
+// beat renews our marker every quarter lease until the returned stop is
+// called (which waits for it): a request that finds the marker knows its
+// owner still runs, however long its stage takes after the write (lock
+// releases, undo, settle), and a marker whose owner stopped is a lease
+// old. A beat that fails leaves the marker to the next one.
+func (idem *idempotency) beat(ctx context.Context, rkey, marker string) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	every := idem.pendingTTL / 4
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			beatCtx, cancelBeat := context.WithTimeout(ctx, every)
+			ours, err := beatScript.Run(beatCtx, idem.rdb, []string{rkey}, marker, idem.pendingTTL.Milliseconds()).Int()
+			cancelBeat()
+			if err == nil && ours == 0 {
+				return // settled, or no longer ours
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // sleepFor waits d or until ctx is done.

@@ -176,10 +176,12 @@ func startKeyedShop(t *testing.T, hook redis.Hook, requestTimeout time.Duration,
 		}
 	}
 	keys.AddHook(hook)
-	h := httpapi.New(httpapi.Config{
+	server := httpapi.New(httpapi.Config{
 		Inventory: inv, Redis: keys, Metrics: metrics.New(inv, log), Logger: log, Replica: "r0",
 		AdminToken: testToken, RequestTimeout: requestTimeout,
-	}).Handler()
+	})
+	t.Cleanup(server.Close)
+	h := server.Handler()
 	if err := inv.Reset(context.Background(), "atomic", "sku-1", 10, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -58,6 +58,14 @@ const (
 	// CodeOutcomeUnknown: an Idempotency-Key whose first request may have
 	// sold, but never recorded its answer; the key never sells again.
 	CodeOutcomeUnknown = "outcome_unknown"
+	// CodeMayHaveSold: this request's stock write (or its order) was sent
+	// and its reply lost: it may have sold. Every other error code of a
+	// deduct but CodeOutcomeUnknown and CodeKeyInProgress means nothing
+	// was sold (docs/exactly-once.md).
+	CodeMayHaveSold = "may_have_sold"
+	// CodeKeyInProgress: the Idempotency-Key's first request is still
+	// running (it may be selling); retry with the same key.
+	CodeKeyInProgress = "key_in_progress"
 )
 
 // Limits of a request: the admin bodies are a few fields, the headers a
@@ -90,6 +98,11 @@ type Config struct {
 
 const defaultRequestTimeout = 10 * time.Second
 
+// minPendingTTL is the shortest lease of an Idempotency-Key's pending
+// marker: a quarter of it apart, its owner's renewals survive a loaded
+// machine's pauses.
+const minPendingTTL = time.Second
+
 // Server is one shop replica's HTTP handler.
 type Server struct {
 	cfg       Config
@@ -121,9 +134,11 @@ func New(cfg Config) *Server {
 		cfg: cfg, inv: cfg.Inventory, metrics: cfg.Metrics, log: cfg.Logger,
 		idem: &idempotency{
 			rdb: cfg.Redis, log: cfg.Logger, ttl: cfg.IdempotencyTTL,
-			// The marker outlives the longest run, so it only expires when
-			// its replica died mid-request.
-			pendingTTL: cfg.RequestTimeout + 5*time.Second,
+			// The marker is a lease its owner renews while it runs: it
+			// lapses (or, after the write, reads as outcome unknown) only
+			// when its replica stopped.
+			pendingTTL: max(cfg.RequestTimeout, minPendingTTL),
+			releases:   newReleaser(cfg.Redis, cfg.Logger),
 		},
 		deducts:     make(map[string]*metrics.Deducts),
 		sampler:     newSampler(cfg.Tracer),
@@ -172,6 +187,10 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // while the server shuts down.
 func (s *Server) Drain() { s.draining.Store(true) }
 
+// Close stops the background release of keys that sold nothing (those
+// still waiting keep their markers).
+func (s *Server) Close() { s.idem.releases.close() }
+
 func (s *Server) replicaHeader(c *gin.Context) {
 	c.Header("X-Replica", s.cfg.Replica)
 	c.Next()
@@ -207,6 +226,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusConflict, CodeAlreadyBought
 	case errors.Is(err, inventory.ErrLockBusy):
 		return http.StatusLocked, CodeLockBusy
+	case errors.Is(err, inventory.ErrOutcomeUnknown): // whichever server lost the reply
+		return http.StatusServiceUnavailable, CodeMayHaveSold
 	case errors.Is(err, inventory.ErrMySQLUnavailable):
 		return http.StatusServiceUnavailable, CodeMySQLUnavailable
 	case errors.Is(err, inventory.ErrEtcdUnavailable):
@@ -308,7 +329,7 @@ func (s *Server) deduct(c *gin.Context) {
 		s.fail(c, http.StatusBadRequest, CodeBadRequest, err.Error())
 		return
 	case errors.Is(err, errPending):
-		s.fail(c, http.StatusLocked, CodeLockBusy, err.Error())
+		s.fail(c, http.StatusLocked, CodeKeyInProgress, err.Error())
 		return
 	case errors.Is(err, errOutcomeUnknown):
 		s.fail(c, http.StatusConflict, CodeOutcomeUnknown, err.Error())

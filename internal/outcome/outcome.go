@@ -31,17 +31,21 @@
 //	  Unknown, Internal                                                  applied; etcd's client sees the same status either way
 //	other gRPC status codes                                  Refused     InvalidArgument, FailedPrecondition,
 //	                                                                     ResourceExhausted…: refused by the server
-//	zk.ErrNoServer, zk.ErrClosing                            NotSent     the request was never queued to a server
+//	zk.ErrNoServer, zk.ErrClosing                            NotSent     the request was never sent to a server
 //	zk.ErrConnectionClosed, zk.ErrSessionExpired,            MayHaveRun  the connection or session ended while the request
-//	  zk.ErrSessionMoved                                                 was in flight: ZooKeeper may have applied it
+//	  zk.ErrSessionMoved                                                 was in flight: ZooKeeper may have applied it (a
+//	                                                                     closed client's request gets the same error)
 //	other zk.Err* (ErrNodeExists, ErrNoNode, ErrBadVersion…) Ran         the ensemble answered
 //	anything else                                            MayHaveRun  unknown is never taken for "not run"
 //
 // ErrMayHaveRun of internal/redisclient (a cluster client that refused to
 // resend) carries the lost reply's error, so it reads as MayHaveRun too.
-// Each row is tested against a real server in outcome_test.go, through
-// internal/faultproxy where the connection must break before or after the
-// server acted.
+// Each row is made by a real server in the tests (outcometest for
+// go-redis, outcome_test.go for MySQL and SQLite, coordinators_test.go for
+// etcd and ZooKeeper), through internal/faultproxy where the connection
+// breaks after the server acted; the rows no server makes on demand
+// (driver.ErrBadConn, gRPC codes other than those, zk.ErrNoServer,
+// ErrSessionExpired) are checked on the library's own error values.
 package outcome
 
 import (

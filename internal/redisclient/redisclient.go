@@ -25,7 +25,8 @@
 //
 // The outcome of a command that failed with ErrMayHaveRun, a timeout or a
 // lost connection is unknown: the caller must say so (the shop answers 503
-// "outcome unknown") rather than assume either way.
+// may_have_sold) rather than assume either way. Which errors those are is
+// internal/outcome's table, the one rule of the project.
 package redisclient
 
 import (

@@ -289,9 +289,10 @@ func (s *Shop) Handler() http.Handler { return s.server.Handler() }
 // Drain makes readiness fail ahead of a shutdown.
 func (s *Shop) Drain() { s.server.Drain() }
 
-// Close releases the inventory (fault follower, lock clients) and the
-// Redis clients. Call it after the HTTP server has drained.
+// Close stops the server's background work, and releases the inventory
+// (fault follower, lock clients) and the Redis clients. Call it after the HTTP server has drained.
 func (s *Shop) Close() error {
+	s.server.Close()
 	err := s.Inventory.Close()
 	return errors.Join(err, s.closeClients())
 }

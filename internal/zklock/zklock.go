@@ -30,6 +30,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/lockstep/lockstep/internal/outcome"
 	"github.com/lockstep/lockstep/lock"
 )
 
@@ -316,7 +317,7 @@ func (s *Session) createWaiter(path string) (string, error) {
 		}
 		node, err = create()
 	}
-	if errors.Is(err, zk.ErrConnectionClosed) { // sent, its outcome unknown
+	if outcome.MayHaveRunErr(err) { // sent, its outcome unknown (internal/outcome)
 		found, findErr := s.find(path, id)
 		switch {
 		case findErr != nil:
