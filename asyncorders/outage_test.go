@@ -2,13 +2,19 @@ package asyncorders_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/faultproxy"
 	"github.com/lockstep/lockstep/internal/redistest"
+	"github.com/lockstep/lockstep/orders"
 )
 
 // The order database stops answering for six seconds (SIGSTOP: every
@@ -90,5 +96,65 @@ func TestARedisRestartKeepsTheStreamOnlyWithAOF(t *testing.T) {
 				t.Fatalf("invariant %+v", inv)
 			}
 		})
+	}
+}
+
+// down cuts every reply of the order database while it is set: each
+// insert fails at once, as an outage, and is retried.
+type down struct{ on atomic.Bool }
+
+func (d *down) Request([]byte) time.Duration { return 0 }
+func (d *down) Reply(_, _ []byte) (time.Duration, bool) {
+	return 0, d.on.Load()
+}
+
+// The order database cut off while ten sales wait, and their worker
+// restarted three times meanwhile (a crash loop, a deploy): each start
+// re-reads its pending entries, one delivery more each, though no insert
+// ever reached the database. Deliveries counted, and at the next start,
+// the database back, all ten admitted sales — answered 200 — were voided
+// and dead-lettered; now an outage counts for nothing: ten orders.
+func TestAWorkerRestartedDuringAnOutageDeadLettersNothing(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	cfg, err := mysql.ParseDSN(e.mariadb.DSN("lockstep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := &down{}
+	proxy, err := faultproxy.Start(cfg.Addr, cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	cfg.Addr = proxy.Addr()
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	store, err := orders.OpenMySQL(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := e.queue(t, "outage-restarts", 10)
+	behind := e
+	behind.store = store
+	admit(t, q, 10)
+	cut.on.Store(true)
+	for range 4 { // the first start and three restarts
+		stop := behind.start(t, q, config("w0", asyncorders.Correct))
+		time.Sleep(200 * time.Millisecond)
+		stop()
+	}
+	held, err := q.HeldBy(ctx, sku, "w0")
+	if err != nil || len(held) != 10 || held[0].Deliveries != 4 {
+		t.Fatalf("held by w0 during the outage: %+v %v; want ten entries delivered four times", held, err)
+	}
+	cut.on.Store(false)
+	behind.start(t, q, config("w0", asyncorders.Correct))
+	drain(t, q)
+	if inv := check(t, e, q); !inv.Holds || inv.Units != 10 || inv.DeadLetters != 0 {
+		t.Fatalf("after the outage: %+v; want ten orders, no dead letter", inv)
 	}
 }
