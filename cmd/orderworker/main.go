@@ -37,9 +37,11 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	// 0 after --help or a clean stop, 2 on a usage error, 1 for any other.
+	err := run(os.Args[1:])
+	if status := flagenv.ExitStatus(err); status != 0 {
 		fmt.Fprintln(os.Stderr, "orderworker:", err)
-		os.Exit(1)
+		os.Exit(status)
 	}
 }
 
@@ -78,25 +80,41 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	if err := flagenv.Parse(fs, args, getenv); err != nil {
 		return o, err
 	}
+	if err := o.check(); err != nil {
+		return o, flagenv.Usage(err)
+	}
+	return o, nil
+}
+
+// check refuses every value before the worker dials Redis or opens the
+// order table (-block and -claim-idle are the Worker's to check).
+func (o options) check() error {
+	var errs []error
 	for _, s := range flagenv.List(o.stages) {
 		if _, ok := asyncorders.ModeOf(s); !ok {
-			return o, fmt.Errorf("-stages: %q is not an async stage (%v)", s, asyncorders.Stages())
+			errs = append(errs, fmt.Errorf("--stages: %q is not an async stage (%v)", s, asyncorders.Stages()))
 		}
-	}
-	switch {
-	case len(flagenv.List(o.stages)) == 0 || len(flagenv.List(o.skus)) == 0:
-		return o, errors.New("-stages and -skus must name at least one each")
-	case (o.mysqlDSN == "") == (o.ordersSQLite == ""):
-		return o, errors.New("name the order table: exactly one of -mysql-dsn and -orders-sqlite")
-	case o.batch < 1 || o.maxDeliveries < 1 || o.payWithin < 0 || o.sweepEvery < 0:
-		return o, errors.New("-batch and -max-deliveries must be at least 1, -pay-within and -sweep-every at least 0")
 	}
 	if o.crashAt != "" {
 		if _, err := asyncorders.ParseFaultPoint(o.crashAt); err != nil {
-			return o, fmt.Errorf("-crash-at: %w", err)
+			errs = append(errs, fmt.Errorf("--crash-at: %w", err))
 		}
 	}
-	return o, nil
+	return errors.Join(append(errs,
+		flagenv.Check(len(flagenv.List(o.stages)) > 0, "stages", "at least one async stage"),
+		flagenv.Check(len(flagenv.List(o.skus)) > 0, "skus", "at least one SKU"),
+		flagenv.Check((o.mysqlDSN == "") != (o.ordersSQLite == ""), "orders-sqlite", "the order table: exactly one of --mysql-dsn and --orders-sqlite"),
+		flagenv.HostPort("redis-addr", o.redisAddr),
+		flagenv.Check(o.redisDB >= 0, "redis-db", "at least 0"),
+		flagenv.Check(o.consumer != "", "consumer", "a name"),
+		flagenv.Check(o.batch >= 1, "batch", "at least 1"),
+		flagenv.Check(o.maxDeliveries >= 1, "max-deliveries", "at least 1"),
+		flagenv.Check(o.claimEvery > 0, "claim-every", "positive"),
+		flagenv.Check(o.payWithin >= 0, "pay-within", "at least 0"),
+		flagenv.Check(o.sweepEvery >= 0, "sweep-every", "at least 0"),
+		flagenv.Check(o.shutdownTimeout >= 0, "shutdown-timeout", "at least 0"),
+		flagenv.LogLevel("log-level", o.logLevel),
+	)...)
 }
 
 func run(args []string) error {
@@ -105,9 +123,7 @@ func run(args []string) error {
 		return err
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("log level: %w", err)
-	}
+	_ = level.UnmarshalText([]byte(o.logLevel)) // checked with the flags
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("consumer", o.consumer)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
