@@ -20,7 +20,7 @@
 // It is not part of CI (its test runs the short mode):
 //
 //	go run ./cmd/soak                        # 10 minutes at 200 sales/s
-//	go run ./cmd/soak --duration 30s         # a short look
+//	go run ./cmd/soak --duration 1m --idempotency-ttl 5s --sample 1s   # a short look
 //
 // It prints a table of the samples and writes OUT/soak.json, keeps the
 // workshop's log in OUT/workshop.log and the shops' in OUT/shops/; it exits
