@@ -294,3 +294,68 @@ func TestTheTwoCommandsAreTheOnesCIAndTheWorkshopUse(t *testing.T) {
 		t.Errorf("cmd/workshop's documentation does not show %q:\n%s", cmds[0], f.Doc.Text())
 	}
 }
+
+// Article references a reader cannot look up (the numbers of the files
+// the articles were collected in), issue numbers and commit hashes: the
+// user docs name an article by its title (docs/articles.md), and history
+// belongs in git.
+var (
+	unfindableArticle = regexp.MustCompile(`\b00[0-4] ?§|\bseeds? 00[0-4]|\b00[0-4]\s*[–-]\s*00[0-4]\b|\(seed\b|\bseed 00`)
+	issueNumber       = regexp.MustCompile(`(?i)\bissues? #?\d+`)
+	commitHash        = regexp.MustCompile(`\b(?:at|across|commit) [0-9a-f]{7,12}\b`)
+)
+
+// TestDocsNameTheArticlesAndLeaveHistoryToGit: no user-facing page, Go
+// doc comment, scenario or stage catalog refers to an article by a
+// number, and no user doc (README.md, BENCHMARKS.md, docs/ but the
+// benchmark history, lock/README.md) cites an issue or a commit.
+func TestDocsNameTheArticlesAndLeaveHistoryToGit(t *testing.T) {
+	var files []string
+	userDocs := map[string]bool{}
+	for _, page := range checkedPages(t) {
+		if strings.Contains(page, string(filepath.Separator)+"out"+string(filepath.Separator)) {
+			continue
+		}
+		files = append(files, page)
+		rel, _ := filepath.Rel(repo, page)
+		userDocs[page] = rel == "README.md" || rel == "BENCHMARKS.md" || rel == filepath.Join("lock", "README.md") ||
+			filepath.Dir(rel) == "docs" && rel != filepath.Join("docs", "benchmarks-history.md")
+	}
+	err := filepath.WalkDir(repo, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		// internal/loadgen is checked once its split lands; out/ holds
+		// local runs' reports.
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != repo || d.Name() == "out" || path == filepath.Join(repo, "internal", "loadgen") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		ext := filepath.Ext(path)
+		if !d.IsDir() && (ext == ".go" && !strings.HasSuffix(path, "_test.go") || ext == ".yaml" || ext == ".html" || ext == ".tmpl" || ext == ".js") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if m := unfindableArticle.FindString(line); m != "" {
+				t.Errorf("%s:%d: %q names an article by its number; name it by its title (docs/articles.md)", path, i+1, m)
+			}
+			if !userDocs[path] {
+				continue
+			}
+			for _, re := range []*regexp.Regexp{issueNumber, commitHash} {
+				if m := re.FindString(line); m != "" {
+					t.Errorf("%s:%d: %q: issue numbers and commits belong in git, not in the docs", path, i+1, m)
+				}
+			}
+		}
+	}
+}

@@ -22,45 +22,46 @@ type catalogEntry struct {
 	redisLock bool
 }
 
-// catalog is the progression of seed 000 (cases 1.1-1.6 and its closing
-// idea), seeds 001-004 on Redisson and RedLock, and the atomic script
-// beyond the articles. Order matters: it is the order the workshop runs.
+// catalog is the progression of 《关于分布式锁(Redisson)的原理分析》 (cases
+// 1.1-1.6 and its closing idea), the other articles on Redisson and RedLock,
+// and the atomic script beyond the articles (docs/articles.md names them
+// all; ArticleCase is what the live page and report.html show). Order matters: it is the order the workshop runs.
 var catalog = []catalogEntry{
 	{Info: Info{
-		ID: "naive", Title: "GET then SET, no lock", ArticleCase: "000 §1.1",
+		ID: "naive", Title: "GET then SET, no lock", ArticleCase: "《关于分布式锁(Redisson)的原理分析》 case 1.1",
 		Mechanism: "GET stock, business work, SET stock-1 (with INCRBY sold in one MULTI/EXEC); nothing serialises the read-modify-write.",
 		Defect:    "Concurrent requests read the same stock and each write stock-1: lost updates, so sold grows past what stock lost and past the initial stock. Oversells even on one replica.",
 	}},
 	{Info: Info{
-		ID: "synchronized", Title: "Process-local mutex (Java synchronized)", ArticleCase: "000 §1.2",
+		ID: "synchronized", Title: "Process-local mutex (Java synchronized)", ArticleCase: "《关于分布式锁(Redisson)的原理分析》 case 1.2",
 		Mechanism: "The read-modify-write runs under one mutex of the shop process, as synchronized(this) in the article.",
 		Defect:    "The mutex lives in one JVM/process: correct with a single replica, but each replica behind nginx has its own, so two or more replicas oversell.",
 	}},
 	{Info: Info{
-		ID: "setnx", Title: "SETNX lock, DEL in finally", ArticleCase: "000 §1.3",
+		ID: "setnx", Title: "SETNX lock, DEL in finally", ArticleCase: "《关于分布式锁(Redisson)的原理分析》 case 1.3",
 		Mechanism: "SETNX lock key with no expiry; busy answers at once (the article's error_code); DEL in a deferred (finally) release.",
 		Defect:    "A replica killed while holding the lock (kill -9, redeploy) never runs finally: the key has no TTL, so no sale succeeds until someone deletes it (reset).",
 	}, redisLock: true},
 	{Info: Info{
-		ID: "setnx-expire", Title: "SET NX EX with a TTL, plain DEL", ArticleCase: "000 §1.4",
+		ID: "setnx-expire", Title: "SET NX EX with a TTL, plain DEL", ArticleCase: "《关于分布式锁(Redisson)的原理分析》 case 1.4",
 		Mechanism: "SET lock NX EX 10 (the article's 10 s), busy answers at once, plain delete in finally.",
 		Defect:    "Work longer than the TTL: the lock expires, a second request takes it, and the first one's DEL removes the second one's lock (a foreign unlock), letting a third in. Two holders at once oversell.",
 		Lease:     setnxExpireTTL.String(),
 	}, redisLock: true},
 	{Info: Info{
-		ID: "uuid-lua", Title: "SET NX PX <uuid>, Lua compare-and-delete", ArticleCase: "000 §1.5, 003",
+		ID: "uuid-lua", Title: "SET NX PX <uuid>, Lua compare-and-delete", ArticleCase: "《关于分布式锁(Redisson)的原理分析》 case 1.5; 《常见分布式锁方案对比》",
 		Mechanism: "SET lock <uuid> NX PX 30000; release with a Lua script that deletes only if the value is still ours; busy answers at once.",
 		Defect:    "No more foreign deletes, but nothing extends the TTL: work longer than it still lets a second holder in while the first is in its critical section, and they oversell.",
 		Lease:     uuidLuaTTL.String(),
 	}, redisLock: true},
 	{Info: Info{
-		ID: "watchdog", Title: "Redisson RLock with watchdog", ArticleCase: "000 §1.6, 001, 002, 003, 004",
+		ID: "watchdog", Title: "Redisson RLock with watchdog", ArticleCase: "《关于分布式锁(Redisson)的原理分析》 case 1.6; 《Redisson分布式锁的实现》; 《redisson的分布式锁的特点》; 《常见分布式锁方案对比》; 《使用分布式锁需要考虑的一些问题》",
 		Mechanism: "Reentrant hash lock (HINCRBY/PEXPIRE/PTTL in Lua), renewed by a watchdog every lease/3 while held, unlock PUBLISHes to waiters blocked on pub/sub with a bounded wait.",
 		Defect:    "Correct, even with slow work and after a crash (the lock expires within the watchdog timeout), but every sale of a SKU is serialised behind one lock, so throughput is bounded by one critical section at a time.",
 		Lease:     watchdogTimeout.String(),
 	}, redisLock: true},
 	{Info: Info{
-		ID: "segmented", Title: "Segmented stock, one watchdog lock per segment", ArticleCase: "000 end (锁分段, lock striping)",
+		ID: "segmented", Title: "Segmented stock, one watchdog lock per segment", ArticleCase: "《关于分布式锁(Redisson)的原理分析》, closing 锁分段 (lock striping)",
 		Mechanism: "Stock split into N segments (default 16) with keys tagged {sku:i}, each under its own watchdog lock; a sale picks a random segment, moves on to the next while a segment's lock is taken (waiting only when the first four are all busy) walks the others when one cannot serve, and takes the units from several segments (locked in ascending order, written in one transaction) when none can alone, answering sold out only when the SKU's total is short.",
 		Defect:    "Correct and about N times the throughput of watchdog until Redis or the CPU saturates; on one Redis the hot SKU's segments still share one server, and the last units cost a sale across several segments' locks.",
 		Lease:     watchdogTimeout.String(),
@@ -76,7 +77,7 @@ var catalog = []catalogEntry{
 		Defect:    "None for stock. On one Redis it costs about what atomic costs; on a Redis Cluster its segments' scripts spread over the masters, so one hot SKU is no longer bound by one shard. A shop killed in the middle of a sale across segments leaves what it took counted sold.",
 	}},
 	{Info: Info{
-		ID: "redlock", Title: "RedLock over independent masters", ArticleCase: "001, 003",
+		ID: "redlock", Title: "RedLock over independent masters", ArticleCase: "《Redisson分布式锁的实现》 红锁; 《常见分布式锁方案对比》",
 		Mechanism: "The watchdog lock taken on a majority of N >= 3 independent Redis masters within the wait budget, released on all of them.",
 		Defect:    "Survives one master failing, at the cost of N round trips per acquisition; still no fencing, so a paused holder can outlive its lease.",
 		Lease:     watchdogTimeout.String(),
@@ -88,7 +89,7 @@ var catalog = []catalogEntry{
 		Lease:     watchdogTimeout.String(),
 	}, redisLock: true},
 	{Info: Info{
-		ID: "mysql", Title: "MySQL unique-index lock", ArticleCase: "003 (database lock)",
+		ID: "mysql", Title: "MySQL unique-index lock", ArticleCase: "《常见分布式锁方案对比》, the MySQL unique-index lock",
 		Mechanism: "INSERT a row named after the SKU into a table whose primary key is the name: the row is the lock, a duplicate key answers busy at once; DELETE it to unlock. The stock stays in Redis.",
 		Defect:    "No expiry: a holder killed while holding (kill -9) leaves its row, and no sale succeeds until someone deletes it (reset). Not reentrant, no waiting, and a database round trip each way.",
 	}, redisLock: true},
@@ -99,7 +100,7 @@ var catalog = []catalogEntry{
 		Lease:     etcdLeaseTTL.String(),
 	}, redisLock: true},
 	{Info: Info{
-		ID: "zookeeper", Title: "ZooKeeper ephemeral sequential nodes (Curator's InterProcessMutex)", ArticleCase: "000 end (Redisson or ZooKeeper?), 003",
+		ID: "zookeeper", Title: "ZooKeeper ephemeral sequential nodes (Curator's InterProcessMutex)", ArticleCase: "《关于分布式锁(Redisson)的原理分析》, closing (Redisson or ZooKeeper?); 《常见分布式锁方案对比》",
 		Mechanism: "Each waiter creates an ephemeral sequential node under the lock's node; the lowest sequence holds, each waiter watches only the node before its own (no herd). The session is the lease: a dead holder's session expires and its node goes.",
 		Defect:    "Correct while the holder's session lives, and Zab keeps the lock across a leader failover; but a holder paused past its session timeout can still write unless the fence fault makes the stock check the node's czxid, and every acquisition and release is a quorum write.",
 		Lease:     zkSessionTimeout.String(),
@@ -161,7 +162,7 @@ var catalog = []catalogEntry{
 		Defect:    "Orders are written, yet nothing is acknowledged: XPENDING grows with every sale, silently, until memory or a restart says so.",
 	}, redisLock: true},
 	{Info: Info{
-		ID: "mongodb", Title: "MongoDB findAndModify lock (described, not run)", ArticleCase: "003 (the comparison table)",
+		ID: "mongodb", Title: "MongoDB findAndModify lock (described, not run)", ArticleCase: "《常见分布式锁方案对比》, the MongoDB row",
 		Mechanism: "findAndModify (findOneAndUpdate with upsert) on a lock document {_id: <sku>, owner, expiresAt}, matched only when absent or expired: one atomic document write per acquisition; release deletes it only while owner is ours; a TTL index sweeps expired documents.",
 		Defect:    "The TTL monitor runs once a minute, so expiry is only exact if every acquisition compares expiresAt itself; no waiting (clients poll), no reentrancy, no fencing unless the document carries a counter, and with w:1 a primary failover can lose the lock document as Redis's replication can. Not a stage: no MongoDB server can be installed on these machines (it is not in Debian, and the npm and PyPI wrappers download binaries at run time), and lockstep ships no lock it cannot test.",
 	}},

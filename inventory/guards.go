@@ -13,8 +13,8 @@ import (
 
 // The article defaults the fault knob lock_ttl overrides.
 const (
-	setnxExpireTTL  = 10 * time.Second // seed 000 §1.4: setIfAbsent(..., 10, SECONDS)
-	uuidLuaTTL      = 30 * time.Second // seed 000 §1.5
+	setnxExpireTTL  = 10 * time.Second // 《关于分布式锁(Redisson)的原理分析》 case 1.4: setIfAbsent(..., 10, SECONDS)
+	uuidLuaTTL      = 30 * time.Second // 《关于分布式锁(Redisson)的原理分析》 case 1.5
 	watchdogTimeout = 30 * time.Second // Redisson's lockWatchdogTimeout
 )
 

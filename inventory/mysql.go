@@ -17,7 +17,7 @@ import (
 	"github.com/lockstep/lockstep/lock"
 )
 
-// mysqlLocksTable is seed 003's lock table: the unique key on name is the lock.
+// mysqlLocksTable is the lock table of 《常见分布式锁方案对比》: the unique key on name is the lock.
 const mysqlLocksTable = `CREATE TABLE IF NOT EXISTS lockstep_locks (
 	name VARCHAR(191) NOT NULL PRIMARY KEY,
 	owner CHAR(32) NOT NULL,
@@ -34,7 +34,7 @@ const (
 	mysqlLockWaitTimed = 1205
 )
 
-// mysqlGuard is seed 003's unique-index lock: INSERT a row to lock, DELETE
+// mysqlGuard is the unique-index lock of 《常见分布式锁方案对比》: INSERT a row to lock, DELETE
 // it to unlock, busy at once on a duplicate key. It has the flaws the seed
 // lists: no expiry (a holder that dies leaves its row, and the SKU is stuck
 // until a reset), no reentrancy, no waiting.

@@ -232,8 +232,11 @@ func (co *cohort) acquireRedis(ctx context.Context, start time.Time, wait, lease
 		leaveCtx, cancel := co.c.cleanupContext(ctx)
 		defer cancel()
 		if leaveErr := co.runRelease(leaveCtx, releaseLeave, token).Err(); leaveErr != nil && !errors.Is(leaveErr, redis.Nil) {
-			// The place lapses with the queue's TTL, a grant with its lease.
-			err = errors.Join(err, fmt.Errorf("leave the queue: %w", leaveErr))
+			// The place lapses with the queue's TTL, a grant with its lease:
+			// the attempt's error, when there is one, is the one to report.
+			if err == nil {
+				err = fmt.Errorf("leave the wait queue: %w", leaveErr)
+			}
 		}
 	}
 	return h, err

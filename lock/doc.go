@@ -4,6 +4,26 @@
 // start from (SETNX, SET NX EX, SET NX PX with a Lua compare-and-delete), kept
 // so their defects can be shown.
 //
+// # Usage
+//
+//	locks := lock.New(rdb)            // rdb: any go-redis v9 UniversalClient
+//	defer locks.Close()
+//
+//	m := locks.Mutex("order:{sku-1}") // one handle = one owner; reentrant
+//	held, err := m.LockContext(ctx)   // waits on pub/sub; a watchdog keeps the lock
+//	if err != nil {
+//		return err
+//	}
+//	defer m.Unlock(ctx)
+//	doWork(held) // held is cancelled the moment the lock is lost
+//
+// A lock's name is its Redis key when it carries a hash tag ("order:{sku-1}"
+// is the key order:{sku-1}); a name without one is wrapped in braces, so
+// Mutex("orders") is the key {orders}. Either way every key and the channel
+// of one lock share that hash tag.
+//
+// # How it works
+//
 // A Client owns one pub/sub connection shared by all of its waiters and the
 // watchdogs of the locks it holds. Each handle returned by Client.Mutex is one
 // owner, like Redisson's client-id:thread-id: it is reentrant, and another

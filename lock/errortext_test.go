@@ -12,9 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// An error says the lock's name once: the exported method names it, the
-// layers below add only their own context (a Redis that does not answer
-// read "lock orders: lock orders: dial tcp …").
+// An error says the lock's name once, on one line: the exported method
+// names it, the layers below add only their own context (a Redis that does
+// not answer read "lock orders: lock orders: dial tcp …", then "lock
+// orders: dial tcp …\nleave the queue: dial tcp …").
 func TestErrorsNameTheLockOnce(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -38,6 +39,11 @@ func TestErrorsNameTheLockOnce(t *testing.T) {
 		}
 		if n := strings.Count(err.Error(), name); n != 1 {
 			t.Errorf("%s: %q names the lock %d times, want once", tc.kind, err, n)
+		}
+		// One line, in the library's words: no errors.Join of the
+		// attempt's error and the cleanup's.
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %q spans several lines, want one", tc.kind, err)
 		}
 	}
 }
@@ -69,6 +75,20 @@ func TestASocketTimeoutAtTheDeadlineIsTheDeadline(t *testing.T) {
 		}
 		if !errors.Is(err, tc.err) {
 			t.Errorf("%s: %v lost its cause", tc.name, err)
+		}
+	}
+}
+
+// A name without a hash tag is wrapped in one, as the package doc and
+// README.md say; a name with one is the key itself.
+func TestANameWithoutAHashTagIsWrappedInOne(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := New(rdb)
+	t.Cleanup(func() { _ = c.Close() })
+	for name, key := range map[string]string{"orders": "{orders}", "order:{sku-1}": "order:{sku-1}"} {
+		if got := c.Mutex(name).Key(); got != key {
+			t.Errorf("Mutex(%q).Key() = %q, want %q", name, got, key)
 		}
 	}
 }

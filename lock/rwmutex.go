@@ -15,7 +15,8 @@ var (
 	writeLeaveScript  = loadScript("write_leave.lua")
 )
 
-// RWMutex is Redisson's RReadWriteLock (seed 001): any number of readers or
+// RWMutex is Redisson's RReadWriteLock (读写锁 in 《Redisson分布式锁的实现》,
+// docs/articles.md): any number of readers or
 // one writer. The owner holding the write lock may also take the read lock
 // (and keeps it after releasing the write lock); readers hold a timeout key
 // per level, so a crashed reader's level expires on its own.

@@ -10,7 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The three simple locks of the flash-sale articles (seed 000, cases 3–5),
+// The three simple locks of the flash-sale articles (cases 3–5 of
+// 《关于分布式锁(Redisson)的原理分析》, docs/articles.md),
 // kept as small types so their defects can be shown next to the Redisson
 // lock. Each value is one owner with its own random token, and each fails
 // fast: TryLock returns ErrLockBusy while another owner holds the key.

@@ -1,5 +1,5 @@
-// Package segments is the policy of segmented stock (seed 000's closing
-// idea, after ConcurrentHashMap's lock striping): split a SKU's stock into N
+// Package segments is the policy of segmented stock (the closing 锁分段
+// idea of 《关于分布式锁(Redisson)的原理分析》, after ConcurrentHashMap's lock striping): split a SKU's stock into N
 // segments, each with its own lock, so N sales can hold a lock at once;
 // pick a random segment to spread the load, move on to the next while one
 // is busy, and when it cannot serve a sale walk the others in order; when no

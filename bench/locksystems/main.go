@@ -1,7 +1,7 @@
 // Command locksystems measures the locks of the seed's systems side by side
 // in one run on this machine, each server on loopback: Redis (SET NX PX with
 // a Lua release, and the Redisson-style watchdog Mutex), etcd
-// (concurrency.Mutex on a 3-member cluster), MySQL (seed 003's unique-index
+// (concurrency.Mutex on a 3-member cluster), MySQL (《常见分布式锁方案对比》's unique-index
 // row, on MariaDB) and ZooKeeper (the zookeeper stage's recipe,
 // internal/zklock, on a 3-member ensemble).
 //

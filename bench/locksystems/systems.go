@@ -231,7 +231,7 @@ func (e etcdLocker) lock(ctx context.Context, key string) (func(context.Context)
 }
 func (e etcdLocker) close() { _ = e.s.Close() }
 
-// rowConn is seed 003's unique-index lock on a pool of connections.
+// rowConn is the unique-index lock of 《常见分布式锁方案对比》 on a pool of connections.
 type rowConn struct{ db *sql.DB }
 
 func connectMySQL(ctx context.Context, ep endpoints, _ time.Duration) (connection, error) {

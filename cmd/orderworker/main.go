@@ -81,67 +81,46 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	if err := flagenv.Parse(fs, args, getenv); err != nil {
 		return o, err
 	}
-	if err := o.validate(); err != nil {
+	if err := o.check(); err != nil {
 		return o, flagenv.Usage(err)
 	}
 	return o, nil
 }
 
-// validate refuses the values a worker cannot run with, before it starts.
-// Durations go to Redis in whole milliseconds: a block under 1 ms is
-// XREADGROUP BLOCK 0, which never returns (the worker would ignore its
-// stop and never claim), and a claim bound of 0 takes the entries live
+// check refuses every value before the worker dials Redis or opens the
+// order table. Durations go to Redis in whole milliseconds: a block under
+// 1 ms is XREADGROUP BLOCK 0, which never returns (the worker would ignore
+// its stop and never claim), and a claim bound of 0 takes the entries live
 // workers are handling.
-func (o options) validate() error {
+func (o options) check() error {
+	var errs []error
 	for _, s := range flagenv.List(o.stages) {
 		if _, ok := asyncorders.ModeOf(s); !ok {
-			return fmt.Errorf("-stages: %q is not an async stage (%v)", s, asyncorders.Stages())
+			errs = append(errs, fmt.Errorf("--stages: %q is not an async stage (%v)", s, asyncorders.Stages()))
 		}
-	}
-	var errs []error
-	for _, d := range []struct {
-		flag     string
-		value    time.Duration
-		min      time.Duration
-		zeroIsOK bool
-	}{
-		{"-block", o.block, time.Millisecond, false},
-		{"-claim-idle", o.claimIdle, time.Millisecond, false},
-		{"-claim-every", o.claimEvery, time.Millisecond, false},
-		{"-shutdown-timeout", o.shutdownTimeout, time.Millisecond, false},
-		{"-pay-within", o.payWithin, time.Millisecond, true},
-		{"-sweep-every", o.sweepEvery, time.Millisecond, true},
-	} {
-		if d.value < d.min && !(d.zeroIsOK && d.value == 0) {
-			or := ""
-			if d.zeroIsOK {
-				or = " (or 0: none)"
-			}
-			errs = append(errs, fmt.Errorf("%s %v: must be at least %v%s", d.flag, d.value, d.min, or))
-		}
-	}
-	if o.batch < 1 {
-		errs = append(errs, fmt.Errorf("-batch %d: must be at least 1", o.batch))
-	}
-	if o.maxDeliveries < 1 {
-		errs = append(errs, fmt.Errorf("-max-deliveries %d: must be at least 1", o.maxDeliveries))
-	}
-	if len(flagenv.List(o.stages)) == 0 || len(flagenv.List(o.skus)) == 0 {
-		errs = append(errs, errors.New("-stages and -skus must name at least one each"))
-	}
-	if (o.mysqlDSN == "") == (o.ordersSQLite == "") {
-		errs = append(errs, errors.New("name the order table: exactly one of -mysql-dsn and -orders-sqlite"))
 	}
 	if o.crashAt != "" {
 		if _, err := asyncorders.ParseFaultPoint(o.crashAt); err != nil {
-			errs = append(errs, fmt.Errorf("-crash-at: %w", err))
+			errs = append(errs, fmt.Errorf("--crash-at: %w", err))
 		}
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		errs = append(errs, fmt.Errorf("-log-level: %w", err))
-	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs,
+		flagenv.Check(len(flagenv.List(o.stages)) > 0, "stages", "at least one async stage"),
+		flagenv.Check(len(flagenv.List(o.skus)) > 0, "skus", "at least one SKU"),
+		flagenv.Check((o.mysqlDSN == "") != (o.ordersSQLite == ""), "orders-sqlite", "the order table: exactly one of --mysql-dsn and --orders-sqlite"),
+		flagenv.HostPort("redis-addr", o.redisAddr),
+		flagenv.Check(o.redisDB >= 0, "redis-db", "at least 0"),
+		flagenv.Check(o.consumer != "", "consumer", "a name"),
+		flagenv.Check(o.batch >= 1, "batch", "at least 1"),
+		flagenv.Check(o.maxDeliveries >= 1, "max-deliveries", "at least 1"),
+		flagenv.Check(o.block >= time.Millisecond, "block", "at least 1ms"),
+		flagenv.Check(o.claimIdle >= time.Millisecond, "claim-idle", "at least 1ms"),
+		flagenv.Check(o.claimEvery >= time.Millisecond, "claim-every", "at least 1ms"),
+		flagenv.Check(o.payWithin == 0 || o.payWithin >= time.Millisecond, "pay-within", "0 (none) or at least 1ms"),
+		flagenv.Check(o.sweepEvery == 0 || o.sweepEvery >= time.Millisecond, "sweep-every", "0 (none) or at least 1ms"),
+		flagenv.Check(o.shutdownTimeout >= time.Millisecond, "shutdown-timeout", "at least 1ms"),
+		flagenv.LogLevel("log-level", o.logLevel),
+	)...)
 }
 
 func run(args []string) error {
@@ -150,7 +129,7 @@ func run(args []string) error {
 		return err
 	}
 	var level slog.Level
-	_ = level.UnmarshalText([]byte(o.logLevel)) // validated
+	_ = level.UnmarshalText([]byte(o.logLevel)) // checked with the flags
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("consumer", o.consumer)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -20,7 +20,7 @@
 // It is not part of CI (its test runs the short mode):
 //
 //	go run ./cmd/soak                        # 10 minutes at 200 sales/s
-//	go run ./cmd/soak --duration 30s         # a short look
+//	go run ./cmd/soak --duration 1m --idempotency-ttl 5s --sample 1s   # a short look
 //
 // It prints a table of the samples and writes OUT/soak.json, keeps the
 // workshop's log in OUT/workshop.log and the shops' in OUT/shops/; it exits
@@ -46,6 +46,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/lockstep/lockstep/inventory"
 )
@@ -54,9 +55,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
+	// 0 after --help or a soak whose checks passed, 2 on a usage error, 1
+	// for any other failure.
+	if status := flagenv.ExitStatus(err); status != 0 {
 		fmt.Fprintln(os.Stderr, "soak:", err)
-		os.Exit(1)
+		os.Exit(status)
 	}
 }
 
@@ -85,26 +88,51 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.out, "out", "out/soak", "directory for soak.json, workshop.log, the shops' logs (shops/) and the workshop's own files")
 	fs.StringVar(&o.workshopBin, "workshop-bin", "", "workshop binary; empty: go build ./cmd/workshop (and ./cmd/shop)")
 	fs.StringVar(&o.shopBin, "shop-bin", "", "shop binary; empty: built with the workshop")
-	if err := fs.Parse(args); err != nil {
+	if err := flagenv.ParseArgs(fs, args); err != nil {
 		return o, err
 	}
-	switch {
-	case o.duration <= 0 || o.sample <= 0 || o.idempotencyTTL <= 0:
-		return o, errors.New("--duration, --sample and --idempotency-ttl must be positive")
-	case o.rate < 1 || o.workers < 1 || o.replicas < 1 || o.segments < 1:
-		return o, errors.New("--rate, --workers, --replicas and --segments must be at least 1")
-	case o.retryRatio < 0 || o.retryRatio >= 1:
-		return o, errors.New("--retry-ratio must be within [0, 1)")
-	case (o.workshopBin == "") != (o.shopBin == ""):
-		return o, errors.New("--workshop-bin and --shop-bin go together")
+	if err := o.check(); err != nil {
+		return o, flagenv.Usage(err)
 	}
 	if o.warmup == 0 {
 		o.warmup = max(o.duration/10, o.idempotencyTTL+2*o.sample)
 	}
 	if o.warmup >= o.duration {
-		return o, fmt.Errorf("the warm-up (%v) leaves nothing of the %v to judge: raise --duration or lower --idempotency-ttl", o.warmup, o.duration)
+		return o, flagenv.Usage(fmt.Errorf("the warm-up (%v) leaves nothing of the %v to judge: raise --duration or lower --idempotency-ttl", o.warmup, o.duration))
 	}
 	return o, nil
+}
+
+// check refuses every value before the soak builds or starts anything.
+func (o options) check() error {
+	return errors.Join(
+		flagenv.Check(o.duration > 0, "duration", "positive"),
+		flagenv.Check(o.sample > 0, "sample", "positive"),
+		flagenv.Check(o.idempotencyTTL > 0, "idempotency-ttl", "positive"),
+		flagenv.Check(o.warmup >= 0, "warmup", "at least 0"),
+		flagenv.Check(o.rate >= 1, "rate", "at least 1"),
+		flagenv.Check(o.workers >= 1, "workers", "at least 1"),
+		flagenv.Check(o.replicas >= 1, "replicas", "at least 1"),
+		flagenv.Check(o.segments >= 1, "segments", "at least 1"),
+		flagenv.Check(o.retryRatio >= 0 && o.retryRatio < 1, "retry-ratio", "within [0, 1)"),
+		flagenv.Check(json.Valid([]byte(o.faults)) && strings.HasPrefix(strings.TrimSpace(o.faults), "{"), "faults", "a JSON object (the body of PUT faults)"),
+		flagenv.Check(o.out != "", "out", "a directory"),
+		flagenv.Check((o.workshopBin == "") == (o.shopBin == ""), "shop-bin", "goes with --workshop-bin"),
+		checkBinary("workshop-bin", o.workshopBin),
+		checkBinary("shop-bin", o.shopBin),
+	)
+}
+
+// checkBinary refuses a binary flag that names no executable file; empty
+// (build one) passes.
+func checkBinary(flagName, path string) error {
+	if path == "" {
+		return nil
+	}
+	if st, err := os.Stat(path); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("--%s %s: not an executable file", flagName, path)
+	}
+	return nil
 }
 
 // report is soak.json.

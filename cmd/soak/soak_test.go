@@ -152,6 +152,8 @@ func TestFlagsRejectNothingToJudge(t *testing.T) {
 		{nil, 70 * time.Second, true}, // 10 minutes: the 1m TTL and two 5s samples are more than a tenth
 		{[]string{"--duration", "30s", "--idempotency-ttl", "5s", "--sample", "1s"}, 7 * time.Second, true},
 		{[]string{"--duration", "30s"}, 0, false}, // the 1m TTL's ramp is longer than the run
+		// The short look of the package doc and docs/hardening.md.
+		{[]string{"--duration", "1m", "--idempotency-ttl", "5s", "--sample", "1s"}, 7 * time.Second, true},
 		{[]string{"--workshop-bin", "w"}, 0, false},
 		{[]string{"--retry-ratio", "1"}, 0, false},
 	} {

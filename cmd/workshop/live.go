@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/subtle"
@@ -10,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -53,7 +51,10 @@ type live struct {
 	quit   chan struct{} // closed on close: ends the event streams
 	step   bool
 	// run takes a "run this stage" (a click or Enter) while a stage waits.
-	run      chan struct{}
+	run chan struct{}
+	// enters are the Enters on the terminal (readEnters), which run a
+	// waiting stage too; nil without --step.
+	enters   <-chan struct{}
 	log      *slog.Logger
 	renewals *renewalCounter
 	// token, in the page, must come with POST /run: no other web page open
@@ -214,6 +215,7 @@ func (l *live) StageStarting(ctx context.Context, s loadgen.StageStart, stage *l
 		l.log.Info(fmt.Sprintf("next: [%d/%d] %s; press Enter here, or \"run this stage\" on %s", s.Index+1, s.Runs, s.Label, l.url))
 		select {
 		case <-l.run:
+		case <-l.enters:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -232,22 +234,6 @@ func (l *live) StageDone(row loadgen.StageRun) {
 	l.done = append(l.done, row)
 	if l.current != nil && l.current.start.Index == row.Index {
 		l.current = nil
-	}
-}
-
-// readEnter passes each Enter on the terminal on as "run this stage". It
-// returns at the end of input; a workshop whose input stays open leaves it
-// blocked in its read when it exits, as nothing can interrupt a read of
-// standard input.
-func (l *live) readEnter(in io.Reader) {
-	lines := bufio.NewScanner(in)
-	for lines.Scan() {
-		select {
-		case l.run <- struct{}{}:
-		case <-l.quit:
-			return
-		default: // nothing waits: an Enter does not run a stage ahead
-		}
 	}
 }
 

@@ -181,3 +181,22 @@ func TestARoomsPageNeedsTheAdminToken(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The live counters are sampled during the stage, crash step included,
+// and the results row is the audit after it: the page says so beside the
+// counters, and that "as predicted" waits for the end of the run.
+func TestLivePageSaysWhyItsFiguresDifferFromTheTable(t *testing.T) {
+	lv := startTestLive(t, false)
+	if err := lv.StageStarting(context.Background(), loadgen.StageStart{Stage: "naive", Label: "naive", Runs: 1}, &loadgen.LiveStage{}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := lv.render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"data-live-note", "audit read from Redis once its load ended", "data-results-note", "judged when the whole run ends"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the live page does not say %q:\n%s", want, page)
+		}
+	}
+}

@@ -12,8 +12,7 @@
 package main
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/inventory"
 	"github.com/lockstep/lockstep/scenarios"
 )
@@ -189,8 +189,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.liveRoom {
 		fmt.Fprintf(stderr, "workshop: the live page is open to other machines (--live-room); its \"run this stage\" asks for the admin token (admin_token in %s)\n", filepath.Join(o.out, "workshop.json"))
 	}
+	var enters <-chan struct{}
+	if o.step || o.keep {
+		enters = readEnters(stdin)
+	}
 	if o.step {
-		go lv.readEnter(stdin)
+		lv.enters = enters
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
@@ -288,8 +292,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	for _, r := range replicas {
 		st.Replicas = append(st.Replicas, stateReplica{Name: r.name, URL: r.url(), PID: r.sup.pid()})
 	}
-	if err := writeJSON(filepath.Join(o.out, "workshop.json"), st); err != nil {
+	statePath := filepath.Join(o.out, "workshop.json")
+	if err := writeJSON(statePath, st); err != nil {
 		return err
+	}
+	if !o.keep {
+		// Its PIDs are dead and its admin token void once the run ends.
+		defer os.Remove(statePath)
 	}
 
 	say("running scenario %s", scenarioName)
@@ -350,14 +359,50 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runErr
 	}
 	if o.keep {
-		say("still running until Ctrl-C. Try:\n  curl -s %s/api/stages\n  curl -s -XPOST '%s/api/stages/naive/deduct?sku=sku-1'\n  admin token: %s (see %s)\n  live page: %s",
-			proxy.url, proxy.url, o.adminToken, filepath.Join(o.out, "workshop.json"), lv.url)
-		<-ctx.Done()
+		say("%s", keepHint(proxy.url, o.adminToken, statePath, lv.url))
+		select {
+		case <-enters:
+			say("Enter: stopping every process it started")
+		case <-ctx.Done():
+		}
 	}
 	if rep == nil {
 		return nil
 	}
 	return rep.Verdict()
+}
+
+// keepHint is what a --keep run prints once its stages ran: how to end
+// it, and commands to try, each of which works as printed (the stages sold
+// their stock, so the naive stage is restocked before it sells again).
+func keepHint(proxyURL, adminToken, statePath, liveURL string) string {
+	return fmt.Sprintf(`still running; press Enter to stop everything (Ctrl-C works too, and exits 130). Try:
+  curl -s %[1]s/api/stages
+  curl -s -XPOST -H 'Authorization: Bearer %[2]s' -d '{"stock":100}' %[1]s/api/stages/naive/reset
+  curl -s -XPOST '%[1]s/api/stages/naive/deduct?sku=sku-1'
+  curl -s '%[1]s/api/stages/naive/audit?sku=sku-1'
+  admin token: %[2]s (see %[3]s)
+  live page: %[4]s`, proxyURL, adminToken, statePath, liveURL)
+}
+
+// readEnters passes each Enter on the terminal on to whoever waits for one
+// then (a stage in step mode, the end of a --keep run); an Enter nobody
+// waits for is dropped, so none runs a stage ahead. Its goroutine returns
+// at the end of input; a workshop whose input stays open leaves it blocked
+// in its read when it exits, as nothing can interrupt a read of standard
+// input.
+func readEnters(in io.Reader) <-chan struct{} {
+	enters := make(chan struct{})
+	go func() {
+		lines := bufio.NewScanner(in)
+		for lines.Scan() {
+			select {
+			case enters <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return enters
 }
 
 // loadScenario loads --scenario, keeping the runs of the --only stages;

@@ -138,7 +138,9 @@ func (s *supervised) loop() {
 			return
 		}
 		s.restarts++
-		s.log.Warn("process exited; restarting it", "name", s.name, "exit", fmt.Sprint(p.err), "restarts", s.restarts)
+		// Crash steps and the crash scenario end a replica on purpose (exit
+		// status 137 is their SIGKILL): said here, not only at the end.
+		s.log.Info("process exited; restarting it (crash and kill steps end a process on purpose)", "name", s.name, "exit", fmt.Sprint(p.err), "restarts", s.restarts)
 		next, err := s.start()
 		if err != nil {
 			s.log.Error("restart failed; giving up on it", "name", s.name, "err", err)

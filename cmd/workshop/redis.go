@@ -211,7 +211,10 @@ func waitRedis(ctx context.Context, addr string, p *process) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for {
-		err := rdb.Ping(ctx).Err()
+		err := listening(ctx, addr)
+		if err == nil {
+			err = rdb.Ping(ctx).Err()
+		}
 		switch {
 		case err == nil:
 			return nil
@@ -222,6 +225,18 @@ func waitRedis(ctx context.Context, addr string, p *process) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// listening dials addr once: go-redis logs every dial its pool fails
+// ("connection pool: failed to dial after 2 attempts … connection
+// refused"), which reads like a failure on the terminal while a server is
+// only starting, so the client is used once the port accepts.
+func listening(ctx context.Context, addr string) error {
+	conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
 }
 
 func (s *redisSet) pids() []int {

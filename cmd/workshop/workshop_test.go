@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -322,20 +323,52 @@ func TestInterruptStopsEveryProcess(t *testing.T) {
 		args []string
 		// waitFor is printed once the moment to interrupt has come.
 		waitFor string
+		// byEnter: end it with Enter, after running the commands its hint
+		// prints, instead of SIGINT.
+		byEnter bool
 	}{
-		{"mid-stage", []string{"--scenario", "testdata/interrupt.yaml"}, "[1/1] atomic"},
-		{"kept running", []string{"--scenario", "testdata/keep.yaml", "--keep"}, "still running until Ctrl-C"},
+		{"mid-stage", []string{"--scenario", "testdata/interrupt.yaml"}, "[1/1] atomic", false},
+		{"kept running", []string{"--scenario", "testdata/keep.yaml", "--keep"}, "press Enter to stop", false},
+		{"kept running, ended with Enter", []string{"--scenario", "testdata/keep.yaml", "--keep"}, "  live page: http", true},
 	} {
-		t.Run(tc.name, func(t *testing.T) { interruptWorkshop(t, tc.args, tc.waitFor) })
+		t.Run(tc.name, func(t *testing.T) { interruptWorkshop(t, tc.args, tc.waitFor, tc.byEnter) })
 	}
 }
 
-func interruptWorkshop(t *testing.T, args []string, waitFor string) {
+// runHint runs each command of a --keep run's hint as printed, through
+// the shell, and checks each one's answer: the restock makes the deduct
+// that follows sell.
+func runHint(t *testing.T, stderr string) {
+	t.Helper()
+	var commands []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if c, ok := strings.CutPrefix(line, "  curl "); ok {
+			commands = append(commands, "curl -f "+c)
+		}
+	}
+	if len(commands) != 4 {
+		t.Fatalf("the hint has %d curl commands, want 4 (stages, restock, deduct, audit):\n%s", len(commands), stderr)
+	}
+	wants := []string{`"naive"`, `"stock":100`, `"remaining":99`, `"sold":1`}
+	for i, c := range commands {
+		out, err := exec.Command("sh", "-c", c).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), wants[i]) {
+			t.Errorf("the hint's %s: %v, want an answer with %s:\n%s", c, err, wants[i], out)
+		}
+	}
+}
+
+func interruptWorkshop(t *testing.T, args []string, waitFor string, byEnter bool) {
 	bins := buildBinaries(t)
 	out := t.TempDir()
 	var stderr syncBuffer
 	cmd := exec.Command(bins.workshop, append(args, "--out", out)...)
 	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -410,17 +443,33 @@ func interruptWorkshop(t *testing.T, args []string, waitFor string) {
 		t.Fatalf("%d processes found running from the work dir before the interrupt, want %d: %v", len(left), want, left)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	status := 130
+	if byEnter {
+		runHint(t, stderr.String())
+		if _, err := io.WriteString(stdin, "\n"); err != nil {
+			t.Fatal(err)
+		}
+		status = 0
+	} else if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-exited:
+		got := 0
 		var exitErr *exec.ExitError
-		if !errors.As(waitErr, &exitErr) || exitErr.ExitCode() != 130 {
-			t.Errorf("workshop exit: %v, want status 130 (interrupted)", waitErr)
+		if errors.As(waitErr, &exitErr) {
+			got = exitErr.ExitCode()
+		} else if waitErr != nil {
+			got = -1
+		}
+		if got != status {
+			t.Errorf("workshop exit: %v, want status %d", waitErr, status)
+		}
+		if byEnter && strings.Contains(stderr.String(), "interrupted") {
+			t.Errorf("a kept run ended with Enter says it was interrupted:\n%s", stderr.String())
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("workshop still running 30s after SIGINT:\n%s", stderr.String())
+		t.Fatalf("workshop still running 30s after it was asked to stop:\n%s", stderr.String())
 	}
 	for pid, name := range pids {
 		if proc.Alive(pid) {
@@ -456,8 +505,14 @@ func processesUnder(dir string) []string {
 // the embedded Redis (announced loudly) and the Go round-robin proxy.
 func TestFallbacksEmbeddedRedisAndGoProxy(t *testing.T) {
 	bins := buildBinaries(t)
+	out := t.TempDir()
 	rep, _, stderr := runWorkshop(t, 60*time.Second, "--shop-bin", bins.shop, "--redis", "embedded", "--proxy", "go",
-		"--scenario", "testdata/embedded.yaml", "--out", t.TempDir())
+		"--scenario", "testdata/embedded.yaml", "--out", out)
+	// A run without --keep leaves no workshop.json: its PIDs are dead and
+	// its admin token void.
+	if _, err := os.Stat(filepath.Join(out, "workshop.json")); !os.IsNotExist(err) {
+		t.Errorf("workshop.json left after a run without --keep (stat: %v)", err)
+	}
 	if !strings.Contains(stderr, "TIMINGS ARE NOT REPRESENTATIVE") {
 		t.Errorf("no loud warning about the embedded Redis:\n%s", stderr)
 	}
