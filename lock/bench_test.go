@@ -60,7 +60,7 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 	ctx := context.Background()
 	bare := redis.NewScript("return 1")
 	m := c.Mutex("bench-side-by-side")
-	scriptKeys := []string{"{bench-side-by-side-scripts}", "{bench-side-by-side-scripts}:queue"}
+	scriptKeys := newCohort(c, "{bench-side-by-side-scripts}", "").keys
 	type variant struct {
 		name  string
 		op    func() error
@@ -79,7 +79,7 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 				return err
 			}
 			return releaseScript.Run(ctx, rdb, scriptKeys, c.idArg, c.watchdogTTLArg, releaseGive, "{bench-side-by-side-scripts}:channel", c.publishArg,
-				token, latchKey(scriptKeys[0], token), c.latchTTLArg).Err()
+				token, c.latchTTLArg).Err()
 		}},
 		{name: "lock", op: func() error {
 			if err := m.Lock(ctx); err != nil {
