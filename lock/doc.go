@@ -94,7 +94,8 @@
 //     written on the importing master while the slot's master still has
 //     it, the latch would make MIGRATE without REPLACE fail with BUSYKEY
 //     and stop the reshard. A client that tries once (a *redis.Client with
-//     MaxRetries: -1) never sends a request again, and gets no latch.
+//     MaxRetries: -1) never sends a request again, and gets no latch. The
+//     latch needs LPOS: Redis 6.0.6 or later.
 //   - A reentrant level finds its hold or fails: when Redis lost the hold
 //     (it expired, Redis restarted without it, a failover lost it), the
 //     level fails with ErrLockLost and the held context ends with it. It
