@@ -51,10 +51,20 @@ func BenchmarkTwoEvalSha(b *testing.B) {
 // model: the Mutex's own lock and release scripts sent directly, with none
 // of the Client's work. One iteration is a block of sideBySideBlock of each
 // in turn, as bench/peers does. It reports each one's mean µs and its ratio
-// to the two bare EVALSHA (mean and median).
+// to the two bare EVALSHA (mean and median). It runs on a go-redis client
+// that never re-sends a request (MaxRetries -1, the shop's), and on one
+// with go-redis's default options, whose releases keep a latch.
 func BenchmarkUncontendedSideBySide(b *testing.B) {
 	srv := redistest.Start(b)
-	rdb := srv.Client(b)
+	b.Run("client=MaxRetries-1", func(b *testing.B) { benchUncontendedSideBySide(b, srv.Client(b)) })
+	b.Run("client=defaults", func(b *testing.B) {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+		defer rdb.Close()
+		benchUncontendedSideBySide(b, rdb)
+	})
+}
+
+func benchUncontendedSideBySide(b *testing.B, rdb *redis.Client) {
 	c := New(rdb)
 	defer c.Close()
 	ctx := context.Background()

@@ -163,7 +163,8 @@ func (co *cohort) lead(ctx context.Context, m *Mutex, start time.Time, wait, lea
 		releaseCtx, cancel := co.c.cleanupContext(ctx)
 		defer cancel()
 		err = h.endCause()
-		if releaseErr := co.runRelease(releaseCtx, releaseGive, h.token).Err(); releaseErr != nil {
+		// redis.Nil: the hold was gone already (its lease ran out).
+		if releaseErr := co.runRelease(releaseCtx, releaseGive, h.token).Err(); releaseErr != nil && !errors.Is(releaseErr, redis.Nil) {
 			err = errors.Join(err, fmt.Errorf("give back: %w", releaseErr))
 		}
 		h = nil

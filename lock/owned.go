@@ -159,7 +159,7 @@ func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 	if err := context.Cause(o.c.life); err != nil {
 		// The Client closed as the attempt took the lock: give it back,
 		// since nobody would release it (Close waits for this, startTask).
-		if releaseErr := o.ops.release(cleanupCtx, ttl, token, 0); releaseErr != nil {
+		if releaseErr := o.ops.release(cleanupCtx, ttl, token, 0); releaseErr != nil && !errors.Is(releaseErr, ErrNotHeld) {
 			err = errors.Join(err, fmt.Errorf("give back: %w", releaseErr))
 		}
 		return false, err
