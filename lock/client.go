@@ -497,7 +497,8 @@ func (c *Client) eval(ctx context.Context, script *redis.Script, keys []string, 
 // runsAlone reports whether script also runs with its first key alone, the
 // lock's hash. The lock scripts declare the lock and its waiter queue (a
 // FairMutex also its waiters' deadlines, a write lock the waiting writers,
-// a FencedMutex its fencing counter); a Cluster refuses them with TRYAGAIN
+// a FencedMutex its fencing counter) and the lock's release latch (but
+// FencedMutex's); a Cluster refuses them with TRYAGAIN
 // while their slot migrates and one of them is on neither master (a free
 // lock, an empty queue) or they are on different ones — until the whole
 // slot moved, indefinitely if a reshard stopped half-way (issue 24). One
@@ -509,7 +510,8 @@ func (c *Client) eval(ctx context.Context, script *redis.Script, keys []string, 
 // (fair_lock.lua, fair_leave.lua), a write lock's with no
 // place kept for a waiting writer (write_lock.lua), so readers do not wait
 // behind one (read_lock.lua); a FencedMutex's only
-// where its counter is (fenced_lock.lua, ErrCounterMoving).
+// where its counter is (fenced_lock.lua, ErrCounterMoving); and a release
+// goes without the lock's latch (a re-sent one may then answer ErrNotHeld).
 func runsAlone(script *redis.Script) bool {
 	switch script {
 	case lockScript, releaseScript, fairLockScript, fairUnlockScript, fairLeaveScript, writeLockScript, readLockScript, fencedLockScript,
