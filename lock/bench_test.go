@@ -51,16 +51,26 @@ func BenchmarkTwoEvalSha(b *testing.B) {
 // model: the Mutex's own lock and release scripts sent directly, with none
 // of the Client's work. One iteration is a block of sideBySideBlock of each
 // in turn, as bench/peers does. It reports each one's mean µs and its ratio
-// to the two bare EVALSHA (mean and median).
+// to the two bare EVALSHA (mean and median). It runs on a go-redis client
+// that never re-sends a request (MaxRetries -1, the shop's), and on one
+// with go-redis's default options, whose releases keep a latch.
 func BenchmarkUncontendedSideBySide(b *testing.B) {
 	srv := redistest.Start(b)
-	rdb := srv.Client(b)
+	b.Run("client=MaxRetries-1", func(b *testing.B) { benchUncontendedSideBySide(b, srv.Client(b)) })
+	b.Run("client=defaults", func(b *testing.B) {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+		defer rdb.Close()
+		benchUncontendedSideBySide(b, rdb)
+	})
+}
+
+func benchUncontendedSideBySide(b *testing.B, rdb *redis.Client) {
 	c := New(rdb)
 	defer c.Close()
 	ctx := context.Background()
 	bare := redis.NewScript("return 1")
 	m := c.Mutex("bench-side-by-side")
-	scriptKeys := []string{"{bench-side-by-side-scripts}", "{bench-side-by-side-scripts}:queue"}
+	scriptKeys := newCohort(c, "{bench-side-by-side-scripts}", "").keys
 	type variant struct {
 		name  string
 		op    func() error
@@ -79,7 +89,7 @@ func BenchmarkUncontendedSideBySide(b *testing.B) {
 				return err
 			}
 			return releaseScript.Run(ctx, rdb, scriptKeys, c.idArg, c.watchdogTTLArg, releaseGive, "{bench-side-by-side-scripts}:channel", c.publishArg,
-				token, latchKey(scriptKeys[0], token), c.latchTTLArg).Err()
+				token, c.latchTTLArg).Err()
 		}},
 		{name: "lock", op: func() error {
 			if err := m.Lock(ctx); err != nil {

@@ -242,15 +242,28 @@ func (c *Client) newToken() string {
 	return c.id + ":h" + strconv.FormatUint(c.holds.Add(1), 10)
 }
 
-// latchKey is where the last release of key's hold named token leaves that
-// token, for a retry of the same request; it shares key's hash tag. One
-// key per release, not one per owner rewritten in place: while a slot
-// migrates, a release that runs on the importing master would write an
-// owner's latch there while the slot's master still has the owner's
-// earlier one, and MIGRATE (without REPLACE, as redis-cli --cluster
-// reshard sends it) then fails with BUSYKEY and stops the reshard. Tokens
-// are never reused, so no two nodes ever hold the same latch.
-func latchKey(key, token string) string { return key + ":released:" + token }
+// latchKey is the release latch of key's holds (see doc.go, "Unknown
+// outcomes"): the tokens of its last releases, latchCap at most, kept for
+// replayWindow after the last. One key per lock, not one per release, so
+// its memory follows the locks in use, not the rate of releases. The
+// scripts that write it declare it, so that while the lock's Cluster slot
+// migrates Redis refuses them (TRYAGAIN) rather than let them create it on
+// the importing master while the slot's master still has it, where
+// MIGRATE without REPLACE would fail with BUSYKEY and stop the reshard;
+// they then run with the lock's key alone, and write no latch. token is
+// the release's (FencedMutex names the latch so): every release of a lock
+// shares its latch.
+func latchKey(key, token string) string { return ownKey("released", key) }
+
+// latchCap is how many release tokens a latch keeps (the scripts' LTRIM).
+const latchCap = 8
+
+// ownKey names a key the library keeps beside the lock key key: its
+// waiter queue, a read level's timeout, the release latch. It begins with
+// '~' and the kind, and a lock's key never begins so (lockKeys), so no
+// lock's name can reach one of them (Mutex("{order-7}:queue") is a lock of
+// its own, not the queue of "{order-7}"); it keeps key's hash tag.
+func ownKey(kind, key string) string { return "~" + kind + ":" + key }
 
 // replayWindow is how long after a request was first written the Redis
 // client may still write it again, by go-redis v9's retry loops
@@ -485,7 +498,8 @@ func (c *Client) eval(ctx context.Context, script *redis.Script, keys []string, 
 // runsAlone reports whether script also runs with its first key alone, the
 // lock's hash. The lock scripts declare the lock and its waiter queue (a
 // FairMutex also its waiters' deadlines, a write lock the waiting writers,
-// a FencedMutex its fencing counter); a Cluster refuses them with TRYAGAIN
+// a FencedMutex its fencing counter) and the lock's release latch (but
+// FencedMutex's); a Cluster refuses them with TRYAGAIN
 // while their slot migrates and one of them is on neither master (a free
 // lock, an empty queue) or they are on different ones — until the whole
 // slot moved, indefinitely if a reshard stopped half-way (issue 24). One
@@ -497,10 +511,12 @@ func (c *Client) eval(ctx context.Context, script *redis.Script, keys []string, 
 // (fair_lock.lua, fair_leave.lua), a write lock's with no
 // place kept for a waiting writer (write_lock.lua), so readers do not wait
 // behind one (read_lock.lua); a FencedMutex's only
-// where its counter is (fenced_lock.lua, ErrCounterMoving).
+// where its counter is (fenced_lock.lua, ErrCounterMoving); and a release
+// goes without the lock's latch (a re-sent one may then answer ErrNotHeld).
 func runsAlone(script *redis.Script) bool {
 	switch script {
-	case lockScript, releaseScript, fairLockScript, fairUnlockScript, fairLeaveScript, writeLockScript, readLockScript, fencedLockScript:
+	case lockScript, releaseScript, fairLockScript, fairUnlockScript, fairLeaveScript, writeLockScript, readLockScript, fencedLockScript,
+		readUnlockScript, writeUnlockScript:
 		return true
 	}
 	return false
@@ -591,11 +607,16 @@ func (c *Client) masterOf(ctx context.Context, key string, reload bool) (redis.C
 }
 
 // lockKeys derives the Redis key and the unlock channel of a lock. They share
-// a hash tag: the one in name if it has one, else name itself.
+// a hash tag: the one in name if it has one, else name itself. A key that
+// would begin with '~', which begins the library's own keys (ownKey), is
+// given another: "~x{t}" is kept as "~~x{t}", which no own key is.
 func lockKeys(name string) (key, channel string) {
 	key = name
 	if !hasHashTag(name) {
 		key = "{" + name + "}"
+	}
+	if strings.HasPrefix(key, "~") {
+		key = "~" + key
 	}
 	return key, key + ":channel"
 }

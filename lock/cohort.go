@@ -19,7 +19,7 @@ import (
 type cohort struct {
 	c            *Client
 	key, channel string
-	keys         []string // key and waiter queue, as the scripts take them
+	keys         []string // key, waiter queue and release latch, as the scripts take them
 	pins         int      // handles acquiring or holding; guarded by Client.mu
 
 	waker *waker // wakes the leader on unlocks and on the lock's grant to this Client
@@ -44,7 +44,7 @@ type grant struct {
 }
 
 func newCohort(c *Client, key, channel string) *cohort {
-	co := &cohort{c: c, key: key, channel: channel, keys: []string{key, key + ":queue"}}
+	co := &cohort{c: c, key: key, channel: channel, keys: []string{key, ownKey("queue", key), latchKey(key, "")}}
 	co.waker = newWaker(c.id)
 	return co
 }
@@ -163,7 +163,8 @@ func (co *cohort) lead(ctx context.Context, m *Mutex, start time.Time, wait, lea
 		releaseCtx, cancel := co.c.cleanupContext(ctx)
 		defer cancel()
 		err = h.endCause()
-		if releaseErr := co.runRelease(releaseCtx, releaseGive, h.token).Err(); releaseErr != nil {
+		// redis.Nil: the hold was gone already (its lease ran out).
+		if releaseErr := co.runRelease(releaseCtx, releaseGive, h.token).Err(); releaseErr != nil && !errors.Is(releaseErr, redis.Nil) {
 			err = errors.Join(err, fmt.Errorf("give back: %w", releaseErr))
 		}
 		h = nil
@@ -257,7 +258,7 @@ const (
 // (issue 24). It is a wake-up: a second copy costs its waiter an attempt.
 func (co *cohort) runRelease(ctx context.Context, mode, token string) *redis.Cmd {
 	cmd := co.c.eval(ctx, releaseScript, co.keys, co.c.idArg, co.c.watchdogTTLArg, mode, co.channel, co.c.publishArg,
-		token, latchKey(co.key, token), co.c.latchTTLArg)
+		token, co.c.latchTTLArg)
 	if message, unheard := cmd.Val().(string); unheard {
 		if co.c.subs.sharded != nil {
 			// Best effort: a waiter that misses it wakes by its timer.
@@ -444,7 +445,7 @@ func (co *cohort) releaseLevel(ctx context.Context, h *hold, left int) error {
 		return fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
 	}
 	return unlockResult(co.key, co.c.eval(ctx, unlockScript, co.keys[:1], co.c.ttlArg(h.lease), co.c.idArg, co.channel, co.c.publishArg,
-		h.token, strconv.Itoa(left), latchKey(co.key, h.token), co.c.latchTTLArg).Err())
+		h.token, strconv.Itoa(left), co.keys[2], co.c.latchTTLArg).Err())
 }
 
 func unlockResult(key string, err error) error {

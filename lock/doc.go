@@ -47,6 +47,23 @@
 // EVAL when Redis does not have it cached. All keys and the pub/sub channel of
 // one lock share a hash tag, so a lock works on Redis Cluster.
 //
+// # Keys
+//
+// A lock named name is the key name when name has a hash tag, else
+// "{name}"; a key that would begin with '~' is kept with one more
+// ("~a{b}" is "~~a{b}"). Its unlock channel is "<key>:channel". The keys
+// the library keeps beside it begin with '~', the kind and ':', then the
+// lock's key, so that no lock's name can reach them (a lock's key never
+// begins with '~' followed by a letter):
+//
+//	~queue:<key>                  the Clients waiting for a Mutex, or a FairMutex's waiters
+//	~deadlines:<key>              a FairMutex's waiters' deadlines
+//	~writers:<key>                an RWMutex's waiting writers
+//	~rwlock_timeout:<key>:<token>:<level>   the timeout of each level of a read hold
+//	~released:<key>               the release latch (below)
+//
+// A FencedMutex's fencing counter is "<key>:token".
+//
 // The examples (ExampleClient_Mutex, ExampleMutex_LockContext,
 // ExampleMutex_TryLock, ExampleClient_FencedMutex, ExampleNewRedLock,
 // ExampleClient_RWMutex) run against a real Redis under go test; README.md
@@ -76,18 +93,29 @@
 //     sends the count a level leaves (an acquisition: the levels it makes;
 //     a release: the levels left), so a level added or released twice is
 //     one level, and the last level's release deletes the hold whatever
-//     Redis counts. The last release leaves a latch, a key named after the
-//     hold's token beside the lock ("<key>:released:<token>"), kept for as
-//     long as the go-redis client may send the request again (its tries ×
-//     its read and write timeouts, plus the backoffs: 43 s for default
-//     options), so a release run again answers "released" as its first run
-//     did (Redisson's unlockInnerAsync keeps its unlock latch the same
-//     way). One latch per release, not one per owner rewritten in place:
-//     tokens are never reused, so a latch written on the importing master
-//     of a migrating slot never meets one of the same name on the slot's
-//     master, where MIGRATE without REPLACE would fail with BUSYKEY and
-//     stop the reshard. A client that tries once (a *redis.Client with
-//     MaxRetries: -1) never sends a request again, and gets no latch.
+//     Redis counts. The last release leaves the hold's token in the lock's
+//     latch ("~released:<key>", a list of the tokens of its last 8
+//     releases), kept for as long after the last as the go-redis client
+//     may send a request again (every wait of its retry loop: each try's
+//     write and read timeouts, and before each re-send the backoff, the
+//     wait for a pooled connection and a new connection's dials and
+//     handshake; 162.2 s for default options), so a release run again
+//     answers "released" as its first run did (Redisson's
+//     unlockInnerAsync keeps its unlock latch for the same reason, one
+//     key per release). Its memory is one small key per lock released
+//     within that window, whatever the rate of releases. An acquisition
+//     whose token the latch has takes nothing: it is a first run that
+//     arrives after its hold was released, or after its caller gave up on
+//     it (a waiter that leaves, or an attempt whose reply was lost, puts
+//     its token in the latch whether or not it took the lock). The
+//     scripts that use the latch declare it, so that while a Cluster slot
+//     migrates Redis refuses them when it is on the other master
+//     (TRYAGAIN), and they run with the lock's key alone, without a latch:
+//     written on the importing master while the slot's master still has
+//     it, the latch would make MIGRATE without REPLACE fail with BUSYKEY
+//     and stop the reshard. A client that tries once (a *redis.Client with
+//     MaxRetries: -1) never sends a request again, and gets no latch. The
+//     latch needs LPOS: Redis 6.0.6 or later.
 //   - A reentrant level finds its hold or fails: when Redis lost the hold
 //     (it expired, Redis restarted without it, a failover lost it), the
 //     level fails with ErrLockLost and the held context ends with it. It
@@ -106,20 +134,30 @@
 // caller gets an error):
 //
 //	script             twice                     late                          reply lost
-//	lock.lua (new)     finds its token: OK,      takes a free lock or a grant  the leader leaves with
-//	fair_lock.lua,     nothing changes; the      for a hold nobody has: idle   the token: release.lua
-//	fenced_lock.lua,   fenced token is the same  until its lease ends          ('leave') hands on or
-//	write_lock.lua                               (no second owner)             frees what it took
-//	read_lock.lua      same read level again     as above                      the hold's level is
-//	                                                                           released by token
+//	lock.lua (new)     finds its token: OK,      its token in the latch (its   the leader leaves with
+//	fair_lock.lua,     nothing changes; the      hold released, or its caller  the token: release.lua
+//	fenced_lock.lua,   fenced token is the same  gave up on it): nothing.      ('leave') hands on or
+//	write_lock.lua                               Else it takes a free lock or  frees what it took, and
+//	read_lock.lua      same read level again     a grant for a hold nobody     latches the token; an
+//	                                             has: idle until its lease     owned lock's unlock
+//	                                             ends (no second owner); so    script does the same
+//	                                             when the token fell out of    ('-1' levels left); the
+//	                                             the latch, after 8 later      read hold's level is
+//	                                             releases or the window, and   released by token
+//	                                             with a client that never
+//	                                             re-sends (no latch).
+//	                                             fenced_lock.lua does not
+//	                                             read the latch yet
 //	reentrant level    sets the same count;      token gone: nothing; same     depth unchanged; a
 //	(all kinds)        TTL never shortened       hold: a stale count, which    stale count in Redis
 //	                                             no release depends on         is harmless
-//	release.lua        token gone: its own       token gone: latch or nil,     Unlock returns the
-//	(last level)       latch (one per release)   nothing changes               error; the lock is
-//	                   answers 1, as the first                                 free, or expires after
-//	                   run did                                                 its lease (watchdog
-//	                                                                           stopped first)
+//	release.lua        token gone: the latch     token gone: 1 if the latch    Unlock returns the
+//	(last level)       has it and answers 1, as  has it, else nil; nothing     error; the lock is
+//	                   the first run did; nil    changes                       free, or expires after
+//	                   (ErrNotHeld) once it                                    its lease (watchdog
+//	                   fell out: after 8 later                                 stopped first)
+//	                   releases of the lock, or
+//	                   the window
 //	release.lua keep   kept again, or handed to  token gone: nothing           as release
 //	                   a Client queued since
 //	                   (that answer is used)
@@ -128,9 +166,9 @@
 //	                   already: nothing          grant to a later leader is    grant after one lease
 //	                                             handed on (it waits longer)
 //	unlock.lua,        sets the same count       token gone: nothing; same     as reentrant level;
-//	fair_unlock.lua,   (inner level); latch      hold: a stale count           last level: as
-//	read_unlock.lua,   answers 1 (last level):                                 release.lua
-//	write_unlock.lua   no second wake-up
+//	fair_unlock.lua,   (inner level); as         hold: a stale count           last level: as
+//	read_unlock.lua,   release.lua (last level): (inner level); as             release.lua
+//	write_unlock.lua   no second wake-up         release.lua (last level)
 //	renew.lua,         TTL set again, never      token gone: 0, nothing        retried every 100 ms
 //	read_renew.lua     shortened                 (the watchdog ignores a       until the hold's
 //	                                             renewal of an ended hold)     expiry, which ends it
@@ -142,9 +180,10 @@
 //	                   it released (the simple
 //	                   locks keep no latch)
 //
-// The latch is best effort: while the lock's Cluster slot migrates, a key
-// not yet on the node can be neither read nor written, and a release run
-// twice then answers ErrNotHeld although it released. A release's own keys
-// are all declared and exist when it runs; the latch, like a read level's
-// timeout key, is named in ARGV with the lock's hash tag.
+// The latch is best effort: while the lock's Cluster slot migrates, the
+// scripts may run without it (above), and a release run twice then
+// answers ErrNotHeld although it released. A read level's timeout key is
+// named in ARGV with the lock's hash tag, and so is the latch for
+// unlock.lua, which FencedMutex's release runs; it reads and writes it
+// with pcall.
 package lock

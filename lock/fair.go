@@ -29,14 +29,14 @@ var _ Locker = (*FairMutex)(nil)
 // FairMutex returns a handle on the fair lock called name.
 func (c *Client) FairMutex(name string) *FairMutex {
 	key, channel := lockKeys(name)
-	ops := &fairOps{c: c, keys: []string{key, key + ":queue", key + ":deadlines"}, channel: channel, owner: c.newOwner()}
+	ops := &fairOps{c: c, keys: []string{key, ownKey("queue", key), ownKey("deadlines", key), latchKey(key, "")}, channel: channel, owner: c.newOwner()}
 	// A waiter wakes at least every third of its timeout to refresh its place.
 	return &FairMutex{newOwnedLock(c, name, channel+":"+ops.owner, c.opts.fairWaiterTTL/3, ops)}
 }
 
 type fairOps struct {
 	c       *Client
-	keys    []string // lock, queue, deadlines
+	keys    []string // lock, queue, deadlines, release latch
 	channel string   // prefix of the waiters' own channels
 	owner   string
 }
@@ -51,7 +51,7 @@ func (f *fairOps) acquire(ctx context.Context, ttl time.Duration, waiting bool, 
 
 func (f *fairOps) release(ctx context.Context, ttl time.Duration, token string, left int) error {
 	return unlockResult(f.keys[0], f.c.eval(ctx, fairUnlockScript, f.keys, ms(ttl), f.owner, f.channel, f.c.publishArg,
-		token, strconv.Itoa(left), latchKey(f.keys[0], token), f.c.latchTTLArg).Err())
+		token, strconv.Itoa(left), f.c.latchTTLArg).Err())
 }
 
 func (f *fairOps) renew(ctx context.Context, ttl time.Duration, token string) (bool, error) {
@@ -59,7 +59,7 @@ func (f *fairOps) renew(ctx context.Context, ttl time.Duration, token string) (b
 }
 
 func (f *fairOps) abandon(ctx context.Context) error {
-	return f.c.eval(ctx, fairLeaveScript, f.keys, f.owner, f.channel, f.c.publishArg).Err()
+	return f.c.eval(ctx, fairLeaveScript, f.keys[:3], f.owner, f.channel, f.c.publishArg).Err()
 }
 
 // holdField is the field of an exclusive lock's hash that names its hold

@@ -15,7 +15,7 @@ import (
 func queueLen(t *testing.T, srv *redistest.Server, m *FairMutex) int64 {
 	t.Helper()
 	key, _ := lockKeys(m.name)
-	return srv.Client(t).LLen(context.Background(), key+":queue").Val()
+	return srv.Client(t).LLen(context.Background(), ownKey("queue", key)).Val()
 }
 
 func TestFairMutexGrantsInArrivalOrder(t *testing.T) {
@@ -129,7 +129,7 @@ func TestFairMutexUnlockWakesOnlyTheNextWaiter(t *testing.T) {
 				t.Error(err)
 			}
 		}()
-		waitFor(t, func() bool { return srv.Client(t).LLen(ctx, key+":queue").Val() == int64(i+1) })
+		waitFor(t, func() bool { return srv.Client(t).LLen(ctx, ownKey("queue", key)).Val() == int64(i+1) })
 	}
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -331,7 +331,7 @@ func TestRWMutexWatchdogRenewsReadLevels(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * time.Second)
-	levels := rdb.Keys(ctx, "{rw-watch}:*:rwlock_timeout:*").Val()
+	levels := rdb.Keys(ctx, ownKey("rwlock_timeout", "{rw-watch}")+":*").Val()
 	if rdb.Exists(ctx, "{rw-watch}").Val() != 1 || len(levels) != 1 {
 		t.Fatalf("after three watchdog timeouts: lock exists %d, read levels %v", rdb.Exists(ctx, "{rw-watch}").Val(), levels)
 	}
@@ -343,12 +343,13 @@ func TestRWMutexWatchdogRenewsReadLevels(t *testing.T) {
 	}
 }
 
-// lockKeysLeft are the keys of the lock key but its release latches, which
-// outlive a release on purpose (doc.go, "Unknown outcomes").
+// lockKeysLeft are the keys of the lock key, its own and those the
+// library keeps beside it (ownKey), but its release latch, which outlives
+// a release on purpose (doc.go, "Unknown outcomes").
 func lockKeysLeft(ctx context.Context, rdb *redis.Client, key string) []string {
 	var left []string
-	for _, k := range rdb.Keys(ctx, key+"*").Val() {
-		if !strings.Contains(k, ":released:") {
+	for _, k := range append(rdb.Keys(ctx, key+"*").Val(), rdb.Keys(ctx, "~*:"+key+"*").Val()...) {
+		if k != latchKey(key, "") {
 			left = append(left, k)
 		}
 	}

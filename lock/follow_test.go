@@ -183,7 +183,7 @@ func TestUnlocksPublishInTheLocksShard(t *testing.T) {
 			}
 			woken := make(chan error, 1)
 			go func() { woken <- newLockClient(t, rdb, tc.opts...).Mutex(name).Lock(ctx) }()
-			waitQueued(t, master, "{"+name+"}:queue")
+			waitQueued(t, master, "~queue:{"+name+"}") // the queue: doc.go, "Keys"
 			before := commandCalls(t, master, tc.command)
 			if err := holder.Unlock(ctx); err != nil {
 				t.Fatal(err)

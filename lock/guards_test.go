@@ -79,12 +79,12 @@ func (r *scriptRig) subscribe(channel string) func() string {
 
 const (
 	gKey     = "{g}"
-	gQueue   = "{g}:queue"
+	gQueue   = "~queue:{g}"
 	gChannel = "{g}:channel"
-	gLatch   = "{g}:released:t"
+	gLatch   = "~released:{g}"
 )
 
-var gKeys = []string{gKey, gQueue}
+var gKeys = []string{gKey, gQueue, gLatch}
 
 // u01: a waiter that takes a free lock leaves the queue.
 func TestScriptLockTakesTheWaiterOutOfTheQueue(t *testing.T) {
@@ -185,7 +185,7 @@ func TestScriptReleaseGrants(t *testing.T) {
 	r.want(acquiredOK, lockScript, gKeys, lockArgs("60000", "A", "0", "tA", "1")...)
 	r.rdb.RPush(r.ctx, gQueue, "A", "B")
 	release := func(token, mode string) []any {
-		return []any{"A", "1000", mode, gChannel, "publish", token, gLatch, "10000"}
+		return []any{"A", "1000", mode, gChannel, "publish", token, "10000"}
 	}
 	r.want(nil, releaseScript, gKeys, release("tOld", releaseGive)...)
 	r.want(int64(1), releaseScript, gKeys, release("tA", releaseGive)...)
@@ -209,12 +209,12 @@ func TestScriptReleaseGrants(t *testing.T) {
 func TestScriptReleaseKeepAndLeave(t *testing.T) {
 	r := newScriptRig(t)
 	r.want(acquiredOK, lockScript, gKeys, lockArgs("60000", "A", "0", "tA", "1")...)
-	r.want(int64(0), releaseScript, gKeys, "A", "1000", releaseKeep, gChannel, "publish", "tA", gLatch, "10000")
+	r.want(int64(0), releaseScript, gKeys, "A", "1000", releaseKeep, gChannel, "publish", "tA", "10000")
 	if ttl := r.pttl(gKey); ttl < 50000 {
 		t.Fatalf("kept lock's TTL %d ms", ttl)
 	}
 	r.rdb.RPush(r.ctx, gQueue, "C", "D")
-	r.want(nil, releaseScript, gKeys, "C", "1000", releaseLeave, gChannel, "publish", "tC", "{g}:released:tC", "10000")
+	r.want(nil, releaseScript, gKeys, "C", "1000", releaseLeave, gChannel, "publish", "tC", "10000")
 	if q := r.rdb.LRange(r.ctx, gQueue, 0, -1).Val(); len(q) != 1 || q[0] != "D" {
 		t.Fatalf("queue %v after C left, want [D]", q)
 	}
@@ -235,14 +235,14 @@ func TestScriptRenew(t *testing.T) {
 	}
 }
 
-var fKeys = []string{"{f}", "{f}:queue", "{f}:deadlines"}
+var fKeys = []string{"{f}", "~queue:{f}", "~deadlines:{f}", "~released:{f}"}
 
 func fLockArgs(lease, owner, queue, token, levels string) []any {
 	return []any{lease, owner, "5000", queue, token, levels}
 }
 
 func fUnlockArgs(lease, owner, token, left string) []any {
-	return []any{lease, owner, "{f}:channel", "publish", token, left, "{f}:released:" + token, "10000"}
+	return []any{lease, owner, "{f}:channel", "publish", token, left, "10000"}
 }
 
 // u05: the queue's head gets a free fair lock first; u06: it leaves no
@@ -308,7 +308,7 @@ func TestScriptFairLeave(t *testing.T) {
 	}
 	r.rdb.Del(r.ctx, fKeys[0]) // expired
 	next := r.subscribe("{f}:channel:B")
-	r.want(int64(1), fairLeaveScript, fKeys, "A", "{f}:channel", "publish")
+	r.want(int64(1), fairLeaveScript, fKeys[:3], "A", "{f}:channel", "publish")
 	if q := r.rdb.LRange(r.ctx, fKeys[1], 0, -1).Val(); len(q) != 1 || q[0] != "B" {
 		t.Fatalf("queue %v after A left, want [B]", q)
 	}
@@ -344,10 +344,10 @@ func TestScriptFencedTokens(t *testing.T) {
 	}
 }
 
-var rwKeys = []string{"{rw}", "{rw}:writers"}
+var rwKeys = []string{"{rw}", "~writers:{rw}", "~released:{rw}"}
 
 func readArgs(lease, token string) []any {
-	return []any{lease, token, "o-" + token + ":write", "1", "{rw}:" + token + ":rwlock_timeout", "1"}
+	return []any{lease, token, "o-" + token + ":write", "1", "~rwlock_timeout:{rw}:" + token, "1"}
 }
 
 // u08: a shared read level never shortens the hash; read-into-write: a
@@ -376,7 +376,7 @@ func TestScriptWriteLeaveWakesReaders(t *testing.T) {
 	r := newScriptRig(t)
 	next := r.subscribe("{rw}:channel")
 	r.rdb.ZAdd(r.ctx, rwKeys[1], redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "w:write"})
-	r.want(int64(1), writeLeaveScript, rwKeys[1:], "w:write", "{rw}:channel", "publish")
+	r.want(int64(1), writeLeaveScript, rwKeys[1:2], "w:write", "{rw}:channel", "publish")
 	if msg := next(); msg != "u" {
 		t.Fatalf("readers got %q, want u", msg)
 	}
@@ -401,13 +401,13 @@ func TestScriptWriteLock(t *testing.T) {
 	r.want(acquiredOK, writeLockScript, rwKeys, "30000", "w:write", "0", "5000", "tw", "2")
 	next := r.subscribe("{rw}:channel")
 	unlock := func(left string) []any {
-		return []any{"30000", "w:write", "{rw}:channel", "publish", "tw", left, "{rw}:released:tw", "10000"}
+		return []any{"30000", "w:write", "{rw}:channel", "publish", "tw", left, "10000", rwKeys[1]}
 	}
-	r.want(int64(0), writeUnlockScript, rwKeys[:1], unlock("1")...)
+	r.want(int64(0), writeUnlockScript, []string{rwKeys[0], rwKeys[2]}, unlock("1")...)
 	if n := r.rdb.Exists(r.ctx, rwKeys[0]).Val(); n != 1 {
 		t.Fatal("an inner write unlock released the lock")
 	}
-	r.want(int64(1), writeUnlockScript, rwKeys[:1], unlock("0")...)
+	r.want(int64(1), writeUnlockScript, []string{rwKeys[0], rwKeys[2]}, unlock("0")...)
 	if msg := next(); msg != "u" {
 		t.Fatalf("write unlock published %q, want u", msg)
 	}

@@ -17,7 +17,7 @@ func queued(t *testing.T, rdb *redis.Client, m *Mutex, want ...string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		got, err := rdb.LRange(t.Context(), m.Key()+":queue", 0, -1).Result()
+		got, err := rdb.LRange(t.Context(), ownKey("queue", m.Key()), 0, -1).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestReleaseHandsTheLockToTheQueuedClient(t *testing.T) {
 	if err := mc.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := rdb.Exists(ctx, ma.Key(), ma.Key()+":queue").Val(); n != 0 {
+	if n := rdb.Exists(ctx, ma.Key(), ownKey("queue", ma.Key())).Val(); n != 0 {
 		t.Fatalf("%d of the lock's keys left after the last unlock", n)
 	}
 }
@@ -124,7 +124,7 @@ func TestGrantToALeavingWaiterIsHandedOn(t *testing.T) {
 	bDone := lockAsync(ctx, b.Mutex("crossed"))
 	queued(t, rdb, ma, b.ID())
 	// a's unlock granting to "gone", which leaves before it took the grant.
-	keys := []string{ma.Key(), ma.Key() + ":queue"}
+	keys := []string{ma.Key(), ownKey("queue", ma.Key()), latchKey(ma.Key(), "")}
 	if err := rdb.LPush(ctx, keys[1], "gone").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestGrantToALeavingWaiterIsHandedOn(t *testing.T) {
 	if owners := rdb.HGetAll(ctx, ma.Key()).Val(); owners["gone"] != "1" {
 		t.Fatalf("lock hash %v, want the grant to gone", owners)
 	}
-	if err := releaseScript.Run(ctx, rdb, keys, "gone", 30_000, releaseLeave, ma.channel, "publish", "gone:h1", latchKey(ma.Key(), "gone:h1"), 1000).Err(); err != nil {
+	if err := releaseScript.Run(ctx, rdb, keys, "gone", 30_000, releaseLeave, ma.channel, "publish", "gone:h1", 1000).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-bDone; err != nil {
@@ -159,7 +159,7 @@ func TestDeadQueuedClientHoldsTheLockAtMostOneLease(t *testing.T) {
 	}
 	// A waiting attempt of a Client that then crashed: it queued, and will
 	// never take a grant nor leave.
-	keys := []string{ma.Key(), ma.Key() + ":queue"}
+	keys := []string{ma.Key(), ownKey("queue", ma.Key()), latchKey(ma.Key(), "")}
 	if _, err := lockScript.Run(ctx, rdb, keys, lease.Milliseconds(), "dead", "1", "dead:h1", "1").Result(); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestReleaseSkipsTheOwnersStalePlace(t *testing.T) {
 	if err := ma.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.RPush(ctx, ma.Key()+":queue", a.ID()).Err(); err != nil {
+	if err := rdb.RPush(ctx, ownKey("queue", ma.Key()), a.ID()).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := ma.Unlock(ctx); err != nil {

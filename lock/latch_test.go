@@ -10,17 +10,21 @@ import (
 
 // A release latch is kept for as long as the client may send the release
 // again, and not at all by a client that never sends a request twice: it
-// costs a SET per release (BENCHMARKS.md), which a client built with
-// MaxRetries: -1 does not pay.
+// costs a few commands per release, which a client built with
+// MaxRetries: -1 does not pay. It lasts replayWindow (issue 32, finding 7).
 func TestReleaseLatchOnlyForAClientThatRetries(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, tc := range []struct {
 		name      string
 		opts      redis.Options
 		wantLatch bool
+		lasts     time.Duration
 	}{
-		{"go-redis defaults (3 retries)", redis.Options{}, true},
-		{"MaxRetries: -1", redis.Options{MaxRetries: -1}, false},
+		{"go-redis defaults (3 retries)", redis.Options{}, true, 162200 * time.Millisecond},
+		{"MaxRetries: -1", redis.Options{MaxRetries: -1}, false, 0},
+		// 0.5+1, then 2 × (3 pool + 2+0.5+1 dial + 0.5 write), then 1 read.
+		{"explicit timeouts", redis.Options{MaxRetries: 2, ReadTimeout: 1000 * time.Millisecond, WriteTimeout: 500 * time.Millisecond,
+			PoolTimeout: 3 * time.Second, DialTimeout: 2 * time.Second, DialerRetries: 1, MaxRetryBackoff: -1}, true, 16500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
@@ -38,13 +42,13 @@ func TestReleaseLatchOnlyForAClientThatRetries(t *testing.T) {
 			if err := m.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
-			latches := rdb.Keys(ctx, "{"+name+"}:released:*").Val()
+			latches := rdb.Keys(ctx, latchKey("{"+name+"}", "")).Val()
 			if got := len(latches) == 1; got != tc.wantLatch {
 				t.Fatalf("latches after a release: %v, want one: %t", latches, tc.wantLatch)
 			}
 			if tc.wantLatch {
-				if ttl := rdb.PTTL(ctx, latches[0]).Val(); ttl <= 0 {
-					t.Fatalf("latch TTL %v, want the client's replay window", ttl)
+				if ttl := rdb.PTTL(ctx, latches[0]).Val(); ttl > tc.lasts || ttl < tc.lasts-time.Second {
+					t.Fatalf("latch TTL %v, want the client's replay window, %v", ttl, tc.lasts)
 				}
 			}
 		})

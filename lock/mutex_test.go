@@ -762,10 +762,10 @@ func TestWaitReplicas(t *testing.T) {
 				t.Errorf("%s: TryLock = %v, %v; want false, ErrNotReplicated", name, ok, err)
 			}
 		}
-		for _, key := range primary.Client(t).Keys(ctx, "{unreplicated*").Val() {
+		for _, key := range primary.Client(t).Keys(ctx, "*{unreplicated*").Val() {
 			// Fencing counters only grow, and release latches outlive their
 			// release, by design.
-			if !strings.HasSuffix(key, ":token") && !strings.Contains(key, ":released:") {
+			if !strings.HasSuffix(key, ":token") && !strings.HasPrefix(key, "~released:") {
 				t.Errorf("unconfirmed lock left in Redis: %s", key)
 			}
 		}
@@ -818,6 +818,9 @@ func TestLockKeysShareHashTag(t *testing.T) {
 		{"sku-1", "{sku-1}", "{sku-1}:channel"},
 		{"lockstep:watchdog:{sku-1}:lock", "lockstep:watchdog:{sku-1}:lock", "lockstep:watchdog:{sku-1}:lock:channel"},
 		{"empty:{}:tag", "{empty:{}:tag}", "{empty:{}:tag}:channel"},
+		// '~' begins the library's own keys (ownKey): a lock's key never does.
+		{"~order{7}", "~~order{7}", "~~order{7}:channel"},
+		{"~order-7", "{~order-7}", "{~order-7}:channel"},
 	} {
 		key, channel := lockKeys(tc.name)
 		if key != tc.key || channel != tc.channel {

@@ -34,8 +34,8 @@ type ownedOps interface {
 	// acquire makes one attempt with the lock's TTL (see attemptFunc) for
 	// the hold token, which then has levels levels (1: a new hold).
 	acquire(ctx context.Context, ttl time.Duration, waiting bool, token string, levels int) (bool, time.Duration, error)
-	// release gives up one level of the hold token, leaving left;
-	// unlockResult's errors.
+	// release gives up one level of the hold token, leaving left
+	// (givenUp: an attempt given up, see tryLock); unlockResult's errors.
 	release(ctx context.Context, ttl time.Duration, token string, left int) error
 	// renew extends a watchdog hold; false when Redis no longer has it.
 	renew(ctx context.Context, ttl time.Duration, token string) (bool, error)
@@ -87,6 +87,11 @@ func (o *ownedLock) TryLockContext(ctx context.Context, wait, lease time.Duratio
 	}
 	return o.held, true, nil
 }
+
+// givenUp is the levels an unlock script is told are left when it
+// releases an attempt its caller gave up on: as the last level, and the
+// token goes into the latch even when the attempt took nothing.
+const givenUp = -1
 
 // counterMovingPoll is how often a waiting FencedMutex tries again while its
 // slot migrates and its fencing counter has not moved (ErrCounterMoving).
@@ -141,8 +146,10 @@ func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 	}
 	if !ok {
 		if lost {
-			// The hold named token, if Redis has it, is the lost attempt's.
-			_ = o.ops.release(cleanupCtx, ttl, token, 0)
+			// The hold named token, if Redis has it, is the lost attempt's;
+			// if that attempt has not run yet, the latch keeps it from
+			// taking the lock when it does.
+			_ = o.ops.release(cleanupCtx, ttl, token, givenUp)
 		}
 		if abandonErr := o.ops.abandon(cleanupCtx); err == nil {
 			err = abandonErr
@@ -152,7 +159,7 @@ func (o *ownedLock) tryLock(ctx context.Context, wait, lease time.Duration) (boo
 	if err := context.Cause(o.c.life); err != nil {
 		// The Client closed as the attempt took the lock: give it back,
 		// since nobody would release it (Close waits for this, startTask).
-		if releaseErr := o.ops.release(cleanupCtx, ttl, token, 0); releaseErr != nil {
+		if releaseErr := o.ops.release(cleanupCtx, ttl, token, 0); releaseErr != nil && !errors.Is(releaseErr, ErrNotHeld) {
 			err = errors.Join(err, fmt.Errorf("give back: %w", releaseErr))
 		}
 		return false, err

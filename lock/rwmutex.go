@@ -39,9 +39,10 @@ type RWMutex struct {
 func (c *Client) RWMutex(name string) *RWMutex {
 	key, channel := lockKeys(name)
 	owner := c.newOwner()
-	writers := key + ":writers"
-	read := &readOps{c: c, writeField: owner + ":write", channel: channel, keys: []string{key, writers}}
-	write := &writeOps{c: c, field: owner + ":write", keys: []string{key, writers}, channel: channel}
+	keys := []string{key, ownKey("writers", key), latchKey(key, "")}
+	release := []string{key, keys[2]}
+	read := &readOps{c: c, writeField: owner + ":write", channel: channel, keys: keys, releaseKeys: release, levels: ownKey("rwlock_timeout", key)}
+	write := &writeOps{c: c, field: owner + ":write", keys: keys, releaseKeys: release, channel: channel}
 	// A reader held back by a writer wakes by the writer's place lapsing at
 	// the latest (the script's answer); a waiting writer refreshes its place.
 	readLock := newOwnedLock(c, name+" (read)", channel, forever, read)
@@ -58,15 +59,17 @@ func (rw *RWMutex) WriteLocker() Locker { return rw.write }
 // readOps are the read side's scripts. A read hold's field in the hash is
 // its token, so every hold has its own field and level keys.
 type readOps struct {
-	c          *Client
-	writeField string   // the owner's write side's field
-	keys       []string // lock, waiting writers
-	channel    string
+	c           *Client
+	writeField  string   // the owner's write side's field
+	keys        []string // lock, waiting writers, release latch
+	releaseKeys []string // lock, release latch
+	channel     string
+	levels      string // the lock's read-timeout prefix (read_unlock.lua)
 }
 
 // levelPrefix names the keys that time each level of the read hold token.
 func (r *readOps) levelPrefix(token string) string {
-	return r.keys[0] + ":" + token + ":rwlock_timeout"
+	return r.levels + ":" + token
 }
 
 func (r *readOps) acquire(ctx context.Context, ttl time.Duration, _ bool, token string, levels int) (bool, time.Duration, error) {
@@ -78,22 +81,23 @@ func (r *readOps) acquire(ctx context.Context, ttl time.Duration, _ bool, token 
 }
 
 func (r *readOps) release(ctx context.Context, _ time.Duration, token string, left int) error {
-	return unlockResult(r.keys[0], r.c.eval(ctx, readUnlockScript, r.keys[:1], token, r.channel, r.levelPrefix(token), r.keys[0], r.c.publishArg,
-		strconv.Itoa(left), latchKey(r.keys[0], token), r.c.latchTTLArg).Err())
+	return unlockResult(r.keys[0], r.c.eval(ctx, readUnlockScript, r.releaseKeys, token, r.channel, r.levelPrefix(token), r.levels, r.c.publishArg,
+		strconv.Itoa(left), r.c.latchTTLArg).Err())
 }
 
 func (r *readOps) renew(ctx context.Context, ttl time.Duration, token string) (bool, error) {
-	n, err := r.c.eval(ctx, readRenewScript, r.keys[:1], ms(ttl), token, r.keys[0]).Int()
+	n, err := r.c.eval(ctx, readRenewScript, r.keys[:1], ms(ttl), token, r.levels).Int()
 	return n == 1, err
 }
 
 func (r *readOps) abandon(context.Context) error { return nil }
 
 type writeOps struct {
-	c       *Client
-	field   string
-	keys    []string // lock, waiting writers
-	channel string
+	c           *Client
+	field       string
+	keys        []string // lock, waiting writers, release latch
+	releaseKeys []string // lock, release latch
+	channel     string
 }
 
 func (w *writeOps) acquire(ctx context.Context, ttl time.Duration, waiting bool, token string, levels int) (bool, time.Duration, error) {
@@ -105,8 +109,8 @@ func (w *writeOps) acquire(ctx context.Context, ttl time.Duration, waiting bool,
 }
 
 func (w *writeOps) release(ctx context.Context, ttl time.Duration, token string, left int) error {
-	return unlockResult(w.keys[0], w.c.eval(ctx, writeUnlockScript, w.keys[:1], ms(ttl), w.field, w.channel, w.c.publishArg,
-		token, strconv.Itoa(left), latchKey(w.keys[0], token), w.c.latchTTLArg, w.keys[1]).Err())
+	return unlockResult(w.keys[0], w.c.eval(ctx, writeUnlockScript, w.releaseKeys, ms(ttl), w.field, w.channel, w.c.publishArg,
+		token, strconv.Itoa(left), w.c.latchTTLArg, w.keys[1]).Err())
 }
 
 // renew extends the write hold; its token is in the write field's ":hold".
@@ -116,5 +120,5 @@ func (w *writeOps) renew(ctx context.Context, ttl time.Duration, token string) (
 
 // abandon gives up the writer's place, waking the readers it held back.
 func (w *writeOps) abandon(ctx context.Context) error {
-	return w.c.eval(ctx, writeLeaveScript, w.keys[1:], w.field, w.channel, w.c.publishArg).Err()
+	return w.c.eval(ctx, writeLeaveScript, w.keys[1:2], w.field, w.channel, w.c.publishArg).Err()
 }

@@ -94,7 +94,7 @@ func TestRWMutexWaitingWriterDoesNotDeadlockReentrantReaders(t *testing.T) {
 	w := newClient(t, srv).RWMutex("rw-reenter")
 	writer := make(chan error, 1)
 	go func() { writer <- w.WriteLocker().Lock(ctx) }()
-	waitFor(t, func() bool { return srv.Client(t).Exists(ctx, "{rw-reenter}:writers").Val() == 1 })
+	waitFor(t, func() bool { return srv.Client(t).Exists(ctx, ownKey("writers", "{rw-reenter}")).Val() == 1 })
 	if ok, err := r.ReadLocker().TryLock(ctx, 0, 0); !ok || err != nil {
 		t.Fatalf("reentrant read while a writer waits: %v, %v", ok, err)
 	}
@@ -133,7 +133,7 @@ func TestRWMutexWriterThatLeavesOrDiesReleasesReaders(t *testing.T) {
 		if ok, _ := w.TryLock(ctx, 100*time.Millisecond, 0); ok {
 			t.Fatal("writer acquired beside a reader")
 		}
-		if n := rdb.Exists(ctx, "{rw-leave}:writers").Val(); n != 0 {
+		if n := rdb.Exists(ctx, ownKey("writers", "{rw-leave}")).Val(); n != 0 {
 			t.Fatal("the writer that gave up kept its place")
 		}
 		if ok, err := newClient(t, srv).RWMutex("rw-leave").ReadLocker().TryLock(ctx, 0, 0); !ok || err != nil {
@@ -144,7 +144,7 @@ func TestRWMutexWriterThatLeavesOrDiesReleasesReaders(t *testing.T) {
 	t.Run("dies", func(t *testing.T) {
 		now := rdb.Time(ctx).Val()
 		deadline := now.Add(placeTTL).UnixMilli()
-		rdb.ZAdd(ctx, "{rw-dead}:writers", redis.Z{Score: float64(deadline), Member: "dead-owner:write"})
+		rdb.ZAdd(ctx, ownKey("writers", "{rw-dead}"), redis.Z{Score: float64(deadline), Member: "dead-owner:write"})
 		start := time.Now()
 		r := newClient(t, srv).RWMutex("rw-dead").ReadLocker()
 		if ok, err := r.TryLock(ctx, 3*time.Second, 0); !ok || err != nil {

@@ -2,9 +2,10 @@
 -- taken from Redis TIME rather than the client's clock, and a hold token
 -- that names the acquisition (lock.lua).
 -- KEYS[1] lock hash, KEYS[2] waiter queue (list), KEYS[3] waiter deadlines
--- (zset); or the lock's key alone while its Cluster slot migrates
--- (lock.lua): a waiter then is not queued, a free lock goes to whoever
--- asks first, and a waiter wakes by its timer (fair_unlock.lua)
+-- (zset), KEYS[4] the lock's release latch (release.lua); or the lock's
+-- key alone while its Cluster slot migrates (lock.lua): a waiter then is
+-- not queued, a free lock goes to whoever asks first, a waiter wakes by
+-- its timer (fair_unlock.lua), and a late first run is not told apart
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] waiter timeout ms, ARGV[4] '1' to queue,
 -- ARGV[5] the hold's token, ARGV[6] the hold's levels once this one is added
 -- ('1': a new hold)
@@ -20,6 +21,10 @@ if redis.call('hget', KEYS[1], 'hold') == ARGV[5] then
 end
 if ARGV[6] ~= '1' then
     return redis.call('pttl', KEYS[1])
+end
+if KEYS[4] and redis.call('lpos', KEYS[4], ARGV[5]) then
+    -- This hold was released already: a first run arriving late (lock.lua).
+    return -2
 end
 if not KEYS[2] then
     if redis.call('exists', KEYS[1]) == 1 then

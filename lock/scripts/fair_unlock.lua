@@ -1,25 +1,34 @@
 -- Release one level of a fair lock's hold and wake only the next live
 -- waiter. As unlock.lua: the hold token decides, the levels are the
 -- Client's count, and a release that already ran answers 1 again.
--- KEYS[1] lock hash, KEYS[2] waiter queue, KEYS[3] waiter deadlines, or
--- the lock's key alone while its Cluster slot migrates (fair_lock.lua):
--- nobody is woken then, the waiters not queued wake by their timers
+-- KEYS[1] lock hash, KEYS[2] waiter queue, KEYS[3] waiter deadlines,
+-- KEYS[4] the lock's release latch (release.lua), or the lock's key alone
+-- while its Cluster slot migrates (fair_lock.lua): nobody is woken then,
+-- the waiters not queued wake by their timers, and no latch is kept
 -- ARGV[1] lease ms to keep at least after a reentrant release (a longer TTL
 -- is kept: an inner unlock never cuts the lease), ARGV[2] owner,
 -- ARGV[3] channel prefix, ARGV[4] the publish command ('publish', or
 -- 'spublish' on a Redis Cluster), ARGV[5] the hold's token, ARGV[6] the
--- levels left once this one is released ('0': the last), ARGV[7] the
--- hold's release latch (release.lua), ARGV[8] its lifetime in ms
+-- levels left once this one is released ('0': the last; '-1': an attempt
+-- given up, unlock.lua), ARGV[7] the latch's lifetime in ms
 -- Returns nil when the hold is not in Redis, 0 when it is still held, 1 when released.
+local function latch()
+    if KEYS[4] and ARGV[7] ~= '0' then
+        redis.call('lpush', KEYS[4], ARGV[5])
+        redis.call('ltrim', KEYS[4], 0, 7)
+        redis.call('pexpire', KEYS[4], ARGV[7])
+    end
+end
 if redis.call('hget', KEYS[1], 'hold') ~= ARGV[5] then
-    -- The latch is best effort (pcall): while the lock's slot migrates, a
-    -- key that is not on this node cannot be read nor written.
-    if redis.pcall('get', ARGV[7]) == ARGV[5] then
+    if KEYS[4] and redis.call('lpos', KEYS[4], ARGV[5]) then
         return 1
+    end
+    if ARGV[6] == '-1' then
+        latch()
     end
     return nil
 end
-if ARGV[6] ~= '0' then
+if ARGV[6] ~= '0' and ARGV[6] ~= '-1' then
     redis.call('hset', KEYS[1], ARGV[2], ARGV[6])
     if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
         redis.call('pexpire', KEYS[1], ARGV[1])
@@ -27,8 +36,7 @@ if ARGV[6] ~= '0' then
     return 0
 end
 redis.call('del', KEYS[1])
--- No latch ('0') when the client never sends a request twice.
-if ARGV[8] ~= '0' then redis.pcall('set', ARGV[7], ARGV[5], 'px', ARGV[8]) end
+latch()
 if not KEYS[2] then
     return 1
 end

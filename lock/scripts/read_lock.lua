@@ -6,8 +6,9 @@
 -- keys of its own, and a late request of an earlier hold finds nothing of
 -- a later one (see doc.go, "Unknown outcomes").
 -- KEYS[1] lock hash, KEYS[2] waiting writers (zset: write field -> deadline, ms of Redis TIME),
--- or none while the lock's Cluster slot migrates (lock.lua): readers then
--- do not wait behind waiting writers
+-- KEYS[3] the lock's release latch (release.lua), or neither while the
+-- lock's Cluster slot migrates (lock.lua): readers then do not wait behind
+-- waiting writers, and a late first run is not told apart
 -- ARGV[1] lease ms, ARGV[2] the hold's token (its field), ARGV[3] owner's write field,
 -- ARGV[4] '1': writers first, ARGV[5] the hold's read-timeout prefix (its
 -- level keys share the hash tag), ARGV[6] the hold's levels once this one
@@ -38,6 +39,10 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 end
 if ARGV[6] ~= '1' then
     return redis.call('pttl', KEYS[1])
+end
+if KEYS[3] and redis.call('lpos', KEYS[3], ARGV[2]) then
+    -- This hold was released already: a first run arriving late (lock.lua).
+    return -2
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if ARGV[4] == '1' and KEYS[2] and not (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then

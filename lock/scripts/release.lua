@@ -3,22 +3,24 @@
 -- it. The Client knows it is its last level, so the levels in Redis do not
 -- matter; the hold token does: a release of an earlier hold of the same
 -- Client, arriving late, finds another token and touches nothing.
--- KEYS[1] lock hash, KEYS[2] waiter queue, or none while the lock's
--- Cluster slot migrates (see lock.lua): the lock is then given up, not
--- handed on, and an unlock message wakes the waiters, queued or not
+-- KEYS[1] lock hash, KEYS[2] waiter queue, KEYS[3] the lock's release
+-- latch (a list of the tokens of its last releases, 8 at most), or neither
+-- while the lock's Cluster slot migrates (see lock.lua): the lock is then
+-- given up, not handed on, an unlock message wakes the waiters, queued or
+-- not, and no latch is kept
 -- ARGV[1] owner field, ARGV[2] lease in ms of a grant, ARGV[4] channel,
 -- ARGV[5] the publish command ('publish', or 'spublish' on a Redis Cluster),
--- ARGV[6] the hold's token, ARGV[7] the hold's release latch (a key with
--- the lock's hash tag, named after the token: one per release, so no two
--- Cluster nodes ever hold the same latch), ARGV[8] how long the latch
--- lasts in ms: as long as the Redis client may re-send this request,
--- ARGV[3] mode:
+-- ARGV[6] the hold's token, ARGV[7] how long the latch lasts in ms: as
+-- long as the Redis client may re-send this request ('0': it never does,
+-- no latch), ARGV[3] mode:
 --   'release'  give the lock up;
 --   'keep'     a cohort at its bound of local passes: give it up only when
 --              another Client waits, else keep holding it;
 --   'leave'    a waiter giving up: leave the queue, and hand on the lock
 --              if it was granted meanwhile or the waiter's lost attempt
---              took it.
+--              took it; the token goes into the latch either way, so
+--              that attempt, if it has not run yet, takes nothing when
+--              it does (lock.lua).
 -- Returns nil when the hold is not in Redis, 0 when the owner keeps it,
 -- 1 when released (to the next waiter, if any) — also when this release
 -- already ran (the latch holds its token): a retried request returns the first
@@ -26,16 +28,25 @@
 -- of this node heard it: while the slot migrates, the script may run on
 -- the importing master and the waiters listen on the other, where the
 -- Client publishes it again (issue 24).
+-- latch records the token: capped, and kept as long as a re-send may come.
+local function latch()
+    if KEYS[3] and ARGV[7] ~= '0' then
+        redis.call('lpush', KEYS[3], ARGV[6])
+        redis.call('ltrim', KEYS[3], 0, 7)
+        redis.call('pexpire', KEYS[3], ARGV[7])
+    end
+end
 if ARGV[3] == 'leave' and KEYS[2] then
     redis.call('lrem', KEYS[2], 0, ARGV[1])
 end
 local hold = redis.call('hget', KEYS[1], 'hold')
 if not (hold == ARGV[6] or (ARGV[3] == 'leave' and hold == '' and
         redis.call('hexists', KEYS[1], ARGV[1]) == 1)) then
-    -- The latch is best effort (pcall): while the lock's slot migrates, a
-    -- key that is not on this node cannot be read nor written.
-    if redis.pcall('get', ARGV[7]) == ARGV[6] then
+    if KEYS[3] and redis.call('lpos', KEYS[3], ARGV[6]) then
         return 1
+    end
+    if ARGV[3] == 'leave' then
+        latch()
     end
     return nil
 end
@@ -47,8 +58,7 @@ end
 if not nextOwner and ARGV[3] == 'keep' and KEYS[2] then
     return 0
 end
--- No latch ('0') when the client never sends a request twice.
-if ARGV[8] ~= '0' then redis.pcall('set', ARGV[7], ARGV[6], 'px', ARGV[8]) end
+latch()
 -- heard is the reply: 1, or the message if no subscriber here heard it.
 local function heard(message)
     if redis.call(ARGV[5], ARGV[4], message) == 0 then

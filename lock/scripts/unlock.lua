@@ -12,19 +12,32 @@
 -- for as long as the lock's slot migrates, Redisson #612), ARGV[4] the
 -- publish command: 'publish', or 'spublish' on a Redis Cluster, ARGV[5] the
 -- hold's token, ARGV[6] the levels left once this one is released ('0':
--- the last), ARGV[7] the hold's release latch (release.lua), ARGV[8] its lifetime in ms
+-- the last; '-1': an attempt given up, whose token goes into the latch
+-- even when it took nothing, release.lua's 'leave'), ARGV[7] the lock's
+-- release latch (release.lua), ARGV[8] its lifetime in ms
+-- The latch is named in ARGV, not declared, for FencedMutex's release; it
+-- is best effort (pcall): while the lock's slot migrates, a key that is
+-- not on this node can be neither read nor written.
 -- Returns nil when the hold is not in Redis, 0 when it is still held
 -- (reentrant), 1 when the lock was released and waiters were told — also
 -- when this release already ran (the latch holds its token).
+local function latch()
+    if ARGV[8] ~= '0' then
+        redis.pcall('lpush', ARGV[7], ARGV[5])
+        redis.pcall('ltrim', ARGV[7], 0, 7)
+        redis.pcall('pexpire', ARGV[7], ARGV[8])
+    end
+end
 if redis.call('hget', KEYS[1], 'hold') ~= ARGV[5] then
-    -- The latch is best effort (pcall): while the lock's slot migrates, a
-    -- key that is not on this node cannot be read nor written.
-    if redis.pcall('get', ARGV[7]) == ARGV[5] then
+    if type(redis.pcall('lpos', ARGV[7], ARGV[5])) == 'number' then
         return 1
+    end
+    if ARGV[6] == '-1' then
+        latch()
     end
     return nil
 end
-if ARGV[6] ~= '0' then
+if ARGV[6] ~= '0' and ARGV[6] ~= '-1' then
     redis.call('hset', KEYS[1], ARGV[2], ARGV[6])
     if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
         redis.call('pexpire', KEYS[1], ARGV[1])
@@ -32,8 +45,7 @@ if ARGV[6] ~= '0' then
     return 0
 end
 redis.call('del', KEYS[1])
--- No latch ('0') when the client never sends a request twice.
-if ARGV[8] ~= '0' then redis.pcall('set', ARGV[7], ARGV[5], 'px', ARGV[8]) end
+latch()
 -- The message names the releasing owner, so its own waiters can tell
 -- their Client's unlocks from those of others.
 redis.call(ARGV[4], ARGV[3], 'u' .. ARGV[2])

@@ -3,8 +3,9 @@
 -- readers wait behind it (read_lock.lua); it leaves when it acquires. The
 -- field "<write field>:hold" holds the hold's token (lock.lua).
 -- KEYS[1] lock hash, KEYS[2] waiting writers (zset: write field -> deadline),
--- or none while the lock's Cluster slot migrates (lock.lua): a waiting
--- writer then keeps no place, and new readers may go first
+-- KEYS[3] the lock's release latch (release.lua), or neither while the
+-- lock's Cluster slot migrates (lock.lua): a waiting writer then keeps no
+-- place, new readers may go first, and a late first run is not told apart
 -- ARGV[1] lease ms, ARGV[2] owner's write field, ARGV[3] '1' when the caller
 -- waits, ARGV[4] how long its place lasts unless refreshed (ms), ARGV[5] the
 -- hold's token, ARGV[6] the hold's levels once this one is added ('1': a
@@ -23,6 +24,10 @@ if mode == 'write' and redis.call('hget', KEYS[1], holdField) == ARGV[5] then
 end
 if ARGV[6] ~= '1' then
     return redis.call('pttl', KEYS[1])
+end
+if KEYS[3] and redis.call('lpos', KEYS[3], ARGV[5]) then
+    -- This hold was released already: a first run arriving late (lock.lua).
+    return -2
 end
 if mode == false then
     if KEYS[2] then
