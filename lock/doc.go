@@ -122,6 +122,11 @@
 //	                   it released (the simple
 //	                   locks keep no latch)
 //
+// A FencedMutex's token is the larger of its counter's next value and the
+// Redis server's clock in microseconds, so a restart without persistence,
+// a FLUSHALL or a failover that lost the counter never makes tokens go
+// back (FencedMutex says what this assumes of the servers' clocks).
+//
 // The latch is best effort: while the lock's Cluster slot migrates, a key
 // not yet on the node can be neither read nor written, and a release run
 // twice then answers ErrNotHeld although it released. A release's own keys
