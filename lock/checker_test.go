@@ -45,6 +45,12 @@ package lock
 // interleaving is the scheduler's, so a failing seed reproduces the failure
 // often, not always. The test prints the seed and the command.
 //
+// TestLockCheckerFindsDefects (checker_proof_test.go) proves the checker
+// can see what it guards: it runs it with defects put into the scripts —
+// the release latch removed, a re-sent inner read release counted twice,
+// the fencing counter starting over with Redis, a lease cut short — and
+// wants each run to fail; TestCheckerOracle feeds the oracle made-up runs.
+//
 //	go test -race -run '^TestLockChecker$' ./lock/ -checker.seed=N -checker.time=10m
 //	make check-lock CHECKER_TIME=10m
 
