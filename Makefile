@@ -49,8 +49,10 @@ check-lock: deps
 	$(GO) test -race -count=1 -timeout 0 -run '^TestLockChecker$$' ./lock/ -checker.time $(CHECKER_TIME) -checker.seed $(CHECKER_SEED)
 
 # Mutation testing of lock/ (not part of make test; 15 minutes here):
-# each mutant of lock/mutants.txt alone against go test ./lock/, then the
-# score and the survivors (lock/MUTANTS.md says why they stand). One mutant:
+# each mutant of lock/mutants.txt alone against go test ./lock/, each kill
+# confirmed by its test failing again alone, then the score with the flaky,
+# timed-out and surviving mutants apart (lock/MUTANTS.md says why they stand).
+# The checker's own proof test applies mutations of its own and is left out. One mutant:
 # make mutate MUTATE_ARGS='-run u04'. The two Cluster slot-movement tests
 # are left out: no mutant touches what they test, and on a loaded machine
 # they fail now and then, which would stop the run at its baseline. The
