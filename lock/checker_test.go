@@ -5,7 +5,8 @@ package lock
 // unlock, cancel and close on a few locks of every kind, through go-redis
 // clients built with default options (MaxRetries 3: a request whose
 // connection broke is sent again), while a fault injector driven by one seed
-// cuts connections after a script ran and before its reply, delays requests,
+// cuts connections after a script ran and before its reply (a release's
+// more often), delays requests,
 // replies and pub/sub messages, lets lease holders sleep past their lease,
 // and wipes (FLUSHALL) or restarts Redis.
 //
@@ -24,6 +25,10 @@ package lock
 //     level the owner's level is still in Redis, after the last one its held
 //     context ended with ErrReleased and (FairMutex, FencedMutex, RWMutex) its
 //     field is gone;
+//   - an Unlock's answer says what it did: a last Unlock of a hold Redis
+//     had (live when called, its lease not over, no wipe) does not say
+//     ErrNotHeld, and an inner one leaves the owner's levels in Redis;
+//   - a FencedMutex's tokens only grow, across wipes and restarts too;
 //   - no waiter waits longer than ckWaitBound while the lock is free (a
 //     fair or read-write waiter a fair-waiter timeout more: it may wait
 //     behind a queued waiter that died until its place lapses): not
@@ -32,11 +37,19 @@ package lock
 //     lost, the sleep of a waiter whose lock was wiped under it).
 //
 // An end is seen by a goroutine that waits on the held context, so it may be
-// seen late: ckTolerance is that lag, and every comparison allows it.
+// seen late: ckTolerance is that lag, and comparisons with such an end
+// allow it. A last Unlock's call is recorded before it is made, while the
+// held context is still live: that end is exact, and allows nothing.
 //
 // The seed fixes every worker's operations and the injector's schedule; the
 // interleaving is the scheduler's, so a failing seed reproduces the failure
 // often, not always. The test prints the seed and the command.
+//
+// TestLockCheckerFindsDefects (checker_proof_test.go) proves the checker
+// can see what it guards: it runs it with defects put into the scripts —
+// the release latch removed, a re-sent inner read release counted twice,
+// the fencing counter starting over with Redis, a lease cut short — and
+// wants each run to fail; TestCheckerOracle feeds the oracle made-up runs.
 //
 //	go test -race -run '^TestLockChecker$' ./lock/ -checker.seed=N -checker.time=10m
 //	make check-lock CHECKER_TIME=10m
@@ -143,6 +156,8 @@ type ckSpec struct {
 	Out     string
 	Faults  map[string]bool
 	Locks   [][2]string // name and kind
+	// Mutations change the package's scripts (checker_proof_test.go).
+	Mutations []ckMutation
 }
 
 // ckRecord is one line of a process's record file.
@@ -151,13 +166,18 @@ type ckRecord struct {
 	Lock  string `json:"l,omitempty"`
 	Owner string `json:"o,omitempty"`
 	// hold: Start..End live, UnlockAt the last Unlock's call (0: none)
-	Start    int64  `json:"s,omitempty"`
-	End      int64  `json:"e,omitempty"`
-	UnlockAt int64  `json:"u,omitempty"`
-	Deadline int64  `json:"d,omitempty"` // a lease hold's latest lease end
-	Watchdog bool   `json:"w,omitempty"`
-	Shared   bool   `json:"r,omitempty"`
-	Cause    string `json:"c,omitempty"`
+	Start    int64 `json:"s,omitempty"`
+	End      int64 `json:"e,omitempty"`
+	UnlockAt int64 `json:"u,omitempty"`
+	// Called: the acquisition's call; Token: a fenced hold's token.
+	Called int64 `json:"b,omitempty"`
+	Token  int64 `json:"t,omitempty"`
+	// LiveAtUnlock: the held context was live when the last Unlock was called.
+	LiveAtUnlock bool   `json:"lu,omitempty"`
+	Deadline     int64  `json:"d,omitempty"` // a lease hold's latest lease end
+	Watchdog     bool   `json:"w,omitempty"`
+	Shared       bool   `json:"r,omitempty"`
+	Cause        string `json:"c,omitempty"`
 	// UnlockErr is a hold's last Unlock's error: a loss it reports.
 	UnlockErr string `json:"ue,omitempty"`
 	What      string `json:"x,omitempty"` // bad: what was wrong
@@ -232,6 +252,7 @@ type ckHandle struct {
 	// watchdog timeout (FairMutex, FencedMutex, RWMutex), not the hold's
 	// lease (Mutex).
 	watchdogLevel bool
+	token         func() int64 // a FencedMutex's
 	tryLock       func(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error)
 	unlock        func(ctx context.Context) error
 }
@@ -248,7 +269,7 @@ func ckNewHandle(c *Client, lock, kind string, rng *rand.Rand) ckHandle {
 		h.field, h.tryLock, h.unlock = m.ops.(*fairOps).owner, m.TryLockContext, m.Unlock
 	case "fenced":
 		m := c.FencedMutex(lock)
-		h.field, h.tryLock, h.unlock = m.ops.owner, m.TryLockContext, m.Unlock
+		h.field, h.tryLock, h.unlock, h.token = m.ops.owner, m.TryLockContext, m.Unlock, m.Token
 	case "rw":
 		rw := c.RWMutex(lock)
 		side := rw.write
@@ -395,8 +416,14 @@ func (p *ckProc) cycle(ctx context.Context, rng *rand.Rand, cl *ckClient) {
 	if h.holdField != nil {
 		h.field = h.holdField()
 	}
-	hr := ckRecord{Kind: "hold", Lock: h.lock, Owner: owner, Start: acquired, Shared: h.shared, Watchdog: lease == 0,
+	hr := ckRecord{Kind: "hold", Lock: h.lock, Owner: owner, Start: acquired, Called: start, Shared: h.shared, Watchdog: lease == 0,
 		What: fmt.Sprintf("lock(%v)", lease)}
+	if h.token != nil {
+		hr.Token = h.token()
+	}
+	if lease > 0 {
+		p.checkLease(ctx, h, held, owner, start+ckDur(lease))
+	}
 	log := func(op string) { hr.What += fmt.Sprintf(" +%dms %s", (ckNow()-acquired)/1e6, op) }
 	if lease > 0 {
 		hr.Deadline = acquired + ckDur(lease)
@@ -430,16 +457,17 @@ func (p *ckProc) cycle(ctx context.Context, rng *rand.Rand, cl *ckClient) {
 				}
 			}
 		case levels > 1:
-			log("unlock=" + errString(p.unlockInner(ctx, h, held, owner, hr.Deadline)))
+			log("unlock=" + errString(p.unlockInner(ctx, h, held, owner, hr.Deadline, levels-1)))
 			levels--
 		}
 	}
 	for ; levels > 1; levels-- {
-		log("unlock=" + errString(p.unlockInner(ctx, h, held, owner, hr.Deadline)))
+		log("unlock=" + errString(p.unlockInner(ctx, h, held, owner, hr.Deadline, levels-1)))
 	}
 	log("last unlock")
 	hr.UnlockAt = ckNow()
 	liveBefore := context.Cause(held) == nil
+	hr.LiveAtUnlock = liveBefore
 	err = h.unlock(ctx)
 	unlocked := ckNow()
 	if err != nil {
@@ -447,6 +475,15 @@ func (p *ckProc) cycle(ctx context.Context, rng *rand.Rand, cl *ckClient) {
 	}
 	if err != nil && liveBefore { // the lock may stay in Redis until its TTL
 		p.rec.add(ckRecord{Kind: "dead", Lock: h.lock, Start: hr.UnlockAt, End: unlocked + ckDur(ckWatchdog), What: err.Error()})
+	}
+	// The hold was in Redis when this Unlock ran: its held context was live
+	// when it was called, and a lease hold's lease, counted in Redis from
+	// the acquisition's arrival (after start), had not run out when its
+	// reply came. Unless Redis was wiped in between (checked by ckCheck),
+	// it released the hold — it must not say it did not.
+	if errors.Is(err, ErrNotHeld) && liveBefore && (lease == 0 || unlocked < start+ckDur(lease)) {
+		p.rec.add(ckRecord{Kind: "bad", Lock: h.lock, Owner: owner, Start: acquired, End: unlocked,
+			What: "the last Unlock of a hold Redis had (live, its lease not over) said: " + err.Error()})
 	}
 	select {
 	case <-done:
@@ -457,6 +494,19 @@ func (p *ckProc) cycle(ctx context.Context, rng *rand.Rand, cl *ckClient) {
 	p.rec.add(hr)
 	if err == nil {
 		p.checkReleased(ctx, h, held, owner, unlocked)
+	}
+}
+
+// checkLease checks that Redis keeps a new lease hold at least until
+// least, its acquisition's call plus its lease: Redis counts the lease
+// from the request's arrival, which is later.
+func (p *ckProc) checkLease(ctx context.Context, h ckHandle, held context.Context, owner string, least int64) {
+	ttl, err := p.clients[0].Load().rdb.PTTL(ctx, h.key).Result()
+	at := ckNow()
+	// PTTL counts whole ms; the two clocks may disagree by as much.
+	if err == nil && ttl > 0 && ckDur(ttl+2*time.Millisecond) < least-at && context.Cause(held) == nil {
+		p.rec.add(ckRecord{Kind: "bad", Lock: h.lock, Owner: owner, Start: at,
+			What: fmt.Sprintf("a new lease hold's lock has a TTL of %v, its lease runs %v more at least", ttl, time.Duration(least-at).Round(time.Millisecond))})
 	}
 }
 
@@ -472,12 +522,12 @@ func (h ckHandle) levelLease(level, hold time.Duration) time.Duration {
 	return hold
 }
 
-// unlockInner releases an inner level and checks that the owner still
-// holds a level in Redis while its held context is live, and (a lease hold,
-// whose lease ends at deadline at the latest) that the lock's TTL was not
-// cut below that lease.
-// holds one in Redis while its held context is live.
-func (p *ckProc) unlockInner(ctx context.Context, h ckHandle, held context.Context, owner string, deadline int64) error {
+// unlockInner releases an inner level, leaving left, and checks that the
+// owner still holds its levels in Redis while its held context is live —
+// no fewer than left, where Redis counts them per owner (not a Mutex,
+// whose field is its Client's) — and (a lease hold, whose lease ends at
+// deadline at the latest) that the lock's TTL was not cut below that lease.
+func (p *ckProc) unlockInner(ctx context.Context, h ckHandle, held context.Context, owner string, deadline int64, left int) error {
 	if err := h.unlock(ctx); err != nil {
 		return err
 	}
@@ -492,6 +542,10 @@ func (p *ckProc) unlockInner(ctx context.Context, h ckHandle, held context.Conte
 		}
 	}
 	n, err := p.field(ctx, h)
+	if err == nil && h.fieldGoes && n > 0 && n < left && context.Cause(held) == nil {
+		p.rec.add(ckRecord{Kind: "bad", Lock: h.lock, Owner: owner, Start: at,
+			What: fmt.Sprintf("an inner Unlock left %d levels in Redis to an owner that holds %d", n, left)})
+	}
 	if err != nil || n > 0 {
 		return nil
 	}
@@ -542,10 +596,40 @@ func (p *ckProc) field(ctx context.Context, h ckHandle) (int, error) {
 
 // ckFaults is the proxy's policy, from the run's seed.
 type ckFaults struct {
-	on                  map[string]bool
-	mu                  sync.Mutex
-	rng                 *rand.Rand
+	on  map[string]bool
+	mu  sync.Mutex
+	rng *rand.Rand
+	// releases are the SHA1s of the unlock scripts, whose replies are cut
+	// more often: a release run twice is where the unknown-outcome design
+	// is most easily broken (its latch, its level count). A read release,
+	// the rarest (a third of one lock's holds), the most often. Not
+	// release.lua: a waiter's leave that lost its reply keeps a grant for
+	// a lease (doc.go), a wait the checker would report.
+	releases            [][]byte
+	readRelease         []byte
 	cuts, delays, lates atomic.Int64
+}
+
+func newCkFaults(seed uint64, on map[string]bool) *ckFaults {
+	f := &ckFaults{on: on, rng: rand.New(rand.NewPCG(seed, 0))}
+	for _, s := range []*redis.Script{unlockScript, fairUnlockScript, readUnlockScript, writeUnlockScript} {
+		f.releases = append(f.releases, []byte(s.Hash()))
+	}
+	f.readRelease = []byte(readUnlockScript.Hash())
+	return f
+}
+
+// cutRate is how often, per 1000, a script's reply is cut.
+func (f *ckFaults) cutRate(request []byte) int {
+	if bytes.Contains(request, f.readRelease) {
+		return 300
+	}
+	for _, h := range f.releases {
+		if bytes.Contains(request, h) {
+			return 200
+		}
+	}
+	return 30
 }
 
 func (f *ckFaults) roll(per1000 int, most time.Duration) (bool, time.Duration) {
@@ -580,7 +664,7 @@ func (f *ckFaults) Request(chunk []byte) time.Duration {
 func (f *ckFaults) Reply(chunk, last []byte) (time.Duration, bool) {
 	switch {
 	case ckScript(last):
-		if ok, _ := f.roll(30, 1); ok && f.on["cut"] { // the script ran; its reply is lost
+		if ok, _ := f.roll(f.cutRate(last), 1); ok && f.on["cut"] { // the script ran; its reply is lost
 			f.cuts.Add(1)
 			return 0, true
 		}
@@ -626,9 +710,30 @@ func TestLockChecker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	repro := fmt.Sprintf("go test -race -run '^TestLockChecker$' ./lock/ -checker.seed=%d -checker.time=%v -checker.faults=%s -checker.kinds=%s", seed, runFor, *checkerFault, *checkerKinds)
+	if violations := runLockChecker(t, seed, runFor, nil); len(violations) > 0 {
+		for i, v := range violations {
+			if i == 20 {
+				t.Errorf("... and %d more", len(violations)-i)
+				break
+			}
+			t.Error(v)
+		}
+		t.Errorf("lock checker failed with -checker.seed=%d; reproduce: %s", seed, repro)
+	}
+}
+
+// runLockChecker runs the checker for runFor with seed, the package's
+// scripts changed by muts in every process, and returns what it found.
+func runLockChecker(t *testing.T, seed uint64, runFor time.Duration, muts []ckMutation) []string {
+	t.Helper()
 	procs := max(*checkerProcs, 2)
 	t.Logf("lock checker: seed %d for %v in %d processes, faults %s", seed, runFor, procs, *checkerFault)
-	repro := fmt.Sprintf("go test -race -run '^TestLockChecker$' ./lock/ -checker.seed=%d -checker.time=%v -checker.faults=%s -checker.kinds=%s", seed, runFor, *checkerFault, *checkerKinds)
+	restore, err := ckMutate(muts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restore()
 
 	srv := redistest.Start(t)
 	admin := srv.Client(t)
@@ -636,7 +741,7 @@ func TestLockChecker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	faults := &ckFaults{on: on, rng: rand.New(rand.NewPCG(seed, 0))}
+	faults := newCkFaults(seed, on)
 	var locks [][2]string
 	for _, l := range ckLocks {
 		if slices.Contains(strings.Split(*checkerKinds, ","), l[1]) {
@@ -657,7 +762,7 @@ func TestLockChecker(t *testing.T) {
 	dir := t.TempDir()
 	until := ckNow() + ckDur(runFor)
 	spec := func(proc int) ckSpec {
-		return ckSpec{Addr: proxy.Addr(), Seed: seed, Proc: proc, Clients: *checkerClients, Workers: *checkerWorkers, Until: until, Faults: on, Locks: locks,
+		return ckSpec{Addr: proxy.Addr(), Seed: seed, Proc: proc, Clients: *checkerClients, Workers: *checkerWorkers, Until: until, Faults: on, Locks: locks, Mutations: muts,
 			Out: filepath.Join(dir, fmt.Sprintf("proc%d.jsonl", proc))}
 	}
 
@@ -706,16 +811,7 @@ func TestLockChecker(t *testing.T) {
 	violations, stats := ckCheck(records, events)
 	t.Logf("lock checker: %s; faults: %d replies cut, %d delayed, %d requests late; %d wipes/restarts",
 		stats, faults.cuts.Load(), faults.delays.Load(), faults.lates.Load(), len(events))
-	if len(violations) > 0 {
-		for i, v := range violations {
-			if i == 20 {
-				t.Errorf("... and %d more", len(violations)-i)
-				break
-			}
-			t.Error(v)
-		}
-		t.Errorf("lock checker failed with -checker.seed=%d; reproduce: %s", seed, repro)
-	}
+	return violations
 }
 
 // ckInject is the fault injector's schedule of whole-server faults: every
@@ -769,8 +865,8 @@ func ckRead(path string) ([]ckRecord, error) {
 	return recs, nil
 }
 
-// ckEnd is when a hold stopped being live: its held context's end as seen,
-// or its last Unlock's call, which ends it first.
+// ckEnd is when a hold stopped being live, at the latest: its held
+// context's end as seen, or its last Unlock's call, which ends it first.
 //
 // A lease hold that ran out ended at its deadline, by its timer: a loaded
 // machine may run the timer, and the goroutine that sees the end, late,
@@ -785,6 +881,18 @@ func ckEnd(h ckRecord) int64 {
 		end = h.Deadline
 	}
 	return end
+}
+
+// ckEarliestEnd is when a hold stopped being live, at the earliest: an end
+// seen by a goroutine may be seen ckTolerance late, but a hold still live
+// when its last Unlock was called (its held context's cause read right
+// before the call) ended at that call or later — and no other owner can
+// take the lock before it — so that end is known exactly.
+func ckEarliestEnd(h ckRecord) int64 {
+	if h.UnlockAt > 0 && h.LiveAtUnlock {
+		return h.UnlockAt
+	}
+	return ckEnd(h) - ckDur(ckTolerance)
 }
 
 // ckSpan is a stretch of time, in ns of ckNow.
@@ -818,6 +926,9 @@ func ckCheck(records []ckRecord, events []ckEvent) (violations []string, stats s
 		case "close":
 			closes = append(closes, r.Start)
 		case "bad":
+			if r.End > 0 && ckWipedBetween(events, r.Start-tol, r.End+tol) {
+				continue
+			}
 			if !ckWipedAround(events, r.Start, tol) {
 				violations = append(violations, fmt.Sprintf("%s, %s at %s: %s", r.Lock, r.Owner, at(r.Start), r.What))
 			}
@@ -828,9 +939,9 @@ func ckCheck(records []ckRecord, events []ckEvent) (violations []string, stats s
 	for lock, hs := range byLock {
 		sort.Slice(hs, func(i, j int) bool { return hs[i].Start < hs[j].Start })
 		for i, a := range hs {
-			aEnd := ckEnd(a)
+			aEnd, earliest := ckEnd(a), ckEarliestEnd(a)
 			for _, b := range hs[i+1:] {
-				if b.Start >= aEnd-tol {
+				if b.Start >= earliest {
 					break
 				}
 				if a.Shared && b.Shared || ckExcused(a, b, events) {
@@ -839,6 +950,20 @@ func ckCheck(records []ckRecord, events []ckEvent) (violations []string, stats s
 				violations = append(violations, fmt.Sprintf(
 					"%s: %s held %s–%s (%s, ended %s, last Unlock: %q) and %s acquired at %s: two live held contexts\n\t%s: %s\n\t%s: %s",
 					lock, a.Owner, at(a.Start), at(aEnd), ckKind(a), a.Cause, a.UnlockErr, b.Owner, at(b.Start), a.Owner, a.What, b.Owner, b.What))
+			}
+		}
+	}
+
+	// A fenced lock's tokens only grow, across wipes and restarts too: a
+	// hold whose acquisition was called after another's returned has the
+	// larger token.
+	for lock, hs := range byLock {
+		for i, a := range hs {
+			for _, b := range hs[i+1:] {
+				if a.Token != 0 && b.Token != 0 && b.Called > a.Start && b.Token <= a.Token {
+					violations = append(violations, fmt.Sprintf("%s: %s acquired at %s with fencing token %d, after %s's at %s with token %d: the token went back",
+						lock, b.Owner, at(b.Start), b.Token, a.Owner, at(a.Start), a.Token))
+				}
 			}
 		}
 	}
@@ -939,6 +1064,17 @@ func ckWipedAround(events []ckEvent, t, tol int64) bool {
 	return false
 }
 
+// ckWipedBetween reports whether Redis was wiped or restarted between from
+// and to.
+func ckWipedBetween(events []ckEvent, from, to int64) bool {
+	for _, e := range events {
+		if e.At <= to && e.Ready >= from {
+			return true
+		}
+	}
+	return false
+}
+
 // ckLongestGap is the longest stretch of within that no span covers, and
 // where it starts.
 func ckLongestGap(within ckSpan, spans []ckSpan) (int64, int64) {
@@ -976,6 +1112,9 @@ func ckChild() (bool, error) {
 	var spec ckSpec
 	if err := json.Unmarshal([]byte(js), &spec); err != nil {
 		return true, fmt.Errorf("%s: %w", ckChildEnv, err)
+	}
+	if _, err := ckMutate(spec.Mutations); err != nil { // the process ends with the run
+		return true, err
 	}
 	return true, runCkProc(context.Background(), spec)
 }

@@ -180,6 +180,11 @@
 //	                   it released (the simple
 //	                   locks keep no latch)
 //
+// A FencedMutex's token is the larger of its counter's next value and the
+// Redis server's clock in microseconds, so a restart without persistence,
+// a FLUSHALL or a failover that lost the counter never makes tokens go
+// back (FencedMutex says what this assumes of the servers' clocks).
+//
 // The latch is best effort: while the lock's Cluster slot migrates, the
 // scripts may run without it (above), and a release run twice then
 // answers ErrNotHeld although it released. A read level's timeout key is

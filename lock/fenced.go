@@ -22,6 +22,16 @@ var fencedLockScript = loadScript("fenced_lock.lua")
 // Redis Cluster slot migrates, a free lock whose counter has not moved yet
 // to the importing master is refused with ErrCounterMoving (try again).
 //
+// Tokens never go back, even when Redis lost the counter — restarted
+// without persistence, wiped, or failed over to a replica that missed its
+// last increments: a new token is the counter's next value or the Redis
+// server's clock in microseconds (TIME), whichever is larger. So tokens are
+// large (about 1.8e15 in 2026), and this holds as long as the clock of the
+// server that hands out a token is not behind the clock of the one that
+// handed out the last by more than the time between the two (NTP-synced
+// hosts, a failover that takes seconds); tokens stay exact in a Lua number
+// (below 2^53) until the year 2255.
+//
 // Like FairMutex, each handle acquires for itself: a lock passed inside a
 // process would need a fresh token anyway.
 type FencedMutex struct {

@@ -442,3 +442,35 @@ func TestReentrantLevelFindsItsHoldOrFails(t *testing.T) {
 		})
 	}
 }
+
+// A read release run twice sets the levels the Client counts, not one
+// fewer: a read lock's hold keeps its levels in Redis, and its last
+// release and the other readers' count on them (read_unlock.lua keeps the
+// lock alive as long as the longest of every reader's levels).
+func TestRetriedInnerReadUnlockKeepsTheCount(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	kind := lockKinds[3]
+	l, name, d := droppingHandle(t, srv, kind, "retried-read-unlock")
+	if _, err := l.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if ok, err := l.TryLock(ctx, 0, 0); !ok || err != nil {
+			t.Fatalf("reentrant TryLock = %v, %v", ok, err)
+		}
+	}
+	d.arm(kind.unlock, 1)
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("inner Unlock, its reply lost and the request re-sent = %v", err)
+	}
+	assertDropped(t, d, 1)
+	side := l.(*ownedLock)
+	side.mu.Lock()
+	token := side.hold.token
+	side.mu.Unlock()
+	key, _ := lockKeys(name)
+	if n, err := srv.Client(t).HGet(ctx, key, token).Int(); n != 2 || err != nil {
+		t.Fatalf("the hold's levels in Redis after a re-sent inner release of 3 = %d, %v; want 2", n, err)
+	}
+}

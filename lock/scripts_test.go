@@ -34,6 +34,10 @@ const (
 	tokenB   = "B:h1"
 	long     = "60000" // ms, a lease that outlasts the test
 	short    = "100"
+	// A fencing counter ahead of the server's clock (in µs, the year
+	// 2223): the next token is its next value, not the clock's.
+	ahead  = "8000000000000000"
+	ahead1 = "8000000000000001"
 )
 
 // check runs cmd after the script and compares its result: "=" with
@@ -296,8 +300,8 @@ func TestScriptGuards(t *testing.T) {
 				checks: []check{eq("[B]", "lrange", sQueue, 0, -1), eq("nil", "zscore", sDead, ownerA)}},
 		}},
 		{fencedLockScript, []scriptCase{
-			{name: "free: the next fencing token", setup: [][]any{{"set", sCounter, 7}}, keys: []string{sKey, sCounter},
-				args: []any{long, ownerA, tokenA, "1", sCounter}, want: "[8]", checks: []check{eq("8", "get", sCounter), eq(tokenA, "hget", sKey, "hold")}},
+			{name: "free: the next fencing token", setup: [][]any{{"set", sCounter, ahead}}, keys: []string{sKey, sCounter},
+				args: []any{long, ownerA, tokenA, "1", sCounter}, want: "[" + ahead1 + "]", checks: []check{eq(ahead1, "get", sCounter), eq(tokenA, "hget", sKey, "hold")}},
 			{name: "run again: the same fencing token, no increment", setup: [][]any{{"set", sCounter, 8}, {"hset", sKey, ownerA, 1, "token", 8, "hold", tokenA}},
 				keys: []string{sKey, sCounter}, args: []any{long, ownerA, tokenA, "1", sCounter}, want: "[8]", checks: []check{eq("8", "get", sCounter)}},
 			{name: "reentrant level keeps the token", setup: [][]any{{"set", sCounter, 8}, {"hset", sKey, ownerA, 1, "token", 8, "hold", tokenA}},
@@ -306,8 +310,8 @@ func TestScriptGuards(t *testing.T) {
 				args: []any{long, ownerA, tokenA, "2", sCounter}, want: "-2", checks: []check{eq("8", "get", sCounter), eq("0", "exists", sKey)}},
 			{name: "held by another hold: busy", setup: [][]any{{"hset", sKey, ownerA, 1, "token", 8, "hold", tokenA2}, {"pexpire", sKey, long}},
 				keys: []string{sKey, sCounter}, args: []any{long, ownerA, tokenA, "1", sCounter}, checks: []check{eq(tokenA2, "hget", sKey, "hold")}},
-			{name: "the lock's key alone, the counter here: the next fencing token", setup: [][]any{{"set", sCounter, 7}}, keys: []string{sKey},
-				args: []any{long, ownerA, tokenA, "1", sCounter}, want: "[8]", checks: []check{eq("8", "get", sCounter), eq(tokenA, "hget", sKey, "hold")}},
+			{name: "the lock's key alone, the counter here: the next fencing token", setup: [][]any{{"set", sCounter, ahead}}, keys: []string{sKey},
+				args: []any{long, ownerA, tokenA, "1", sCounter}, want: "[" + ahead1 + "]", checks: []check{eq(ahead1, "get", sCounter), eq(tokenA, "hget", sKey, "hold")}},
 			{name: "the lock's key alone, no counter here: refused, nothing created", keys: []string{sKey},
 				args: []any{long, ownerA, tokenA, "1", sCounter}, want: "COUNTERMOVING the fencing counter has not moved to this node yet",
 				checks: []check{eq("0", "exists", sKey, sCounter)}},

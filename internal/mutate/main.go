@@ -1,7 +1,10 @@
 // Command mutate measures how many small defects the lock library's tests
 // catch: it applies each mutant of a list (mutants.go) alone to a copy of
 // the module, runs the package's tests, and reports the mutants the tests
-// killed (failed, or timed out) and those that survived, and the score.
+// killed, those that survived, and the score. A kill is confirmed: the test
+// that failed is run again, alone, and must fail again (a mutant whose test
+// passes then is reported flaky, not killed). A run cut by its timeout is
+// reported apart, not as a kill.
 // The working tree is never touched: the copy is made from the files git
 // knows (tracked or not ignored) in a temporary directory.
 //
@@ -49,8 +52,8 @@ func run() error {
 	fs.StringVar(&cfg.pkg, "pkg", "./lock/", "the package whose tests must kill the mutants")
 	fs.StringVar(&cfg.runIDs, "run", "", "only the mutants whose id matches this regexp")
 	fs.StringVar(&cfg.testArgs, "testargs", "", "more go test arguments, space separated")
-	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "a mutant's test run is cut (and the mutant counted killed) after this")
-	fs.StringVar(&cfg.first, "first", "^TestScript", "tests run first, alone (-run): a mutant they kill needs no full run")
+	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "a mutant's test run is cut (and the mutant reported timed out) after this")
+	fs.StringVar(&cfg.first, "first", "^(TestScript|TestRetried)", "tests run first, alone (-run): the quick deterministic ones; a mutant they kill needs no full run")
 	fs.IntVar(&cfg.parallel, "parallel", 1, "mutants tested at once, each in a copy of the module of its own")
 	fs.BoolVar(&cfg.check, "check", false, "only check that every mutant applies to the current code")
 	if err := flagenv.Parse(fs, os.Args[1:], os.Getenv); err != nil {
@@ -137,21 +140,24 @@ func run() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	killed, survived, invalid := 0, []mutant{}, []string{}
+	killed, unkilled, invalid := 0, map[string][]mutant{}, []string{}
 	for i, m := range mutants {
 		switch res := results[i]; res.outcome {
-		case "killed", "timeout":
+		case "killed":
 			killed++
-		case "survived":
-			survived = append(survived, m)
+		case "survived", "flaky", "timeout":
+			unkilled[res.outcome] = append(unkilled[res.outcome], m)
 		default:
 			invalid = append(invalid, m.id+" ("+res.outcome+"):\n"+res.tail)
 		}
 	}
-	total := killed + len(survived)
-	fmt.Printf("\nscore: %d of %d mutants killed (%.1f %%) in %v\n", killed, total, 100*float64(killed)/float64(max(total, 1)), time.Since(start).Round(time.Second))
-	for _, m := range survived {
-		fmt.Printf("survived: %s (%s:%d) %s\n", m.id, m.file, m.line, m.what)
+	total := killed + len(unkilled["survived"]) + len(unkilled["flaky"]) + len(unkilled["timeout"])
+	fmt.Printf("\nscore: %d of %d mutants killed (%.1f %%), %d flaky, %d timed out, %d survived, in %v\n", killed, total,
+		100*float64(killed)/float64(max(total, 1)), len(unkilled["flaky"]), len(unkilled["timeout"]), len(unkilled["survived"]), time.Since(start).Round(time.Second))
+	for _, outcome := range []string{"flaky", "timeout", "survived"} {
+		for _, m := range unkilled[outcome] {
+			fmt.Printf("%s: %s (%s:%d) %s\n", outcome, m.id, m.file, m.line, m.what)
+		}
 	}
 	if len(invalid) > 0 {
 		return fmt.Errorf("mutants that do not build:\n%s", strings.Join(invalid, "\n"))
@@ -205,8 +211,9 @@ func copyModule(root, dir string) error {
 }
 
 type result struct {
-	outcome string // killed, timeout, survived, build failed
+	outcome string // killed, flaky, timeout, survived, build failed
 	by      string // the first failing test
+	test    string // its top-level test, to run again
 	took    time.Duration
 	tail    string
 }
@@ -227,15 +234,38 @@ func runMutant(dir string, cfg config, m mutant) (result, error) {
 	}
 	defer os.WriteFile(path, src, 0o644) //nolint:errcheck // checked by the next mutant's apply
 	start := time.Now()
+	res := result{outcome: "survived"}
 	if cfg.first != "" {
-		if res := testOnce(dir, cfg, cfg.first); res.outcome != "survived" {
-			res.took = time.Since(start)
-			return res, nil
-		}
+		res = testOnce(dir, cfg, cfg.first)
 	}
-	res := testOnce(dir, cfg, "")
+	if res.outcome == "survived" {
+		res = testOnce(dir, cfg, "")
+	}
+	res = confirm(res, func(run string) result { return testOnce(dir, cfg, run) })
 	res.took = time.Since(start)
 	return res, nil
+}
+
+// confirm runs the test that killed a mutant again, alone (rerun(run)):
+// the kill stands if it fails again; if it passes the mutant is flaky.
+// Without a failing test's name the whole run is repeated.
+func confirm(res result, rerun func(run string) result) result {
+	if res.outcome != "killed" {
+		return res
+	}
+	run := ""
+	if res.test != "" {
+		run = "^" + regexp.QuoteMeta(res.test) + "$"
+	}
+	switch again := rerun(run); again.outcome {
+	case "killed":
+		res.by += ", again"
+	case "timeout":
+		res.outcome, res.by = "flaky", res.by+", then timed out"
+	default:
+		res.outcome, res.by = "flaky", res.by+", then passed"
+	}
+	return res
 }
 
 var failingTest = regexp.MustCompile(`--- FAIL: (\S+)`)
@@ -270,7 +300,7 @@ func testOnce(dir string, cfg config, run string) result {
 		res.outcome = "killed"
 	}
 	if m := failingTest.FindStringSubmatch(text); m != nil {
-		res.by = "by " + m[1]
+		res.by, res.test = "by "+m[1], strings.SplitN(m[1], "/", 2)[0]
 	}
 	return res
 }

@@ -82,3 +82,31 @@ func TestTheListAppliesToTheCurrentCode(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A kill stands only when the failing test fails again alone; a timeout is
+// never a kill.
+func TestConfirm(t *testing.T) {
+	for _, tc := range []struct {
+		name, first, again, want, wantRun string
+	}{
+		{"failed again", "killed", "killed", "killed", "^TestX$"},
+		{"passed the second time", "killed", "survived", "flaky", "^TestX$"},
+		{"timed out the second time", "killed", "timeout", "flaky", "^TestX$"},
+		{"a timeout", "timeout", "", "timeout", ""},
+		{"a survivor", "survived", "", "survived", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs []string
+			got := confirm(result{outcome: tc.first, by: "by TestX/sub", test: "TestX"}, func(run string) result {
+				runs = append(runs, run)
+				return result{outcome: tc.again}
+			})
+			if got.outcome != tc.want {
+				t.Errorf("outcome %s, want %s", got.outcome, tc.want)
+			}
+			if tc.wantRun == "" && len(runs) > 0 || tc.wantRun != "" && (len(runs) != 1 || runs[0] != tc.wantRun) {
+				t.Errorf("re-runs %q, want %q", runs, tc.wantRun)
+			}
+		})
+	}
+}

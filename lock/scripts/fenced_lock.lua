@@ -1,5 +1,6 @@
 -- Acquire (or re-enter) a fenced reentrant lock. A new holder gets the next
--- fencing token from a counter beside the lock; a reentrant acquisition keeps
+-- fencing token from a counter beside the lock, or the server's clock in
+-- microseconds when that is larger; a reentrant acquisition keeps
 -- its holder's token (Redisson's RFencedLock bumps it on every level), and
 -- so does this acquisition run again (a retried request): the hold token
 -- names the acquisition (lock.lua).
@@ -26,8 +27,16 @@ if ARGV[4] == '1' and redis.call('exists', KEYS[1]) == 0 then
     if not KEYS[2] and redis.pcall('exists', ARGV[5]) ~= 1 then
         return redis.error_reply('COUNTERMOVING the fencing counter has not moved to this node yet')
     end
-    local token = redis.call('incr', ARGV[5])
-    redis.call('hset', KEYS[1], ARGV[2], 1, 'token', token, 'hold', ARGV[3])
+    -- The token never goes back, even when the counter did (a restart
+    -- without persistence, a failover that lost its last increments): it
+    -- is at least the server's clock in microseconds (fenced.go).
+    local now = redis.call('time')
+    local token = tonumber(redis.call('get', ARGV[5]) or 0) + 1
+    local epoch = tonumber(now[1]) * 1000000 + tonumber(now[2])
+    if token < epoch then token = epoch end
+    local text = string.format('%.0f', token) -- not a float's shortest form
+    redis.call('set', ARGV[5], text)
+    redis.call('hset', KEYS[1], ARGV[2], 1, 'token', text, 'hold', ARGV[3])
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {token}
 end
