@@ -221,7 +221,16 @@ func (e *env) inject(h *history, rng *rand.Rand, until time.Time, faults []strin
 		case "redis-stall":
 			link(e.rfaults, "stall", 0.3, 200*time.Millisecond, 900*time.Millisecond)
 		case "mysql-cut":
-			link(e.mfaults, "cut", 0.2, 0, 0)
+			// Meanwhile a worker may crash-loop: each start reads its
+			// pending entries again (a delivery more) while their inserts
+			// fail; the failures are the link's, not the entries'.
+			window = span(time.Second, 6*time.Second)
+			restarts, w := rng.IntN(6), e.workers[rng.IntN(len(e.workers))]
+			h.addFault("mysql: %s restarted %d times in the cut window", w.name, restarts)
+			e.mfaults.set(n, "cut", 0.2, 0, 0)
+			h.addFault("mysql: cut 20%% (COMMIT and order INSERT 70%%) for %s", window)
+			e.crashLoop(w, restarts, window)
+			h.addFault("mysql: cut over, %d chunks", e.mfaults.clear())
 		case "mysql-delay":
 			link(e.mfaults, "delay", 0.3, time.Second, saleDeadline+500*time.Millisecond)
 		case "mysql-stall":
@@ -236,14 +245,7 @@ func (e *env) inject(h *history, rng *rand.Rand, until time.Time, faults []strin
 			restarts, w := rng.IntN(6), e.workers[rng.IntN(len(e.workers))]
 			h.addFault("mariadb: SIGSTOP for %s; %s restarted %d times meanwhile", window, w.name, restarts)
 			e.stopMariaDB()
-			for range restarts {
-				time.Sleep(window / time.Duration(restarts+1))
-				w.kill()
-				if err := w.start(); err != nil {
-					e.t.Fatal(err)
-				}
-			}
-			time.Sleep(window / time.Duration(restarts+1))
+			e.crashLoop(w, restarts, window)
 			e.continueMariaDB()
 			h.addFault("mariadb: SIGCONT")
 		case "reset":
@@ -289,6 +291,19 @@ func (e *env) inject(h *history, rng *rand.Rand, until time.Time, faults []strin
 			h.addFault("worker-%d: up", i+1)
 		}
 	}
+}
+
+// crashLoop kills w and starts it again restarts times, evenly over
+// window, and returns at its end.
+func (e *env) crashLoop(w *proc, restarts int, window time.Duration) {
+	for range restarts {
+		time.Sleep(window / time.Duration(restarts+1))
+		w.kill()
+		if err := w.start(); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	time.Sleep(window / time.Duration(restarts+1))
 }
 
 // auditJSON is the part of a stage's audit the checker reads.
