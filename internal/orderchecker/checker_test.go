@@ -228,7 +228,7 @@ func (e *env) inject(h *history, rng *rand.Rand, until time.Time, faults []strin
 			restarts, w := rng.IntN(6), e.workers[rng.IntN(len(e.workers))]
 			h.addFault("mysql: %s restarted %d times in the cut window", w.name, restarts)
 			e.mfaults.set(n, "cut", 0.2, 0, 0)
-			h.addFault("mysql: cut 20%% (COMMIT and order INSERT 70%%) for %s", window)
+			h.addFault("mysql: cut 20%% (COMMIT and order INSERT 40%%) for %s", window)
 			e.crashLoop(w, restarts, window)
 			h.addFault("mysql: cut over, %d chunks", e.mfaults.clear())
 		case "mysql-delay":
