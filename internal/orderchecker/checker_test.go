@@ -227,8 +227,8 @@ func (e *env) inject(h *history, rng *rand.Rand, until time.Time, faults []strin
 			window = span(time.Second, 6*time.Second)
 			restarts, w := rng.IntN(6), e.workers[rng.IntN(len(e.workers))]
 			h.addFault("mysql: %s restarted %d times in the cut window", w.name, restarts)
-			e.mfaults.set(n, "cut", 0.2, 0, 0)
-			h.addFault("mysql: cut 20%% (COMMIT and order INSERT 40%%) for %s", window)
+			e.mfaults.set(n, "cut", 0.05, 0, 0)
+			h.addFault("mysql: cut 5%% (COMMIT and order INSERT 50%%) for %s", window)
 			e.crashLoop(w, restarts, window)
 			h.addFault("mysql: cut over, %d chunks", e.mfaults.clear())
 		case "mysql-delay":

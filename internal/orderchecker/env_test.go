@@ -159,7 +159,7 @@ func startEnv(t *testing.T, seed uint64) *env {
 	t.Cleanup(func() { e.db.Close() })
 
 	e.rfaults, e.mfaults = newLinkFaults(seed, "redis"), newLinkFaults(seed, "mysql")
-	e.mfaults.favour, e.mfaults.pFavour = [][]byte{[]byte("COMMIT"), []byte("INSERT INTO lockstep_orders")}, 0.4
+	e.mfaults.favour, e.mfaults.pFavour = [][]byte{[]byte("COMMIT"), []byte("INSERT INTO lockstep_orders")}, 0.5
 	if e.rproxy, err = faultproxy.Start(e.redis.Addr, e.rfaults); err != nil {
 		t.Fatal(err)
 	}
