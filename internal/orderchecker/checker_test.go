@@ -209,7 +209,7 @@ func (e *env) inject(h *history, rng *rand.Rand, until time.Time, faults []strin
 		window := span(500*time.Millisecond, 2*time.Second)
 		link := func(l *linkFaults, mode string, p float64, lo, hi time.Duration) {
 			h.addFault("%s: %s %.0f%% (%s..%s) for %s", l.name, mode, p*100, lo, hi, window)
-			l.set(n, mode, p, lo, hi)
+			l.set(n, mode, p, p, lo, hi)
 			time.Sleep(window)
 			h.addFault("%s: %s over, %d chunks", l.name, mode, l.clear())
 		}
@@ -227,8 +227,16 @@ func (e *env) inject(h *history, rng *rand.Rand, until time.Time, faults []strin
 			window = span(time.Second, 6*time.Second)
 			restarts, w := rng.IntN(6), e.workers[rng.IntN(len(e.workers))]
 			h.addFault("mysql: %s restarted %d times in the cut window", w.name, restarts)
-			e.mfaults.set(n, "cut", 0.05, 0, 0)
-			h.addFault("mysql: cut 5%% (COMMIT and order INSERT 50%%) for %s", window)
+			// A light window lets most transactions through, so that a
+			// retry after a lost COMMIT can sell; a heavy one fails most
+			// inserts, so that the crash-looping worker's entries pile up
+			// deliveries.
+			p, pFavour := 0.05, 0.5
+			if rng.IntN(2) == 0 {
+				p, pFavour = 0.2, 0.9
+			}
+			e.mfaults.set(n, "cut", p, pFavour, 0, 0)
+			h.addFault("mysql: cut %.0f%% (COMMIT and order INSERT %.0f%%) for %s", p*100, pFavour*100, window)
 			e.crashLoop(w, restarts, window)
 			h.addFault("mysql: cut over, %d chunks", e.mfaults.clear())
 		case "mysql-delay":

@@ -159,7 +159,7 @@ func startEnv(t *testing.T, seed uint64) *env {
 	t.Cleanup(func() { e.db.Close() })
 
 	e.rfaults, e.mfaults = newLinkFaults(seed, "redis"), newLinkFaults(seed, "mysql")
-	e.mfaults.favour, e.mfaults.pFavour = [][]byte{[]byte("COMMIT"), []byte("INSERT INTO lockstep_orders")}, 0.5
+	e.mfaults.favour = [][]byte{[]byte("COMMIT"), []byte("INSERT INTO lockstep_orders")}
 	if e.rproxy, err = faultproxy.Start(e.redis.Addr, e.rfaults); err != nil {
 		t.Fatal(err)
 	}
@@ -293,12 +293,13 @@ func newLinkFaults(seed uint64, name string) *linkFaults {
 	return &linkFaults{name: name, seed: seed, rng: rand.New(rand.NewPCG(seed, 0))}
 }
 
-// set starts window number n of mode.
-func (f *linkFaults) set(n uint64, mode string, p float64, lo, hi time.Duration) {
+// set starts window number n of mode: p of the chunks affected, pFavour
+// of those of the favoured requests.
+func (f *linkFaults) set(n uint64, mode string, p, pFavour float64, lo, hi time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rng = rand.New(rand.NewPCG(f.seed, n))
-	f.mode, f.p, f.lo, f.hi, f.hits = mode, p, lo, hi, 0
+	f.mode, f.p, f.pFavour, f.lo, f.hi, f.hits = mode, p, pFavour, lo, hi, 0
 }
 
 // clear ends the window and returns how many chunks it affected.
