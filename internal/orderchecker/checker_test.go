@@ -209,7 +209,7 @@ func (e *env) inject(h *history, rng *rand.Rand, until time.Time, faults []strin
 		window := span(500*time.Millisecond, 2*time.Second)
 		link := func(l *linkFaults, mode string, p float64, lo, hi time.Duration) {
 			h.addFault("%s: %s %.0f%% (%s..%s) for %s", l.name, mode, p*100, lo, hi, window)
-			l.set(n, mode, p, lo, hi)
+			l.set(n, mode, p, p, lo, hi)
 			time.Sleep(window)
 			h.addFault("%s: %s over, %d chunks", l.name, mode, l.clear())
 		}
@@ -221,7 +221,24 @@ func (e *env) inject(h *history, rng *rand.Rand, until time.Time, faults []strin
 		case "redis-stall":
 			link(e.rfaults, "stall", 0.3, 200*time.Millisecond, 900*time.Millisecond)
 		case "mysql-cut":
-			link(e.mfaults, "cut", 0.2, 0, 0)
+			// Meanwhile a worker may crash-loop: each start reads its
+			// pending entries again (a delivery more) while their inserts
+			// fail; the failures are the link's, not the entries'.
+			window = span(time.Second, 6*time.Second)
+			restarts, w := rng.IntN(6), e.workers[rng.IntN(len(e.workers))]
+			h.addFault("mysql: %s restarted %d times in the cut window", w.name, restarts)
+			// A light window lets most transactions through, so that a
+			// retry after a lost COMMIT can sell; a heavy one fails most
+			// inserts, so that the crash-looping worker's entries pile up
+			// deliveries.
+			p, pFavour := 0.05, 0.5
+			if rng.IntN(2) == 0 {
+				p, pFavour = 0.2, 0.9
+			}
+			e.mfaults.set(n, "cut", p, pFavour, 0, 0)
+			h.addFault("mysql: cut %.0f%% (COMMIT and order INSERT %.0f%%) for %s", p*100, pFavour*100, window)
+			e.crashLoop(w, restarts, window)
+			h.addFault("mysql: cut over, %d chunks", e.mfaults.clear())
 		case "mysql-delay":
 			link(e.mfaults, "delay", 0.3, time.Second, saleDeadline+500*time.Millisecond)
 		case "mysql-stall":
@@ -236,14 +253,7 @@ func (e *env) inject(h *history, rng *rand.Rand, until time.Time, faults []strin
 			restarts, w := rng.IntN(6), e.workers[rng.IntN(len(e.workers))]
 			h.addFault("mariadb: SIGSTOP for %s; %s restarted %d times meanwhile", window, w.name, restarts)
 			e.stopMariaDB()
-			for range restarts {
-				time.Sleep(window / time.Duration(restarts+1))
-				w.kill()
-				if err := w.start(); err != nil {
-					e.t.Fatal(err)
-				}
-			}
-			time.Sleep(window / time.Duration(restarts+1))
+			e.crashLoop(w, restarts, window)
 			e.continueMariaDB()
 			h.addFault("mariadb: SIGCONT")
 		case "reset":
@@ -289,6 +299,19 @@ func (e *env) inject(h *history, rng *rand.Rand, until time.Time, faults []strin
 			h.addFault("worker-%d: up", i+1)
 		}
 	}
+}
+
+// crashLoop kills w and starts it again restarts times, evenly over
+// window, and returns at its end.
+func (e *env) crashLoop(w *proc, restarts int, window time.Duration) {
+	for range restarts {
+		time.Sleep(window / time.Duration(restarts+1))
+		w.kill()
+		if err := w.start(); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	time.Sleep(window / time.Duration(restarts+1))
 }
 
 // auditJSON is the part of a stage's audit the checker reads.

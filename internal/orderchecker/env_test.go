@@ -159,7 +159,7 @@ func startEnv(t *testing.T, seed uint64) *env {
 	t.Cleanup(func() { e.db.Close() })
 
 	e.rfaults, e.mfaults = newLinkFaults(seed, "redis"), newLinkFaults(seed, "mysql")
-	e.mfaults.favour, e.mfaults.pFavour = []byte("COMMIT"), 0.7
+	e.mfaults.favour = [][]byte{[]byte("COMMIT"), []byte("INSERT INTO lockstep_orders")}
 	if e.rproxy, err = faultproxy.Start(e.redis.Addr, e.rfaults); err != nil {
 		t.Fatal(err)
 	}
@@ -279,10 +279,11 @@ type linkFaults struct {
 	rng  *rand.Rand
 	mode string  // "": carry; "cut": cut replies; "delay": hold replies back; "stall": hold requests back
 	p    float64 // the share of chunks affected
-	// favour is a request whose replies a cut hits more often (pFavour):
-	// MariaDB's COMMIT, whose lost reply is the unknown outcome that
-	// matters most, among the many round trips of a transaction.
-	favour  []byte
+	// favour are requests whose replies a cut hits more often (pFavour):
+	// MariaDB's COMMIT and the order INSERT, whose lost replies are the
+	// unknown outcomes that matter most, among the many round trips of a
+	// transaction or a prepared statement.
+	favour  [][]byte
 	pFavour float64
 	lo, hi  time.Duration
 	hits    int
@@ -292,12 +293,13 @@ func newLinkFaults(seed uint64, name string) *linkFaults {
 	return &linkFaults{name: name, seed: seed, rng: rand.New(rand.NewPCG(seed, 0))}
 }
 
-// set starts window number n of mode.
-func (f *linkFaults) set(n uint64, mode string, p float64, lo, hi time.Duration) {
+// set starts window number n of mode: p of the chunks affected, pFavour
+// of those of the favoured requests.
+func (f *linkFaults) set(n uint64, mode string, p, pFavour float64, lo, hi time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rng = rand.New(rand.NewPCG(f.seed, n))
-	f.mode, f.p, f.lo, f.hi, f.hits = mode, p, lo, hi, 0
+	f.mode, f.p, f.pFavour, f.lo, f.hi, f.hits = mode, p, pFavour, lo, hi, 0
 }
 
 // clear ends the window and returns how many chunks it affected.
@@ -312,8 +314,10 @@ func (f *linkFaults) draw(mode string, last []byte) (time.Duration, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := f.p
-	if f.favour != nil && bytes.Contains(last, f.favour) {
-		p = f.pFavour
+	for _, fav := range f.favour {
+		if bytes.Contains(last, fav) {
+			p = f.pFavour
+		}
 	}
 	if f.mode != mode || f.rng.Float64() >= p {
 		return 0, false
