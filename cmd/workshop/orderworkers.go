@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
 
 // orderWorkerPackage is the order worker the workshop builds when a

@@ -1,14 +1,13 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"math/rand/v2"
 	"net/http"
 	"slices"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 

@@ -1,12 +1,13 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // A check is one outcome the articles predict for a stage run, written in a
@@ -18,14 +19,7 @@ type check struct {
 	eval checkFunc
 }
 
-// CheckResult is a check's verdict as the report shows it.
-type CheckResult struct {
-	Check  string `json:"check"`
-	Passed bool   `json:"passed"`
-	Detail string `json:"detail"`
-}
-
-type checkFunc func(run *StageRun, all []StageRun) (bool, string)
+type checkFunc func(run *report.StageRun, all []report.StageRun) (bool, string)
 
 // checkMaker returns the constructor of a check by name; it takes the
 // check's arguments.
@@ -117,7 +111,7 @@ func parseCheck(text string) (check, error) {
 }
 
 // evaluateChecks fills every run's Checks from its scenario expectations.
-func evaluateChecks(runs []StageRun, scenario *plan.Scenario) {
+func evaluateChecks(runs []report.StageRun, scenario *plan.Scenario) {
 	for i := range runs {
 		run := &runs[i]
 		if run.Skipped != "" {
@@ -126,11 +120,11 @@ func evaluateChecks(runs []StageRun, scenario *plan.Scenario) {
 		for _, text := range scenario.Runs[run.Index].Expect {
 			c, err := parseCheck(text) // validated when the scenario was parsed
 			if err != nil {
-				run.Checks = append(run.Checks, CheckResult{Check: text, Detail: err.Error()})
+				run.Checks = append(run.Checks, report.CheckResult{Check: text, Detail: err.Error()})
 				continue
 			}
 			ok, detail := c.eval(run, runs)
-			run.Checks = append(run.Checks, CheckResult{Check: text, Passed: ok, Detail: detail})
+			run.Checks = append(run.Checks, report.CheckResult{Check: text, Passed: ok, Detail: detail})
 		}
 	}
 }
@@ -144,30 +138,30 @@ func noArgs(f checkFunc) func([]string) (checkFunc, error) {
 	}
 }
 
-func checkOversells(r *StageRun, _ []StageRun) (bool, string) {
+func checkOversells(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	return r.Oversold > 0, fmt.Sprintf("oversold %d", r.Oversold)
 }
 
-func checkConsistent(r *StageRun, _ []StageRun) (bool, string) {
+func checkConsistent(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	return r.Consistent, consistencyDetail(r)
 }
 
 // checkNoOversell needs sales: a run that sold nothing proves nothing.
-func checkNoOversell(r *StageRun, _ []StageRun) (bool, string) {
+func checkNoOversell(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	if r.Sales == 0 {
 		return false, "no sale at all, so nothing was shown"
 	}
 	return r.Oversold == 0, fmt.Sprintf("oversold %d after %d sales", r.Oversold, r.Sales)
 }
 
-func checkNoForeignUnlocks(r *StageRun, _ []StageRun) (bool, string) {
+func checkNoForeignUnlocks(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	if r.ForeignUnlocks == nil {
 		return false, "foreign unlocks unknown: the shop's audit does not report them"
 	}
 	return *r.ForeignUnlocks == 0, fmt.Sprintf("foreign unlocks %d", *r.ForeignUnlocks)
 }
 
-func checkOversellsOrForeign(r *StageRun, _ []StageRun) (bool, string) {
+func checkOversellsOrForeign(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	foreign := 0
 	if r.ForeignUnlocks != nil {
 		foreign = *r.ForeignUnlocks
@@ -175,7 +169,7 @@ func checkOversellsOrForeign(r *StageRun, _ []StageRun) (bool, string) {
 	return r.Oversold > 0 || foreign > 0, fmt.Sprintf("oversold %d, foreign unlocks %d", r.Oversold, foreign)
 }
 
-func checkStuck(r *StageRun, _ []StageRun) (bool, string) {
+func checkStuck(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	switch {
 	case r.Fault != nil:
 		return r.Fault.Stuck, fmt.Sprintf("%d sales out of %d requests after the fault", r.Fault.Sales, r.Fault.Requests)
@@ -185,20 +179,8 @@ func checkStuck(r *StageRun, _ []StageRun) (bool, string) {
 	return r.Stuck != nil && *r.Stuck, fmt.Sprintf("%d sales out of %d requests after the crash", r.Crash.Sales, r.Crash.Requests)
 }
 
-// afterCrash returns what a crash step, or a crash fault step, saw of the
-// stuck lock.
-func (r *StageRun) afterCrash() (keys []LockKey, saleAfterReset *bool) {
-	switch {
-	case r.Fault != nil:
-		return r.Fault.LockKeys, r.Fault.SaleAfterReset
-	case r.Crash != nil:
-		return r.Crash.LockKeys, r.Crash.SaleAfterReset
-	}
-	return nil, nil
-}
-
-func checkLockWithoutTTL(r *StageRun, _ []StageRun) (bool, string) {
-	keys, _ := r.afterCrash()
+func checkLockWithoutTTL(r *report.StageRun, _ []report.StageRun) (bool, string) {
+	keys, _ := r.AfterCrash()
 	if len(keys) == 0 {
 		return false, "no lock key seen after the crash (is the Redis address known?)"
 	}
@@ -210,20 +192,20 @@ func checkLockWithoutTTL(r *StageRun, _ []StageRun) (bool, string) {
 	return false, fmt.Sprintf("every lock key expires (%s: %d ms)", keys[0].Key, keys[0].TTLMS)
 }
 
-func checkSellsAfterReset(r *StageRun, _ []StageRun) (bool, string) {
-	_, sold := r.afterCrash()
+func checkSellsAfterReset(r *report.StageRun, _ []report.StageRun) (bool, string) {
+	_, sold := r.AfterCrash()
 	if sold == nil {
 		return false, "no reset after the crash"
 	}
 	return *sold, fmt.Sprintf("sale after reset: %t", *sold)
 }
 
-func checkInconsistent(r *StageRun, _ []StageRun) (bool, string) {
+func checkInconsistent(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	ok, detail := checkConsistent(r, nil)
 	return !ok, detail
 }
 
-func checkOversellsOrInconsistent(r *StageRun, _ []StageRun) (bool, string) {
+func checkOversellsOrInconsistent(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	return r.Oversold > 0 || !r.Consistent, fmt.Sprintf("oversold %d, consistent %t", r.Oversold, r.Consistent)
 }
 
@@ -231,14 +213,14 @@ func checkOversellsOrInconsistent(r *StageRun, _ []StageRun) (bool, string) {
 // more than those and the answers whose outcome is unknown (a 5xx or a
 // lost connection: the write may have happened): no unit sold twice, none
 // counted that no request can account for.
-func checkSalesAccounted(r *StageRun, _ []StageRun) (bool, string) {
+func checkSalesAccounted(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	sold := r.Audit.Sold
 	return sold >= r.Sales && sold <= r.Sales+r.Errors,
 		fmt.Sprintf("the audit counts %d sold; %d sales were answered 200 and %d answers left the outcome unknown", sold, r.Sales, r.Errors)
 }
 
 // checkNoErrors: every answer was a sale, sold out or busy; none failed.
-func checkNoErrors(r *StageRun, _ []StageRun) (bool, string) {
+func checkNoErrors(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	return r.Errors == 0, fmt.Sprintf("%d of %d answers were errors %v", r.Errors, r.Requests, r.ErrorSamples)
 }
 
@@ -248,7 +230,7 @@ func holdersBound(word string, ok func(got, n int64) bool) func([]string) (check
 		if err != nil {
 			return nil, err
 		}
-		return func(r *StageRun, _ []StageRun) (bool, string) {
+		return func(r *report.StageRun, _ []report.StageRun) (bool, string) {
 			var most int64
 			switch {
 			case r.MaxHolders != nil:
@@ -273,14 +255,14 @@ func countArg(args []string) (int64, error) {
 	return n, nil
 }
 
-func checkVictimRefused(r *StageRun, _ []StageRun) (bool, string) {
+func checkVictimRefused(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	if r.Fault == nil || r.Fault.VictimAnswer == "" {
 		return false, "no sale held the lock when the fault struck"
 	}
 	return r.Fault.VictimStatus != 200, "the holder's sale answered " + r.Fault.VictimAnswer
 }
 
-func checkVictimSold(r *StageRun, _ []StageRun) (bool, string) {
+func checkVictimSold(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	if r.Fault == nil || r.Fault.VictimAnswer == "" {
 		return false, "no sale held the lock when the fault struck"
 	}
@@ -303,7 +285,7 @@ func durationArg(args []string, eval func(limit time.Duration) checkFunc) (check
 // within the limit of the fault: it learnt that it had lost its lock.
 func givesUpWithin(args []string) (checkFunc, error) {
 	return durationArg(args, func(limit time.Duration) checkFunc {
-		return func(r *StageRun, _ []StageRun) (bool, string) {
+		return func(r *report.StageRun, _ []report.StageRun) (bool, string) {
 			f := r.Fault
 			if f == nil || f.VictimAnswerMS == nil {
 				return false, "no answer from the sale that held the lock"
@@ -322,7 +304,7 @@ func givesUpWithin(args []string) (checkFunc, error) {
 // fault: recovery had to wait for the lock's TTL, not less.
 func stuckAtLeast(args []string) (checkFunc, error) {
 	return durationArg(args, func(limit time.Duration) checkFunc {
-		return func(r *StageRun, _ []StageRun) (bool, string) {
+		return func(r *report.StageRun, _ []report.StageRun) (bool, string) {
 			if r.Fault == nil {
 				return false, "no fault step"
 			}
@@ -335,7 +317,7 @@ func stuckAtLeast(args []string) (checkFunc, error) {
 // that failed came within the limit.
 func failsFast(args []string) (checkFunc, error) {
 	return durationArg(args, func(limit time.Duration) checkFunc {
-		return func(r *StageRun, _ []StageRun) (bool, string) {
+		return func(r *report.StageRun, _ []report.StageRun) (bool, string) {
 			if r.Fault == nil || r.Fault.Outage == nil {
 				return false, "no Redis outage"
 			}
@@ -346,7 +328,7 @@ func failsFast(args []string) (checkFunc, error) {
 	})
 }
 
-func checkLosesEverything(r *StageRun, _ []StageRun) (bool, string) {
+func checkLosesEverything(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	if r.Fault == nil || r.Fault.Outage == nil {
 		return false, "no Redis outage"
 	}
@@ -357,7 +339,7 @@ func checkLosesEverything(r *StageRun, _ []StageRun) (bool, string) {
 
 func losesAtMost(args []string) (checkFunc, error) {
 	return durationArg(args, func(limit time.Duration) checkFunc {
-		return func(r *StageRun, _ []StageRun) (bool, string) {
+		return func(r *report.StageRun, _ []report.StageRun) (bool, string) {
 			if r.Fault == nil || r.Fault.Outage == nil {
 				return false, "no Redis outage"
 			}
@@ -376,7 +358,7 @@ func recoversWithin(args []string) (checkFunc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("duration: %w", err)
 	}
-	return func(r *StageRun, _ []StageRun) (bool, string) {
+	return func(r *report.StageRun, _ []report.StageRun) (bool, string) {
 		if r.RecoveryMS == nil {
 			return false, "no sale after the crash"
 		}
@@ -386,14 +368,14 @@ func recoversWithin(args []string) (checkFunc, error) {
 
 // comparable reports whether o is a row another may be compared with: one
 // that ran to its end, under plain load (no fault step), through the proxy.
-func comparable(o *StageRun) bool {
+func comparable(o *report.StageRun) bool {
 	return o.Skipped == "" && o.Error == "" && o.Fault == nil && o.Via == plan.ViaProxy
 }
 
 // findRow is the row another one's check names: the row labelled name, or
 // else the plain row of stage name nearest before r (after it, if none).
-func findRow(r *StageRun, all []StageRun, name string) *StageRun {
-	var before, after *StageRun
+func findRow(r *report.StageRun, all []report.StageRun, name string) *report.StageRun {
+	var before, after *report.StageRun
 	for i := range all {
 		o := &all[i]
 		switch {
@@ -423,7 +405,7 @@ func fasterThan(args []string) (checkFunc, error) {
 		return nil, fmt.Errorf("factor %q: want a positive number followed by x", args[1])
 	}
 	other := args[0]
-	return func(r *StageRun, all []StageRun) (bool, string) {
+	return func(r *report.StageRun, all []report.StageRun) (bool, string) {
 		o := findRow(r, all, other)
 		switch {
 		case o == nil:
@@ -432,17 +414,17 @@ func fasterThan(args []string) (checkFunc, error) {
 			return false, fmt.Sprintf("%s sold nothing", other)
 		}
 		ratio := r.SalesPerSec / o.SalesPerSec
-		return ratio >= factor, fmt.Sprintf("%.1fx %s (%.0f vs %.0f sales/s)", ratio, o.label(), r.SalesPerSec, o.SalesPerSec)
+		return ratio >= factor, fmt.Sprintf("%.1fx %s (%.0f vs %.0f sales/s)", ratio, o.Name(), r.SalesPerSec, o.SalesPerSec)
 	}, nil
 }
 
 // checkFastest: no other plain run through the proxy sold faster (a fault
 // step's row, a failed or a one-replica run measures something else).
-func checkFastest(r *StageRun, all []StageRun) (bool, string) {
+func checkFastest(r *report.StageRun, all []report.StageRun) (bool, string) {
 	for i := range all {
 		o := &all[i]
 		if o != r && comparable(o) && o.SalesPerSec > r.SalesPerSec {
-			return false, fmt.Sprintf("%s sold faster (%.0f vs %.0f sales/s)", o.label(), o.SalesPerSec, r.SalesPerSec)
+			return false, fmt.Sprintf("%s sold faster (%.0f vs %.0f sales/s)", o.Name(), o.SalesPerSec, r.SalesPerSec)
 		}
 	}
 	return true, fmt.Sprintf("%.0f sales/s, the highest", r.SalesPerSec)

@@ -1,8 +1,6 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstep/lockstep/internal/keyslot"
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 

@@ -9,27 +9,9 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
-
-// OrderOutageReport is what the sales sent while an order stage's
-// database was stopped answered.
-type OrderOutageReport struct {
-	DownMS float64 `json:"down_ms"`
-	// Answers to the sales sent while it was stopped; Failures are the
-	// 503s among them, MaxFailMS the slowest of those, OtherCodes the 503s
-	// whose code was not orders_unavailable, Unanswered the requests that
-	// got no answer at all (the load generator's timeout).
-	Answers    int     `json:"answers"`
-	Failures   int     `json:"failures"`
-	MaxFailMS  float64 `json:"max_fail_ms"`
-	OtherCodes int     `json:"other_codes"`
-	Unanswered int     `json:"unanswered"`
-	// SaidUndersold are the 503s that said their units stay taken without
-	// an order (counted undersold): the shop could not give them back, or
-	// not void the order id (see inventory's orderSeller.insert).
-	SaidUndersold int `json:"said_undersold"`
-}
 
 // ordersDown: sales go on through the proxy; after before, the order
 // database is stopped (SIGSTOP) for hold, then continued; sales are
@@ -52,9 +34,9 @@ func (st *faultState) ordersDown(ctx context.Context) error {
 	st.faultAt, st.rep.Victim = time.Now(), "mariadbd"
 	st.undos = append(st.undos, func() { _ = inj.ContinueOrderServer() })
 	st.mark(st.faultAt, "SIGSTOP mariadbd")
-	var async *AsyncOutageReport
+	var async *report.AsyncOutageReport
 	if st.isAsync() {
-		async = &AsyncOutageReport{}
+		async = &report.AsyncOutageReport{}
 		st.rep.AsyncOrders = async
 		var err error
 		if async.AtFault, err = st.backlog(ctx); err != nil {
@@ -90,8 +72,8 @@ func (st *faultState) ordersDown(ctx context.Context) error {
 }
 
 // orderOutage sums up the answers to the sales sent in [down, up).
-func orderOutage(results []vegeta.Result, down, up time.Time) *OrderOutageReport {
-	o := &OrderOutageReport{DownMS: ms(up.Sub(down))}
+func orderOutage(results []vegeta.Result, down, up time.Time) *report.OrderOutageReport {
+	o := &report.OrderOutageReport{DownMS: ms(up.Sub(down))}
 	for i := range results {
 		res := &results[i]
 		if res.Timestamp.Before(down) || !res.Timestamp.Before(up) {
@@ -120,7 +102,7 @@ func orderOutage(results []vegeta.Result, down, up time.Time) *OrderOutageReport
 // every one of them answered.
 func ordersDownWithin(args []string) (checkFunc, error) {
 	return durationArg(args, func(limit time.Duration) checkFunc {
-		return func(r *StageRun, _ []StageRun) (bool, string) {
+		return func(r *report.StageRun, _ []report.StageRun) (bool, string) {
 			if r.Fault == nil || r.Fault.OrderOutage == nil {
 				return false, "no order database outage"
 			}
@@ -134,7 +116,7 @@ func ordersDownWithin(args []string) (checkFunc, error) {
 
 // checkUndersoldSaid: every unit taken without an order after the outage
 // was announced by a 503 saying so; none went silently.
-func checkUndersoldSaid(r *StageRun, _ []StageRun) (bool, string) {
+func checkUndersoldSaid(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	if r.Fault == nil || r.Fault.OrderOutage == nil || r.Audit.Orders == nil {
 		return false, "no order database outage"
 	}

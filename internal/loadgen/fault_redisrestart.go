@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
@@ -28,10 +29,10 @@ func (st *faultState) redisRestart(ctx context.Context) error {
 	}
 	loadDone := st.background(ctx, fs.Before+fs.Hold+fs.Observe, st.r.cfg.Scenario.SKU)
 	defer loadDone()
-	var async *AsyncOutageReport
+	var async *report.AsyncOutageReport
 	var releaseWorkers func() error
 	if st.isAsync() {
-		async = &AsyncOutageReport{}
+		async = &report.AsyncOutageReport{}
 		st.rep.AsyncOrders = async
 		var err error
 		if releaseWorkers, err = st.sleepHoldingWorkers(ctx, fs.Before.D(), async); err != nil {
@@ -92,9 +93,9 @@ func (st *faultState) redisRestart(ctx context.Context) error {
 }
 
 // outage says what a redis-restart step lost, and why.
-func (st *faultState) outage(dataKept bool) *OutageReport {
+func (st *faultState) outage(dataKept bool) *report.OutageReport {
 	fs, a := st.run.Fault, st.row.Audit
-	o := &OutageReport{Persistence: fs.Persistence, DownMS: ms(st.healAt.Sub(st.faultAt)), AuditSold: a.Sold, AuditInitial: a.Initial}
+	o := &report.OutageReport{Persistence: fs.Persistence, DownMS: ms(st.healAt.Sub(st.faultAt)), AuditSold: a.Sold, AuditInitial: a.Initial}
 	st.mu.Lock()
 	for _, res := range st.results {
 		if classify(res.Code) == outcomeSale {

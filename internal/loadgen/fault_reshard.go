@@ -1,12 +1,11 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/sleep"
 	"github.com/lockstep/lockstep/segments"
 )

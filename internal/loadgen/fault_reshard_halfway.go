@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // halfWayMove is the reshard step's move of the slot of the SKU's busiest
@@ -57,7 +59,7 @@ func (st *faultState) longestGap() float64 {
 // two of them longer than the limit.
 func gapAtMost(args []string) (checkFunc, error) {
 	return durationArg(args, func(limit time.Duration) checkFunc {
-		return func(r *StageRun, _ []StageRun) (bool, string) {
+		return func(r *report.StageRun, _ []report.StageRun) (bool, string) {
 			if r.Fault == nil || r.Fault.LongestGapMS == nil {
 				return false, "no gap measured (a reshard-halfway step measures it)"
 			}

@@ -8,30 +8,9 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
-
-// WorkerKillReport is what a worker-kill or duplicate-delivery step saw:
-// the order worker that died at its fault point with entries read and not
-// acknowledged, the stream while it stayed down, and after it started
-// again under its name.
-type WorkerKillReport struct {
-	Worker string `json:"worker"`
-	// At is where in its batch it died: after-read or after-insert.
-	At asyncorders.FaultPoint `json:"at"`
-	// PendingAtKill are the worker's own pending entries when it died:
-	// read, not acknowledged; RowsAtKill of them had their order row
-	// already (after-read: none; after-insert: the one it had inserted,
-	// which its redelivery inserts again and finds).
-	PendingAtKill int64 `json:"pending_at_kill"`
-	RowsAtKill    int64 `json:"rows_at_kill"`
-	// While the worker was down, after the others drained what they could:
-	// entries still pending and units sold that no order holds.
-	PendingWhileDown   int64 `json:"pending_while_down"`
-	UndersoldWhileDown int64 `json:"undersold_while_down"`
-	// DownMS is how long the worker was down.
-	DownMS float64 `json:"down_ms"`
-}
 
 // workerCrash: sales go on through the proxy; after before, an order
 // worker's crash hook is armed at at, and the worker kills itself with
@@ -66,7 +45,7 @@ func (st *faultState) workerCrash(ctx context.Context, at asyncorders.FaultPoint
 	}
 	st.faultAt = time.Now()
 	st.undos = append(st.undos, func() { _ = inj.StartOrderWorker(context.WithoutCancel(ctx), worker) })
-	rep := &WorkerKillReport{Worker: worker, At: at}
+	rep := &report.WorkerKillReport{Worker: worker, At: at}
 	st.rep.Victim, st.rep.WorkerKill = worker, rep
 	st.mark(st.faultAt, "kill -9 "+worker+" "+string(at))
 	q := asyncorders.NewQueue(r.rdb, st.run.Stage)

@@ -1,14 +1,11 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +15,8 @@ import (
 	"github.com/lockstep/lockstep/segments"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
@@ -45,9 +44,9 @@ const (
 type faultState struct {
 	r   *runner
 	run plan.RunSpec
-	row *StageRun
+	row *report.StageRun
 	tl  *timelineBuilder
-	rep *FaultReport
+	rep *report.FaultReport
 
 	faultAt, healAt time.Time
 
@@ -60,8 +59,8 @@ type faultState struct {
 }
 
 // faultStep runs run's fault step and fills row; see the Fault* kinds.
-func (r *runner) faultStep(ctx context.Context, run plan.RunSpec, row *StageRun, tl *timelineBuilder) error {
-	st := &faultState{r: r, run: run, row: row, tl: tl, rep: &FaultReport{Kind: run.Fault.Kind}}
+func (r *runner) faultStep(ctx context.Context, run plan.RunSpec, row *report.StageRun, tl *timelineBuilder) error {
+	st := &faultState{r: r, run: run, row: row, tl: tl, rep: &report.FaultReport{Kind: run.Fault.Kind}}
 	row.Fault = st.rep
 	defer st.undo()
 	var err error
@@ -90,7 +89,7 @@ func (r *runner) faultStep(ctx context.Context, run plan.RunSpec, row *StageRun,
 		err = st.workerCrash(ctx, asyncorders.AfterInsert)
 	}
 	st.fillRow()
-	row.judgeConsistency()
+	judgeConsistency(row)
 	return err
 }
 
@@ -337,7 +336,7 @@ func (st *faultState) fillRow() {
 		t.add(&results[i])
 	}
 	t.sort()
-	st.row.fillFromTally(t)
+	fillFromTally(st.row, t)
 	stuck := st.rep.Stuck
 	st.row.Stuck, st.row.RecoveryMS = &stuck, st.rep.RecoveryMS
 }
@@ -392,23 +391,3 @@ func (st *faultState) forgetHolder(ctx context.Context, replica string) error {
 	}
 	return nil
 }
-
-// faultSummary says in a few words what the fault did to the stage.
-func (rep *FaultReport) summary() string {
-	var parts []string
-	if rep.Stuck {
-		parts = append(parts, fmt.Sprintf("stuck %s", fmtMS(rep.StuckMS)+"+"))
-	} else {
-		parts = append(parts, "stuck "+fmtMS(rep.StuckMS))
-	}
-	if rep.RecoveryMS != nil {
-		parts = append(parts, "recovered "+fmtMS(*rep.RecoveryMS))
-	}
-	if w := rep.WorkerKill; w != nil {
-		parts = append(parts, fmt.Sprintf("%s died %s holding %d (%d written), down %.1fs: %d pending, %d undersold",
-			w.Worker, w.At, w.PendingAtKill, w.RowsAtKill, w.DownMS/1000, w.PendingWhileDown, w.UndersoldWhileDown))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func fmtMS(v float64) string { return fmt.Sprintf("%.0f ms", v) }

@@ -1,13 +1,13 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
 
 // FuzzParseScenario: any bytes as a scenario file. ParseScenario never

@@ -1,10 +1,11 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"strings"
 	"testing"
+
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // A plain load run's holder checks read the audit's count, as a fault
@@ -42,11 +43,11 @@ runs:
 // the nearest plain run of the stage through the proxy; never a fault
 // step's row, a failed or a one-replica run.
 func TestComparisonsPickTheRowsTheyName(t *testing.T) {
-	rows := []StageRun{
-		{Index: 0, Stage: "watchdog", Via: plan.ViaProxy, SalesPerSec: 87, Fault: &FaultReport{}},
+	rows := []report.StageRun{
+		{Index: 0, Stage: "watchdog", Via: plan.ViaProxy, SalesPerSec: 87, Fault: &report.FaultReport{}},
 		{Index: 1, Stage: "watchdog", Via: plan.ViaProxy, SalesPerSec: 267},
 		{Index: 2, Stage: "watchdog", Via: plan.ViaProxy, SalesPerSec: 5000, Error: "broke off"},
-		{Index: 3, Stage: "watchdog", Label: "watchdog+WAIT", Via: plan.ViaProxy, SalesPerSec: 100, Fault: &FaultReport{}},
+		{Index: 3, Stage: "watchdog", Label: "watchdog+WAIT", Via: plan.ViaProxy, SalesPerSec: 100, Fault: &report.FaultReport{}},
 		{Index: 4, Stage: "segmented", Via: plan.ViaProxy, SalesPerSec: 1659},
 		{Index: 5, Stage: "atomic", Via: plan.ViaOneReplica, SalesPerSec: 90000},
 		{Index: 6, Stage: "atomic", Via: plan.ViaProxy, SalesPerSec: 17000},

@@ -1,12 +1,12 @@
-package loadgen
+package report
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"bytes"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
 
 // The results tables keep within 100 columns whatever their texts: a

@@ -1,0 +1,246 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+)
+
+// StageRun is one row of the results: one stage under one load shape.
+type StageRun struct {
+	Index int `json:"index"`
+	// Label names the row when it is not the stage alone (RunSpec.Label).
+	Label     string `json:"label,omitempty"`
+	Stage     string `json:"stage"`
+	Title     string `json:"title,omitempty"`
+	Article   string `json:"article,omitempty"`
+	Mechanism string `json:"mechanism,omitempty"`
+	Defect    string `json:"defect,omitempty"`
+	Via       string `json:"via"`
+	// DrainMS is how long the async stage's workers took, after the load,
+	// to deliver every entry (0 for the other stages).
+	DrainMS float64 `json:"drain_ms,omitempty"`
+	// OrdersAtLoadEnd are the orders an async stage's workers had written
+	// when its load ended; DrainOrdersPerSec the orders they wrote during
+	// the drain, per second of it: their sustained rate once the load ended.
+	OrdersAtLoadEnd   int64   `json:"orders_at_load_end,omitempty"`
+	DrainOrdersPerSec float64 `json:"drain_orders_per_s,omitempty"`
+	// WorkersHeld: the order workers were held through the load
+	// (RunSpec.HoldWorkers), so the drain wrote every order.
+	WorkersHeld bool `json:"workers_held,omitempty"`
+	// StreamWhileRunning is the most an async stage's stream reached while
+	// its load (or fault step) ran, figure by figure, from the audits
+	// polled then.
+	StreamWhileRunning *StreamView `json:"stream_while_running,omitempty"`
+	// Skipped says why a run did not happen by design (stage unavailable);
+	// Error says why it broke off.
+	Skipped string `json:"skipped,omitempty"`
+	Error   string `json:"error,omitempty"`
+	// Interrupted: the run was stopped (Ctrl-C) during this stage; its
+	// figures cover the load until then.
+	Interrupted bool `json:"interrupted,omitempty"`
+
+	Replicas int         `json:"replicas"`
+	Rate     string      `json:"rate"`
+	Workers  int         `json:"workers"`
+	Faults   plan.Faults `json:"faults"`
+
+	Requests int `json:"requests"`
+	Sales    int `json:"sales"`
+	SoldOut  int `json:"sold_out"`
+	Busy     int `json:"busy"`
+	// AlreadyBought are an order stage's 409 already_bought answers (a
+	// buyer's second purchase refused), not counted in Busy.
+	AlreadyBought  int      `json:"already_bought"`
+	Errors         int      `json:"errors"`
+	ErrorSamples   []string `json:"error_samples,omitempty"`
+	ElapsedMS      float64  `json:"elapsed_ms"`
+	SalesPerSec    float64  `json:"sales_per_sec"`
+	RequestsPerSec float64  `json:"requests_per_sec"`
+	// Latency quantiles of every answer (refusals included), and of the
+	// sales alone. At a fixed rate they count from each request's intended
+	// send time; ServiceP50MS/ServiceP99MS are then vegeta's uncorrected
+	// figures, from when a worker sent it.
+	P50MS        float64  `json:"p50_ms"`
+	P90MS        float64  `json:"p90_ms"`
+	P99MS        float64  `json:"p99_ms"`
+	MaxMS        float64  `json:"max_ms"`
+	SaleP50MS    float64  `json:"sale_p50_ms"`
+	SaleP99MS    float64  `json:"sale_p99_ms"`
+	ServiceP50MS *float64 `json:"service_p50_ms,omitempty"`
+	ServiceP99MS *float64 `json:"service_p99_ms,omitempty"`
+
+	Audit          Audit `json:"audit"`
+	Oversold       int   `json:"oversold"`
+	Consistent     bool  `json:"consistent"`
+	ForeignUnlocks *int  `json:"foreign_unlocks"`
+
+	Stuck      *bool        `json:"stuck,omitempty"`
+	RecoveryMS *float64     `json:"recovery_ms,omitempty"`
+	Crash      *CrashReport `json:"crash,omitempty"`
+	// Payment is the payment step's (payment.go).
+	Payment *PaymentReport `json:"payment,omitempty"`
+	// Fault is what a failure scenario's fault step saw; MaxHolders the
+	// most sales inside the critical section at once (track_holders).
+	Fault      *FaultReport `json:"fault,omitempty"`
+	MaxHolders *int64       `json:"max_holders,omitempty"`
+
+	// CPU is the cores each component used during the load phase (CPU
+	// seconds per wall second); "loadgen" is this process.
+	// Trace is the Redis commands of one of the run's sales (TraceSales).
+	Trace *SaleTrace         `json:"trace,omitempty"`
+	CPU   map[string]float64 `json:"cpu_cores,omitempty"`
+	// Shards: on a Redis Cluster, each master's commands and cores in the
+	// load phase, busiest first.
+	Shards   []ShardLoad   `json:"shards,omitempty"`
+	Timeline Timeline      `json:"timeline"`
+	Checks   []CheckResult `json:"checks,omitempty"`
+}
+
+// Passed reports whether every expectation of the run held.
+func (r *StageRun) Passed() bool {
+	for _, c := range r.Checks {
+		if !c.Passed {
+			return false
+		}
+	}
+	return true
+}
+
+// Name names the row: its label, or the stage and how it was reached when
+// not through the proxy.
+func (r *StageRun) Name() string {
+	if r.Label != "" {
+		return r.Label
+	}
+	if r.Via == plan.ViaOneReplica {
+		return r.Stage + " (one replica)"
+	}
+	return r.Stage
+}
+
+// notRun says why the row has no figures, or "" when it has.
+func (r *StageRun) notRun() string {
+	switch {
+	case r.Skipped != "":
+		return "skipped: " + r.Skipped
+	case r.Error != "":
+		return "FAILED: " + r.Error
+	}
+	return ""
+}
+
+func (r *StageRun) foreignText() string {
+	if r.ForeignUnlocks == nil {
+		return "?"
+	}
+	return fmt.Sprint(*r.ForeignUnlocks)
+}
+
+// CrashSummary says in a few words what happened after the crash step.
+func (r *StageRun) CrashSummary() string {
+	switch {
+	case r.Fault != nil:
+		return r.Fault.Kind + ": " + r.Fault.summary()
+	case r.Crash == nil:
+		return "-"
+	case !r.Crash.Triggered:
+		return "no crash: " + r.Crash.TriggerAnswer
+	case r.Stuck != nil && *r.Stuck:
+		return "stuck"
+	case r.RecoveryMS != nil:
+		return fmt.Sprintf("sells after %.0f ms", *r.RecoveryMS)
+	}
+	return "?"
+}
+
+func (r *StageRun) verdict() string {
+	if len(r.Checks) == 0 {
+		return "-"
+	}
+	failed := []string{}
+	for _, c := range r.Checks {
+		if !c.Passed {
+			failed = append(failed, c.Check)
+		}
+	}
+	if len(failed) == 0 {
+		return "yes"
+	}
+	return "NO: " + strings.Join(failed, ", ")
+}
+
+// Heading names the row as the table does: its label, or the stage and
+// how it was reached.
+func (r *StageRun) Heading() string {
+	if r.Interrupted {
+		return r.Name() + " (interrupted)"
+	}
+	return r.Name()
+}
+
+// NotRunReason says why the row has no figures, or "" when it has.
+func (r *StageRun) NotRunReason() string { return r.notRun() }
+
+// BusiestShare is the busiest master's part of the commands a stage run's
+// load phase sent to the masters, and how many masters there were: near 1
+// when the stage's keys share one slot, near 1/masters when they spread.
+func (r *StageRun) BusiestShare() (share float64, masters int) {
+	var total int64
+	for _, s := range r.Shards {
+		total += s.Commands
+	}
+	if total == 0 {
+		return 0, len(r.Shards)
+	}
+	return float64(r.Shards[0].Commands) / float64(total), len(r.Shards)
+}
+
+// StreamRows are an async stage run's stream lines: the most it reached
+// while the load ran, and after the workers drained it (how long, their
+// orders/s then, and whether they were held through the load); none for
+// another stage.
+func (r *StageRun) StreamRows() []StreamRow {
+	after := StreamViewOf(r.Audit.Stream)
+	if after == nil {
+		return nil
+	}
+	var rows []StreamRow
+	if v := r.StreamWhileRunning; v != nil && v.Samples > 0 {
+		rows = append(rows, StreamRow{Label: r.Name(), When: fmt.Sprintf("most while running (%d audits)", v.Samples), StreamView: v})
+	}
+	when := fmt.Sprintf("after draining (%.1f s", r.DrainMS/1000)
+	if r.DrainOrdersPerSec > 0 {
+		when += fmt.Sprintf(", %.0f orders/s", r.DrainOrdersPerSec)
+	}
+	if r.WorkersHeld {
+		when += "; workers held through the load"
+	}
+	return append(rows, StreamRow{Label: r.Name(), When: when + ")", StreamView: after})
+}
+
+// AfterCrash returns what a crash step, or a crash fault step, saw of the
+// stuck lock.
+func (r *StageRun) AfterCrash() (keys []LockKey, saleAfterReset *bool) {
+	switch {
+	case r.Fault != nil:
+		return r.Fault.LockKeys, r.Fault.SaleAfterReset
+	case r.Crash != nil:
+		return r.Crash.LockKeys, r.Crash.SaleAfterReset
+	}
+	return nil, nil
+}
+
+// SummaryLine is the one line printed when a stage run ends.
+func (row *StageRun) SummaryLine() string {
+	if note := row.notRun(); note != "" {
+		return fmt.Sprintf("  %-28s %s", row.Name(), note)
+	}
+	after := "after crash: " + row.CrashSummary()
+	if row.Fault != nil {
+		after = row.CrashSummary() // names the fault: "pause: stuck 198 ms, ..."
+	}
+	return fmt.Sprintf("  %-28s %d replicas  %d sales in %.1fs (%.0f/s)  oversold %d  consistent %s  %s",
+		row.Heading(), row.Replicas, row.Sales, row.ElapsedMS/1000, row.SalesPerSec, row.Oversold, yesNo(row.Consistent), after)
+}
