@@ -181,10 +181,14 @@ func fillEveryField(v reflect.Value, path string) {
 			if name == "-" {
 				continue
 			}
-			if name == "" {
-				name = f.Name
+			switch {
+			case name == "" && f.Anonymous: // its fields are promoted: same JSON paths
+				fillEveryField(v.Field(i), path)
+			case name == "":
+				fillEveryField(v.Field(i), path+"."+f.Name)
+			default:
+				fillEveryField(v.Field(i), path+"."+name)
 			}
-			fillEveryField(v.Field(i), path+"."+name)
 		}
 	case reflect.Pointer:
 		v.Set(reflect.New(v.Type().Elem()))
