@@ -112,7 +112,7 @@ func streamCheck(f func(a report.Audit) bool) checkFunc {
 // streamPeak is where a run of stage keeps its stream's most-seen figures
 // while it runs; nil for a stage without a stream.
 func streamPeak(stage string) *report.StreamView {
-	if _, ok := asyncorders.ModeOf(stage); ok {
+	if isAsync(stage) {
 		return &report.StreamView{}
 	}
 	return nil

@@ -8,23 +8,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
-func (st *faultState) isAsync() bool {
-	_, ok := asyncorders.ModeOf(st.run.Stage)
-	return ok
-}
-
-// backlog reads the stage's stream from Redis itself: the shop's audit
+// backlog reads the stage's stream through the injector, from Redis: the shop's audit
 // counts the orders too, which waits on a stopped order database.
 func (st *faultState) backlog(ctx context.Context) (report.Backlog, error) {
-	if st.r.rdb == nil {
-		return report.Backlog{}, errors.New("an async stage's fault step needs the stock's Redis address, to read the stream")
-	}
-	s, err := asyncorders.NewQueue(st.r.rdb, st.run.Stage).Stats(ctx, st.r.cfg.Scenario.SKU)
+	s, err := st.r.cfg.Injector.OrderStream(ctx, st.run.Stage, st.r.cfg.Scenario.SKU)
 	if err != nil {
 		return report.Backlog{}, fmt.Errorf("read the order stream: %w", err)
 	}

@@ -35,7 +35,7 @@ func (st *faultState) ordersDown(ctx context.Context) error {
 	st.undos = append(st.undos, func() { _ = inj.ContinueOrderServer() })
 	st.mark(st.faultAt, "SIGSTOP mariadbd")
 	var async *report.AsyncOutageReport
-	if st.isAsync() {
+	if isAsync(st.run.Stage) {
 		async = &report.AsyncOutageReport{}
 		st.rep.AsyncOrders = async
 		var err error

@@ -31,7 +31,7 @@ func (st *faultState) redisRestart(ctx context.Context) error {
 	defer loadDone()
 	var async *report.AsyncOutageReport
 	var releaseWorkers func() error
-	if st.isAsync() {
+	if isAsync(st.run.Stage) {
 		async = &report.AsyncOutageReport{}
 		st.rep.AsyncOrders = async
 		var err error

@@ -2,14 +2,20 @@ package loadgen
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
+	"github.com/lockstep/lockstep/orders"
+)
+
+// The order worker's crash hook points the worker-kill and
+// duplicate-delivery steps arm, named as cmd/orderworker names them.
+const (
+	hookAfterRead   = "after-read"
+	hookAfterInsert = "after-insert"
 )
 
 // workerCrash: sales go on through the proxy; after before, an order
@@ -21,12 +27,9 @@ import (
 // could do without it (claim its entries, or not). The worker is started
 // again under its name (it finishes its own pending list), and the run is
 // judged after draining.
-func (st *faultState) workerCrash(ctx context.Context, at asyncorders.FaultPoint) error {
+func (st *faultState) workerCrash(ctx context.Context, at string) error {
 	r, fs := st.r, st.run.Fault
-	if r.rdb == nil {
-		return errors.New("a worker-kill or duplicate-delivery step needs the stock's Redis address, to read what the worker held")
-	}
-	if _, ok := asyncorders.ModeOf(st.run.Stage); !ok {
+	if !isAsync(st.run.Stage) {
 		return fmt.Errorf("a %s step runs on an async stage, not %s", fs.Kind, st.run.Stage)
 	}
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
@@ -47,9 +50,8 @@ func (st *faultState) workerCrash(ctx context.Context, at asyncorders.FaultPoint
 	st.undos = append(st.undos, func() { _ = inj.StartOrderWorker(context.WithoutCancel(ctx), worker) })
 	rep := &report.WorkerKillReport{Worker: worker, At: at}
 	st.rep.Victim, st.rep.WorkerKill = worker, rep
-	st.mark(st.faultAt, "kill -9 "+worker+" "+string(at))
-	q := asyncorders.NewQueue(r.rdb, st.run.Stage)
-	if rep.PendingAtKill, rep.RowsAtKill, err = st.heldRows(ctx, q, sku, worker); err != nil {
+	st.mark(st.faultAt, "kill -9 "+worker+" "+at)
+	if rep.PendingAtKill, rep.RowsAtKill, err = st.heldRows(ctx, sku, worker); err != nil {
 		return err
 	}
 	st.note("%s killed itself with SIGKILL %s, holding %d entries it had read and not acknowledged, %d of them with their order row",
@@ -96,8 +98,9 @@ func (st *faultState) workerCrash(ctx context.Context, at asyncorders.FaultPoint
 // between two reads of what it holds: the same entries, each delivered as
 // often, so no other worker took one meanwhile and every row counted is
 // one the dead worker wrote.
-func (st *faultState) heldRows(ctx context.Context, q *asyncorders.Queue, sku, worker string) (held, rows int64, err error) {
-	before, err := q.HeldBy(ctx, sku, worker)
+func (st *faultState) heldRows(ctx context.Context, sku, worker string) (held, rows int64, err error) {
+	inj := st.r.cfg.Injector
+	before, err := inj.HeldEntries(ctx, st.run.Stage, sku, worker)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -105,12 +108,17 @@ func (st *faultState) heldRows(ctx context.Context, q *asyncorders.Queue, sku, w
 	if err != nil {
 		return 0, 0, fmt.Errorf("list the orders %s held entries of: %w", worker, err)
 	}
-	after, err := q.HeldBy(ctx, sku, worker)
+	after, err := inj.HeldEntries(ctx, st.run.Stage, sku, worker)
 	if err != nil {
 		return 0, 0, err
 	}
 	if !slices.Equal(before, after) {
 		return 0, 0, fmt.Errorf("%s's pending entries changed while its rows were read (%d, then %d): another worker took them", worker, len(before), len(after))
 	}
-	return int64(len(before)), asyncorders.Written(before, written), nil
+	for _, h := range before {
+		if slices.ContainsFunc(written, func(o orders.Order) bool { return o.ID == h.OrderID }) {
+			rows++
+		}
+	}
+	return int64(len(before)), rows, nil
 }

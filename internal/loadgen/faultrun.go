@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/segments"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
@@ -84,9 +83,9 @@ func (r *runner) faultStep(ctx context.Context, run plan.RunSpec, row *report.St
 	case run.Fault.Kind == plan.FaultOrdersDown:
 		err = st.ordersDown(ctx)
 	case run.Fault.Kind == plan.FaultWorkerKill:
-		err = st.workerCrash(ctx, asyncorders.AfterRead)
+		err = st.workerCrash(ctx, hookAfterRead)
 	case run.Fault.Kind == plan.FaultDuplicateDelivery:
-		err = st.workerCrash(ctx, asyncorders.AfterInsert)
+		err = st.workerCrash(ctx, hookAfterInsert)
 	}
 	st.fillRow()
 	judgeConsistency(row)

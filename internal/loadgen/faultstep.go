@@ -66,13 +66,29 @@ type Injector interface {
 	// and returns its name (its consumer name) once it died there, killed
 	// with SIGKILL; it stays down until StartOrderWorker starts it again
 	// under that name.
-	CrashOrderWorker(ctx context.Context, at asyncorders.FaultPoint) (string, error)
+	// at names the hook's point as cmd/orderworker does (after-read,
+	// after-insert).
+	CrashOrderWorker(ctx context.Context, at string) (string, error)
 	StartOrderWorker(ctx context.Context, name string) error
 	// PauseOrderWorker stops the named order worker with SIGSTOP (paused)
 	// or lets it go on with SIGCONT.
 	PauseOrderWorker(ctx context.Context, name string, paused bool) error
 	// OrderWorkers names the order workers (their consumer names).
 	OrderWorkers() []string
+	// OrderStream reads an async stage's order stream in the stock's Redis
+	// itself: the shop's audit also counts the orders, which waits on a
+	// stopped order database.
+	OrderStream(ctx context.Context, stage, sku string) (asyncorders.Stats, error)
+	// HeldEntries lists the entries of an async stage's stream that the
+	// named order worker read and did not acknowledge, in stream order.
+	HeldEntries(ctx context.Context, stage, sku, worker string) ([]HeldEntry, error)
+}
+
+// HeldEntry is a stream entry an order worker holds: its order id ("" for
+// none) and how often it was delivered.
+type HeldEntry struct {
+	Entry, OrderID string
+	Deliveries     int64
 }
 
 // SlotMove is how MigrateSlot moves a slot's keys.

@@ -1,10 +1,27 @@
 // Package loadgen drives the shop's stages with vegeta and reports, for
 // each, how many units were oversold and how many sales per second it held.
 //
-// The pieces stay apart like vegeta's own lib: scenario.go says what to run,
-// attack.go runs one vegeta attack and tallies the answers, run.go walks the
-// scenario (reset → faults → attack → audit → crash step), expect.go judges
-// the outcome against the articles, and report.go / html.go write it out.
+// It is split by responsibility, like vegeta's lib and k6's packages:
+//   - plan (internal/loadgen/plan) is the scenario model and its own
+//     validation, no I/O; ParseScenario here adds the checks plan cannot
+//     know (the expectations' grammar, which stages are async);
+//   - report (internal/loadgen/report) holds the records a run fills
+//     (Report, its StageRun rows and what each part of a run saw) and the
+//     writers: report.json, report.html with its SVG, the terminal tables;
+//   - this package walks the scenario (run.go: reset → faults → attack →
+//     audit → drain → payment or crash step), runs the attacks
+//     (attack.go), follows them (timeline, progress, trace, shards, stream
+//     figures, the live page), carries out the fault steps (fault*.go)
+//     through the Injector the workshop provides, and judges the outcome
+//     against the articles (expect*.go).
+//
+// loadgen speaks HTTP to the shops. It must not import the stores'
+// packages (inventory, orders, asyncorders, segments) for anything but the
+// result types the shop's HTTP API returns; what a fault step reads in a
+// store's server it asks the Injector for. Left over for now: which stages
+// are async (asyncorders.ModeOf), the stages' key names the crash, fault
+// and shard readers look at in Redis (segments.Tag), and those readers'
+// own Redis client.
 package loadgen
 
 import (

@@ -3,8 +3,6 @@ package report
 import (
 	"fmt"
 	"strings"
-
-	"github.com/lockstep/lockstep/asyncorders"
 )
 
 // FaultReport is what a fault step saw. Times are milliseconds from the
@@ -133,7 +131,7 @@ type OrderOutageReport struct {
 type WorkerKillReport struct {
 	Worker string `json:"worker"`
 	// At is where in its batch it died: after-read or after-insert.
-	At asyncorders.FaultPoint `json:"at"`
+	At string `json:"at"`
 	// PendingAtKill are the worker's own pending entries when it died:
 	// read, not acknowledged; RowsAtKill of them had their order row
 	// already (after-read: none; after-insert: the one it had inserted,
