@@ -456,7 +456,7 @@ func (l *live) now(c *liveStage) (*liveNow, error) {
 	if snap.Stock != nil {
 		now.StockLeft = fmt.Sprint(*snap.Stock)
 	}
-	row := report.StageRun{Stage: c.start.Stage, Label: c.start.Label, Timeline: snap.Timeline}
+	row := report.StageRun{StageID: report.StageID{Stage: c.start.Stage, Label: c.start.Label}, Timeline: snap.Timeline}
 	now.Chart = report.TimelineChart(&row)
 	var err error
 	if now.ShardsTable, err = report.ShardsHTML(snap.Shards); err != nil {

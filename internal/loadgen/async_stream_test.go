@@ -48,9 +48,13 @@ func TestAStreamIsFollowedWhileItRuns(t *testing.T) {
 func TestTheReportShowsTheOrderStreams(t *testing.T) {
 	stream := &asyncorders.Stats{Length: 300, LagP50: 2 * time.Millisecond, LagP99: 35 * time.Millisecond}
 	rep := &report.Report{Stages: []report.StageRun{
-		{Stage: "atomic", Sales: 10, Audit: report.Audit{Initial: 10}},
-		{Stage: asyncorders.StageStream, Sales: 300, DrainMS: 400, Audit: report.Audit{Initial: 300, Stream: stream},
-			StreamWhileRunning: &report.StreamView{Length: 280, Pending: 17, OldestPendingS: 1.5, LagP99MS: 30, Samples: 12}},
+		{StageID: report.StageID{Stage: "atomic"}, Answers: report.Answers{Sales: 10}, Outcome: report.Outcome{Audit: report.Audit{Initial: 10}}},
+		{
+			StageID: report.StageID{Stage: asyncorders.StageStream},
+			Answers: report.Answers{Sales: 300},
+			Drain:   report.Drain{DrainMS: 400, StreamWhileRunning: &report.StreamView{Length: 280, Pending: 17, OldestPendingS: 1.5, LagP99MS: 30, Samples: 12}},
+			Outcome: report.Outcome{Audit: report.Audit{Initial: 300, Stream: stream}},
+		},
 	}}
 	var html bytes.Buffer
 	if err := rep.WriteHTML(&html); err != nil {
@@ -84,7 +88,7 @@ func TestDrainedIncludesTheSweepersReturns(t *testing.T) {
 		{"drained, a cancelled unit not back yet", asyncorders.Stats{}, 1, false},
 		{"an entry pending", asyncorders.Stats{Pending: 1}, 0, false},
 	} {
-		row := &report.StageRun{Audit: report.Audit{Stream: &tc.stream, Orders: &inventory.OrderCounts{Returning: tc.returning}}}
+		row := &report.StageRun{Outcome: report.Outcome{Audit: report.Audit{Stream: &tc.stream, Orders: &inventory.OrderCounts{Returning: tc.returning}}}}
 		if ok, detail := asyncChecks["drained"](row, nil); ok != tc.want {
 			t.Errorf("%s: %v (%s), want %v", tc.name, ok, detail, tc.want)
 		}

@@ -99,12 +99,12 @@ func TestAnAlreadyBoughtAnswerIsARefusalNotSoldOut(t *testing.T) {
 
 // crashed is a run whose crash step left undersold units.
 func crashed(undersold int64) *report.StageRun {
-	return &report.StageRun{Crash: &report.CrashReport{Triggered: true, Undersold: &undersold}}
+	return &report.StageRun{CrashOutcome: report.CrashOutcome{Crash: &report.CrashReport{Triggered: true, Undersold: &undersold}}}
 }
 
 func TestOrderExpectations(t *testing.T) {
 	run := func(initial, stock int, o inventory.OrderCounts) *report.StageRun {
-		return &report.StageRun{Sales: 1, Audit: report.Audit{Initial: initial, Stock: stock, Orders: &o}}
+		return &report.StageRun{Answers: report.Answers{Sales: 1}, Outcome: report.Outcome{Audit: report.Audit{Initial: initial, Stock: stock, Orders: &o}}}
 	}
 	dup := inventory.OrderCounts{Counts: orders.Counts{Orders: 10, Units: 10, Buyers: 7}, DuplicateOrders: 3}
 	clean := inventory.OrderCounts{Counts: orders.Counts{Orders: 10, Units: 10, Buyers: 10}}
@@ -132,11 +132,11 @@ func TestOrderExpectations(t *testing.T) {
 		{"orders-match-stock", run(11, 0, lost), false},
 		{"orders-match-stock", run(11, 0, returning), true},
 		{"no-undersell", run(11, 0, returning), true},
-		{"no-duplicate-orders", &report.StageRun{Sales: 1}, false}, // not an order stage
+		{"no-duplicate-orders", &report.StageRun{Answers: report.Answers{Sales: 1}}, false}, // not an order stage
 		{"undersold-after-crash", crashed(1), true},
 		{"undersold-after-crash", crashed(0), false},
 		{"no-undersold-after-crash", crashed(0), true},
-		{"no-undersold-after-crash", &report.StageRun{Crash: &report.CrashReport{}}, false}, // nothing crashed
+		{"no-undersold-after-crash", &report.StageRun{CrashOutcome: report.CrashOutcome{Crash: &report.CrashReport{}}}, false}, // nothing crashed
 	} {
 		ok, detail := orderChecks[tc.check](tc.run, nil)
 		if ok != tc.want {

@@ -40,7 +40,7 @@ func TestOrdersDownCountsTheSalesSentWhileStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	row := func(o report.OrderOutageReport, undersold int64) *report.StageRun {
-		return &report.StageRun{Fault: &report.FaultReport{OrderOutage: &o}, Audit: report.Audit{Orders: &inventory.OrderCounts{Undersold: undersold}}}
+		return &report.StageRun{Fault: &report.FaultReport{OrderOutage: &o}, Outcome: report.Outcome{Audit: report.Audit{Orders: &inventory.OrderCounts{Undersold: undersold}}}}
 	}
 	answered := want
 	answered.Unanswered, answered.OtherCodes = 0, 0
@@ -61,7 +61,7 @@ func TestOrdersDownCountsTheSalesSentWhileStopped(t *testing.T) {
 		{"no 503 at all", within, row(report.OrderOutageReport{Answers: 4}, 0), false},
 		{"undersold as said", checkUndersoldSaid, row(want, 2), true},
 		{"undersold beyond what was said", checkUndersoldSaid, row(want, 3), false},
-		{"no outage", checkUndersoldSaid, &report.StageRun{Audit: report.Audit{Orders: &inventory.OrderCounts{}}}, false},
+		{"no outage", checkUndersoldSaid, &report.StageRun{Outcome: report.Outcome{Audit: report.Audit{Orders: &inventory.OrderCounts{}}}}, false},
 	} {
 		if ok, detail := tc.check(tc.run, nil); ok != tc.want {
 			t.Errorf("%s: %v (%s), want %v", tc.name, ok, detail, tc.want)

@@ -21,26 +21,26 @@ func TestFaultChecks(t *testing.T) {
 		failWith string
 	}{
 		{"sales-accounted",
-			report.StageRun{Sales: 10, Errors: 2, Audit: report.Audit{Sold: 11}},
-			report.StageRun{Sales: 10, Errors: 2, Audit: report.Audit{Sold: 13}}, "13 sold"},
+			report.StageRun{Answers: report.Answers{Sales: 10, Errors: 2}, Outcome: report.Outcome{Audit: report.Audit{Sold: 11}}},
+			report.StageRun{Answers: report.Answers{Sales: 10, Errors: 2}, Outcome: report.Outcome{Audit: report.Audit{Sold: 13}}}, "13 sold"},
 		{"sales-accounted",
-			report.StageRun{Sales: 10, Audit: report.Audit{Sold: 10}},
-			report.StageRun{Sales: 10, Errors: 5, Audit: report.Audit{Sold: 9}}, "9 sold"},
+			report.StageRun{Answers: report.Answers{Sales: 10}, Outcome: report.Outcome{Audit: report.Audit{Sold: 10}}},
+			report.StageRun{Answers: report.Answers{Sales: 10, Errors: 5}, Outcome: report.Outcome{Audit: report.Audit{Sold: 9}}}, "9 sold"},
 		{"holders-at-most 1",
 			report.StageRun{MaxHolders: n(1)},
 			report.StageRun{MaxHolders: n(2)}, "2 holder(s)"},
 		{"holders-at-most 1", // counted, and nobody held: 0
-			report.StageRun{Faults: plan.Faults{TrackHolders: true}},
+			report.StageRun{Load: report.Load{Faults: plan.Faults{TrackHolders: true}}},
 			report.StageRun{}, "not counted"},
 		{"holders-at-least 2",
 			report.StageRun{MaxHolders: n(2)},
 			report.StageRun{MaxHolders: n(1)}, "1 holder(s)"},
 		{"inconsistent",
-			report.StageRun{Consistent: false},
-			report.StageRun{Consistent: true}, "stock"},
+			report.StageRun{Outcome: report.Outcome{Consistent: false}},
+			report.StageRun{Outcome: report.Outcome{Consistent: true}}, "stock"},
 		{"oversells-or-inconsistent",
-			report.StageRun{Consistent: true, Oversold: 1},
-			report.StageRun{Consistent: true}, "oversold 0"},
+			report.StageRun{Outcome: report.Outcome{Consistent: true, Oversold: 1}},
+			report.StageRun{Outcome: report.Outcome{Consistent: true}}, "oversold 0"},
 		{"victim-refused",
 			report.StageRun{Fault: &report.FaultReport{VictimAnswer: "423 lock_busy", VictimStatus: 423}},
 			report.StageRun{Fault: &report.FaultReport{VictimAnswer: "200", VictimStatus: 200}}, "answered 200"},
@@ -143,8 +143,8 @@ func TestFaultTablePublished(t *testing.T) {
 	recovery := 1004.0
 	one := int64(1)
 	rep := &report.Report{Stages: []report.StageRun{
-		{Stage: "setnx", Fault: &report.FaultReport{Kind: plan.FaultCrash, Stuck: true, StuckMS: 2500, WindowMS: 2500, VictimAnswer: "no answer: EOF"}, Consistent: true},
-		{Stage: "watchdog", Fault: &report.FaultReport{Kind: plan.FaultCrash, StuckMS: 1004, RecoveryMS: &recovery}, MaxHolders: &one, Consistent: true},
+		{StageID: report.StageID{Stage: "setnx"}, Fault: &report.FaultReport{Kind: plan.FaultCrash, Stuck: true, StuckMS: 2500, WindowMS: 2500, VictimAnswer: "no answer: EOF"}, Outcome: report.Outcome{Consistent: true}},
+		{StageID: report.StageID{Stage: "watchdog"}, Fault: &report.FaultReport{Kind: plan.FaultCrash, StuckMS: 1004, RecoveryMS: &recovery}, MaxHolders: &one, Outcome: report.Outcome{Consistent: true}},
 	}}
 	var out bytes.Buffer
 	if err := rep.WriteTable(&out); err != nil {

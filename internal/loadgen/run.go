@@ -244,13 +244,8 @@ func CheckStages(sc *plan.Scenario, ids []string) error {
 func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row report.StageRun) {
 	sku := r.cfg.Scenario.SKU
 	row = report.StageRun{
-		Index:   index,
-		Label:   run.Label,
-		Stage:   run.Stage,
-		Via:     run.Via,
-		Rate:    run.AttackRate().String(),
-		Workers: run.Workers,
-		Faults:  run.Faults,
+		StageID: report.StageID{Index: index, Label: run.Label, Stage: run.Stage, Via: run.Via},
+		Load:    report.Load{Rate: run.AttackRate().String(), Workers: run.Workers, Faults: run.Faults},
 	}
 	info := r.info[run.Stage]
 	row.Title, row.Article, row.Mechanism, row.Defect = info.Title, info.Article, info.Mechanism, info.Defect
@@ -408,25 +403,10 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	return row
 }
 
+// fillFromTally fills the row from the records the attack's tally owns.
 func fillFromTally(row *report.StageRun, t *tally) {
-	row.Requests, row.Sales, row.SoldOut, row.Busy, row.AlreadyBought, row.Errors = t.requests, t.sales, t.soldOut, t.busy, t.alreadyBought, t.errors
 	row.Replicas = len(t.replicas)
-	for msg, n := range t.errorSamples {
-		row.ErrorSamples = append(row.ErrorSamples, fmt.Sprintf("%d× %s", n, msg))
-	}
-	slices.Sort(row.ErrorSamples)
-	elapsed := t.elapsed()
-	row.ElapsedMS = ms(elapsed)
-	if elapsed > 0 {
-		row.SalesPerSec = float64(t.sales) / elapsed.Seconds()
-		row.RequestsPerSec = float64(t.requests) / elapsed.Seconds()
-	}
-	row.P50MS, row.P90MS, row.P99MS, row.MaxMS = ms(t.percentile(0.50)), ms(t.percentile(0.90)), ms(t.percentile(0.99)), ms(t.percentile(1))
-	row.SaleP50MS, row.SaleP99MS = ms(quantile(t.saleLatencies, 0.50)), ms(quantile(t.saleLatencies, 0.99))
-	if len(t.service) > 0 {
-		p50, p99 := ms(quantile(t.service, 0.50)), ms(quantile(t.service, 0.99))
-		row.ServiceP50MS, row.ServiceP99MS = &p50, &p99
-	}
+	row.Answers, row.Latency = t.answers(), t.latency()
 }
 
 // crashStep makes a replica exit while holding the stage's lock and watches

@@ -44,13 +44,13 @@ runs:
 // step's row, a failed or a one-replica run.
 func TestComparisonsPickTheRowsTheyName(t *testing.T) {
 	rows := []report.StageRun{
-		{Index: 0, Stage: "watchdog", Via: plan.ViaProxy, SalesPerSec: 87, Fault: &report.FaultReport{}},
-		{Index: 1, Stage: "watchdog", Via: plan.ViaProxy, SalesPerSec: 267},
-		{Index: 2, Stage: "watchdog", Via: plan.ViaProxy, SalesPerSec: 5000, Error: "broke off"},
-		{Index: 3, Stage: "watchdog", Label: "watchdog+WAIT", Via: plan.ViaProxy, SalesPerSec: 100, Fault: &report.FaultReport{}},
-		{Index: 4, Stage: "segmented", Via: plan.ViaProxy, SalesPerSec: 1659},
-		{Index: 5, Stage: "atomic", Via: plan.ViaOneReplica, SalesPerSec: 90000},
-		{Index: 6, Stage: "atomic", Via: plan.ViaProxy, SalesPerSec: 17000},
+		{StageID: report.StageID{Index: 0, Stage: "watchdog", Via: plan.ViaProxy}, Answers: report.Answers{SalesPerSec: 87}, Fault: &report.FaultReport{}},
+		{StageID: report.StageID{Index: 1, Stage: "watchdog", Via: plan.ViaProxy}, Answers: report.Answers{SalesPerSec: 267}},
+		{StageID: report.StageID{Index: 2, Stage: "watchdog", Via: plan.ViaProxy}, Answers: report.Answers{SalesPerSec: 5000}, Status: report.Status{Error: "broke off"}},
+		{StageID: report.StageID{Index: 3, Stage: "watchdog", Label: "watchdog+WAIT", Via: plan.ViaProxy}, Answers: report.Answers{SalesPerSec: 100}, Fault: &report.FaultReport{}},
+		{StageID: report.StageID{Index: 4, Stage: "segmented", Via: plan.ViaProxy}, Answers: report.Answers{SalesPerSec: 1659}},
+		{StageID: report.StageID{Index: 5, Stage: "atomic", Via: plan.ViaOneReplica}, Answers: report.Answers{SalesPerSec: 90000}},
+		{StageID: report.StageID{Index: 6, Stage: "atomic", Via: plan.ViaProxy}, Answers: report.Answers{SalesPerSec: 17000}},
 	}
 	for _, tc := range []struct {
 		row    int

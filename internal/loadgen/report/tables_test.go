@@ -16,8 +16,8 @@ import (
 func TestTheStreamTableSaysWhetherTheWorkersWereHeld(t *testing.T) {
 	drained := &asyncorders.Stats{Length: 3000}
 	rep := &Report{Stages: []StageRun{
-		{Stage: asyncorders.StageStream, Label: "running", Sales: 3000, DrainMS: 500, DrainOrdersPerSec: 1200, Audit: Audit{Stream: drained}},
-		{Stage: asyncorders.StageStream, Label: "held", Sales: 3000, DrainMS: 2500, DrainOrdersPerSec: 1234, WorkersHeld: true, Audit: Audit{Stream: drained}},
+		{StageID: StageID{Stage: asyncorders.StageStream, Label: "running"}, Answers: Answers{Sales: 3000}, Drain: Drain{DrainMS: 500, DrainOrdersPerSec: 1200}, Outcome: Outcome{Audit: Audit{Stream: drained}}},
+		{StageID: StageID{Stage: asyncorders.StageStream, Label: "held"}, Answers: Answers{Sales: 3000}, Drain: Drain{DrainMS: 2500, DrainOrdersPerSec: 1234, WorkersHeld: true}, Outcome: Outcome{Audit: Audit{Stream: drained}}},
 	}}
 	var out bytes.Buffer
 	if err := writeStreamTable(rep, &out); err != nil {
@@ -40,8 +40,8 @@ func TestTheStreamTableSaysWhetherTheWorkersWereHeld(t *testing.T) {
 func TestTheReportShowsOrders(t *testing.T) {
 	o := inventory.OrderCounts{Counts: orders.Counts{Orders: 150, Units: 150, Buyers: 57}, DuplicateOrders: 93, Conflicts: 4}
 	rep := &Report{Orders: "MariaDB at 127.0.0.1:3306", Stages: []StageRun{
-		{Stage: "one-per-user-naive", Sales: 150, Busy: 5, AlreadyBought: 61, Audit: Audit{Initial: 150, Orders: &o}},
-		{Stage: "atomic", Sales: 10, Audit: Audit{Initial: 10}},
+		{StageID: StageID{Stage: "one-per-user-naive"}, Answers: Answers{Sales: 150, Busy: 5, AlreadyBought: 61}, Outcome: Outcome{Audit: Audit{Initial: 150, Orders: &o}}},
+		{StageID: StageID{Stage: "atomic"}, Answers: Answers{Sales: 10}, Outcome: Outcome{Audit: Audit{Initial: 10}}},
 	}}
 	var html, table strings.Builder
 	if err := rep.WriteHTML(&html); err != nil {
