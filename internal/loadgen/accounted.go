@@ -1,8 +1,6 @@
 package loadgen
 
 import (
-	"fmt"
-
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
@@ -18,10 +16,4 @@ import (
 // balances; only this count sees it.
 func judgeConsistency(row *report.StageRun) {
 	row.Consistent = row.Audit.Consistent && row.Audit.Sold <= row.Sales+row.Errors
-}
-
-// consistencyDetail says what Consistent was judged from.
-func consistencyDetail(r *report.StageRun) string {
-	return fmt.Sprintf("stock %d + sold %d vs initial %d; sold %d vs %d answered 200 + %d errors whose outcome is unknown",
-		r.Audit.Stock, r.Audit.Sold, r.Audit.Initial, r.Audit.Sold, r.Sales, r.Errors)
 }

@@ -75,26 +75,6 @@ func TestTheReportShowsTheOrderStreams(t *testing.T) {
 	}
 }
 
-// drained holds when the stream is drained and no cancelled order's unit
-// is still on its way back to the stock.
-func TestDrainedIncludesTheSweepersReturns(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		stream    asyncorders.Stats
-		returning int64
-		want      bool
-	}{
-		{"drained, nothing returning", asyncorders.Stats{}, 0, true},
-		{"drained, a cancelled unit not back yet", asyncorders.Stats{}, 1, false},
-		{"an entry pending", asyncorders.Stats{Pending: 1}, 0, false},
-	} {
-		row := &report.StageRun{Outcome: report.Outcome{Audit: report.Audit{Stream: &tc.stream, Orders: &inventory.OrderCounts{Returning: tc.returning}}}}
-		if ok, detail := asyncChecks["drained"](row, nil); ok != tc.want {
-			t.Errorf("%s: %v (%s), want %v", tc.name, ok, detail, tc.want)
-		}
-	}
-}
-
 // The run's drain waits, after the stream drained, until no cancelled
 // order's unit is on its way back: its audit is the first with none.
 func TestTheDrainWaitsForTheSweepersReturns(t *testing.T) {

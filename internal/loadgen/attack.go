@@ -240,7 +240,7 @@ func (t *tally) answers() report.Answers {
 	}
 	slices.Sort(a.ErrorSamples)
 	elapsed := t.elapsed()
-	a.ElapsedMS = ms(elapsed)
+	a.ElapsedMS = report.MS(elapsed)
 	if elapsed > 0 {
 		a.SalesPerSec = float64(t.sales) / elapsed.Seconds()
 		a.RequestsPerSec = float64(t.requests) / elapsed.Seconds()
@@ -250,10 +250,10 @@ func (t *tally) answers() report.Answers {
 
 // latency is the tally's latency record (see report.Latency).
 func (t *tally) latency() report.Latency {
-	l := report.Latency{P50MS: ms(t.percentile(0.50)), P90MS: ms(t.percentile(0.90)), P99MS: ms(t.percentile(0.99)), MaxMS: ms(t.percentile(1)),
-		SaleP50MS: ms(quantile(t.saleLatencies, 0.50)), SaleP99MS: ms(quantile(t.saleLatencies, 0.99))}
+	l := report.Latency{P50MS: report.MS(t.percentile(0.50)), P90MS: report.MS(t.percentile(0.90)), P99MS: report.MS(t.percentile(0.99)), MaxMS: report.MS(t.percentile(1)),
+		SaleP50MS: report.MS(quantile(t.saleLatencies, 0.50)), SaleP99MS: report.MS(quantile(t.saleLatencies, 0.99))}
 	if len(t.service) > 0 {
-		p50, p99 := ms(quantile(t.service, 0.50)), ms(quantile(t.service, 0.99))
+		p50, p99 := report.MS(quantile(t.service, 0.50)), report.MS(quantile(t.service, 0.99))
 		l.ServiceP50MS, l.ServiceP99MS = &p50, &p99
 	}
 	return l

@@ -19,7 +19,7 @@ func (st *faultState) backlog(ctx context.Context) (report.Backlog, error) {
 	if err != nil {
 		return report.Backlog{}, fmt.Errorf("read the order stream: %w", err)
 	}
-	return report.Backlog{Undelivered: s.Undelivered, Pending: s.Pending, OldestPendingMS: ms(s.OldestPending)}, nil
+	return report.Backlog{Undelivered: s.Undelivered, Pending: s.Pending, OldestPendingMS: report.MS(s.OldestPending)}, nil
 }
 
 // holdWorkers stops every order worker (SIGSTOP) until the returned
@@ -86,7 +86,7 @@ func (st *faultState) drainAndCount(ctx context.Context, rep *report.AsyncOutage
 	if err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
-	st.row.Audit, st.row.DrainMS = drained, ms(took)
+	st.row.Audit, st.row.DrainMS = drained, report.MS(took)
 	st.row.Oversold, st.row.Consistent = drained.Oversold, drained.Consistent
 	list, err := r.shop.orders(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/keyslot"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
@@ -90,7 +91,7 @@ func (st *faultState) failover(ctx context.Context) error {
 	}
 	st.healAt = time.Now()
 	st.mark(st.healAt, "failover to "+promoted)
-	st.note("a replica that never saw the lock, %s, was promoted %.0f ms after the master died", promoted, ms(st.healAt.Sub(st.faultAt)))
+	st.note("a replica that never saw the lock, %s, was promoted %.0f ms after the master died", promoted, report.MS(st.healAt.Sub(st.faultAt)))
 	// The shops still run with the pause armed until they re-read the
 	// faults from the promoted master, which never had it: wait until
 	// they do (one may still be dialling the dead master).

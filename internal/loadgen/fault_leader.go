@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // leaderFailover: the victim sale takes the stage's lock on a consensus
@@ -51,7 +53,7 @@ func (st *faultState) leaderFailover(ctx context.Context) error {
 	}
 	st.healAt = time.Now()
 	st.mark(st.healAt, "new leader "+elected)
-	st.note("the members left elected %s %.0f ms after %s died", elected, ms(st.healAt.Sub(st.faultAt)), leader)
+	st.note("the members left elected %s %.0f ms after %s died", elected, report.MS(st.healAt.Sub(st.faultAt)), leader)
 	answerB := st.victim(ctx, second)
 	if st.waitHoldingWithin(ctx, second, answerB, secondSaleWait) == nil {
 		st.note("a second sale, on %s, took the lock too: the failover lost it", second)

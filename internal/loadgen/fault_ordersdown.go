@@ -3,7 +3,6 @@ package loadgen
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -73,7 +72,7 @@ func (st *faultState) ordersDown(ctx context.Context) error {
 
 // orderOutage sums up the answers to the sales sent in [down, up).
 func orderOutage(results []vegeta.Result, down, up time.Time) *report.OrderOutageReport {
-	o := &report.OrderOutageReport{DownMS: ms(up.Sub(down))}
+	o := &report.OrderOutageReport{DownMS: report.MS(up.Sub(down))}
 	for i := range results {
 		res := &results[i]
 		if res.Timestamp.Before(down) || !res.Timestamp.Before(up) {
@@ -85,7 +84,7 @@ func orderOutage(results []vegeta.Result, down, up time.Time) *report.OrderOutag
 			o.Unanswered++
 		case res.Code == http.StatusServiceUnavailable:
 			o.Failures++
-			o.MaxFailMS = max(o.MaxFailMS, ms(res.Latency))
+			o.MaxFailMS = max(o.MaxFailMS, report.MS(res.Latency))
 			if !bytes.Contains(res.Body, []byte(`"orders_unavailable"`)) {
 				o.OtherCodes++
 			}
@@ -95,31 +94,4 @@ func orderOutage(results []vegeta.Result, down, up time.Time) *report.OrderOutag
 		}
 	}
 	return o
-}
-
-// ordersDownWithin: sales sent while the order database was stopped
-// answered 503 orders_unavailable within limit (the sale's deadline),
-// every one of them answered.
-func ordersDownWithin(args []string) (checkFunc, error) {
-	return durationArg(args, func(limit time.Duration) checkFunc {
-		return func(r *report.StageRun, _ []report.StageRun) (bool, string) {
-			if r.Fault == nil || r.Fault.OrderOutage == nil {
-				return false, "no order database outage"
-			}
-			o := r.Fault.OrderOutage
-			return o.Failures > 0 && o.OtherCodes == 0 && o.Unanswered == 0 && o.MaxFailMS <= ms(limit),
-				fmt.Sprintf("%d of %d sales sent while MariaDB was stopped answered 503 (%d not orders_unavailable), the slowest in %.0f ms (limit %s), %d unanswered",
-					o.Failures, o.Answers, o.OtherCodes, o.MaxFailMS, limit, o.Unanswered)
-		}
-	})
-}
-
-// checkUndersoldSaid: every unit taken without an order after the outage
-// was announced by a 503 saying so; none went silently.
-func checkUndersoldSaid(r *report.StageRun, _ []report.StageRun) (bool, string) {
-	if r.Fault == nil || r.Fault.OrderOutage == nil || r.Audit.Orders == nil {
-		return false, "no order database outage"
-	}
-	u, said := r.Audit.Orders.Undersold, r.Fault.OrderOutage.SaidUndersold
-	return u <= int64(said), fmt.Sprintf("%d units taken without an order; %d answers said their units stay taken", u, said)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
@@ -46,7 +47,7 @@ func (st *faultState) partition(ctx context.Context) error {
 	st.mark(st.healAt, "healed")
 	st.victimAnswered(<-answer)
 	if at := left(); !at.IsZero() {
-		after := ms(at.Sub(st.faultAt))
+		after := report.MS(at.Sub(st.faultAt))
 		st.rep.VictimLeftMS = &after
 		st.mark(at, "holder gave up")
 		st.note("the holder left its critical section %.0f ms after the partition began, and answered %.0f ms after it", after, *st.rep.VictimAnswerMS)

@@ -95,7 +95,7 @@ func (st *faultState) redisRestart(ctx context.Context) error {
 // outage says what a redis-restart step lost, and why.
 func (st *faultState) outage(dataKept bool) *report.OutageReport {
 	fs, a := st.run.Fault, st.row.Audit
-	o := &report.OutageReport{Persistence: fs.Persistence, DownMS: ms(st.healAt.Sub(st.faultAt)), AuditSold: a.Sold, AuditInitial: a.Initial}
+	o := &report.OutageReport{Persistence: fs.Persistence, DownMS: report.MS(st.healAt.Sub(st.faultAt)), AuditSold: a.Sold, AuditInitial: a.Initial}
 	st.mu.Lock()
 	for _, res := range st.results {
 		if classify(res.Code) == outcomeSale {
@@ -105,7 +105,7 @@ func (st *faultState) outage(dataKept bool) *report.OutageReport {
 			o.Answers++
 			if classify(res.Code) != outcomeSale {
 				o.Failures++
-				o.MaxFailMS = max(o.MaxFailMS, ms(res.Latency))
+				o.MaxFailMS = max(o.MaxFailMS, report.MS(res.Latency))
 			}
 		}
 		if classify(res.Code) == outcomeSale && res.End().Before(st.faultAt) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 	"github.com/lockstep/lockstep/segments"
 )
@@ -59,7 +60,7 @@ type slotPlan struct {
 // hold.
 func (st *faultState) wholeMove(key string) slotPlan {
 	return slotPlan{move: SlotMove{Pace: st.run.Fault.Hold.D()}, label: "slot migration", moved: func(from, to string) {
-		st.note("the slot of %s moved from %s to %s in %.0f ms while sales went on", key, from, to, ms(st.healAt.Sub(st.faultAt)))
+		st.note("the slot of %s moved from %s to %s in %.0f ms while sales went on", key, from, to, report.MS(st.healAt.Sub(st.faultAt)))
 	}}
 }
 

@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -29,7 +28,7 @@ func (st *faultState) halfWayMove(key string) slotPlan {
 		label: "slot migration stops half-way",
 		moved: func(from, to string) {
 			st.note("the keys %s* moved from %s to %s, the slot stayed migrating for %v, then moved whole in %.0f ms",
-				prefix, from, to, hold, ms(st.healAt.Sub(st.faultAt)))
+				prefix, from, to, hold, report.MS(st.healAt.Sub(st.faultAt)))
 			gap := st.longestGap()
 			st.rep.LongestGapMS = &gap
 		},
@@ -52,19 +51,5 @@ func (st *faultState) longestGap() float64 {
 	for i := 1; i < len(ends); i++ {
 		longest = max(longest, ends[i].Sub(ends[i-1]))
 	}
-	return ms(longest)
-}
-
-// gapAtMost: from the fault to its end, sales went on with no gap between
-// two of them longer than the limit.
-func gapAtMost(args []string) (checkFunc, error) {
-	return durationArg(args, func(limit time.Duration) checkFunc {
-		return func(r *report.StageRun, _ []report.StageRun) (bool, string) {
-			if r.Fault == nil || r.Fault.LongestGapMS == nil {
-				return false, "no gap measured (a reshard-halfway step measures it)"
-			}
-			gap := *r.Fault.LongestGapMS
-			return gap <= float64(limit.Milliseconds()), fmt.Sprintf("longest gap between sales %.0f ms during the fault (limit %s)", gap, limit)
-		}
-	})
+	return report.MS(longest)
 }

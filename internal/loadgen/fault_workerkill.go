@@ -74,7 +74,7 @@ func (st *faultState) workerCrash(ctx context.Context, at string) error {
 		rep.UndersoldWhileDown = down.Orders.Undersold
 	}
 	st.healAt = time.Now()
-	rep.DownMS = ms(st.healAt.Sub(st.faultAt))
+	rep.DownMS = report.MS(st.healAt.Sub(st.faultAt))
 	st.note("%.1f s after its death, %s still down: %d entries pending, %d units sold without an order",
 		rep.DownMS/1000, worker, rep.PendingWhileDown, rep.UndersoldWhileDown)
 	if err := inj.StartOrderWorker(ctx, worker); err != nil {
@@ -88,7 +88,7 @@ func (st *faultState) workerCrash(ctx context.Context, at string) error {
 	if err != nil {
 		return fmt.Errorf("drain after %s's restart: %w", worker, err)
 	}
-	st.row.Audit, st.row.DrainMS = drained, ms(took)
+	st.row.Audit, st.row.DrainMS = drained, report.MS(took)
 	st.row.Oversold, st.row.Consistent = drained.Oversold, drained.Consistent
 	return nil
 }

@@ -198,7 +198,7 @@ func (st *faultState) saleOnceUp(ctx context.Context, name string) <-chan saleAn
 func (st *faultState) victimAnswered(a saleAnswer) {
 	st.rep.VictimAnswer, st.rep.VictimStatus = a.String(), a.status
 	if !st.faultAt.IsZero() {
-		after := ms(a.end.Sub(st.faultAt))
+		after := report.MS(a.end.Sub(st.faultAt))
 		st.rep.VictimAnswerMS = &after
 	}
 }
@@ -309,15 +309,15 @@ func (st *faultState) measure() {
 	if !lastSaleBefore.IsZero() {
 		stuckFrom = lastSaleBefore
 	}
-	rep.WindowMS = ms(last.Sub(st.faultAt))
+	rep.WindowMS = report.MS(last.Sub(st.faultAt))
 	rep.Stuck = firstAfterFault.IsZero()
-	rep.StuckMS = ms(last.Sub(stuckFrom))
+	rep.StuckMS = report.MS(last.Sub(stuckFrom))
 	if !rep.Stuck {
-		rep.StuckMS = ms(firstAfterFault.Sub(stuckFrom))
+		rep.StuckMS = report.MS(firstAfterFault.Sub(stuckFrom))
 		tl.mark(firstAfterFault, "first sale")
 	}
 	if !firstAfterHeal.IsZero() {
-		recovery := ms(firstAfterHeal.Sub(st.healAt))
+		recovery := report.MS(firstAfterHeal.Sub(st.healAt))
 		rep.RecoveryMS = &recovery
 	}
 }

@@ -5,6 +5,8 @@
 //   - plan (internal/loadgen/plan) is the scenario model and its own
 //     validation, no I/O; ParseScenario here adds the checks plan cannot
 //     know (the expectations' grammar, which stages are async);
+//   - expect (internal/loadgen/expect) judges the rows: each expectation a
+//     check over a stage's record, one file per family;
 //   - report (internal/loadgen/report) holds the records a run fills
 //     (Report, its StageRun rows and what each part of a run saw) and the
 //     writers: report.json, report.html with its SVG, the terminal tables;
@@ -12,8 +14,7 @@
 //     audit → drain → payment or crash step), runs the attacks
 //     (attack.go), follows them (timeline, progress, trace, shards, stream
 //     figures, the live page), carries out the fault steps (fault*.go)
-//     through the Injector the workshop provides, and judges the outcome
-//     against the articles (expect*.go).
+//     through the Injector the workshop provides.
 //
 // loadgen speaks HTTP to the shops. It must not import the stores'
 // packages (inventory, orders, asyncorders, segments) for anything but the
@@ -36,6 +37,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/expect"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redisclient"
@@ -214,7 +216,7 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	}
 	rep.FinishedAt = time.Now()
 	rep.WallSeconds = rep.FinishedAt.Sub(rep.StartedAt).Seconds()
-	evaluateChecks(rep.Stages, cfg.Scenario)
+	expect.Evaluate(rep.Stages, cfg.Scenario)
 	rep.ExpectationsMet = runErr == nil && (rep.Judged() || !cfg.Scenario.Expects())
 	for i := range rep.Stages {
 		if rep.Stages[i].Error != "" || !rep.Stages[i].Passed() {
@@ -465,11 +467,11 @@ func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, r
 		buyers:   run.Buyers,
 	}, tl, r.progress.answer)
 	crash.Requests, crash.Sales, crash.Busy, crash.AlreadyBought, crash.Errors = t.requests, t.sales, t.busy, t.alreadyBought, t.errors
-	crash.ObserveMS = ms(t.elapsed())
+	crash.ObserveMS = report.MS(t.elapsed())
 	stuck := t.requests > 0 && t.sales == 0
 	row.Stuck = &stuck
 	if t.sales > 0 {
-		recovery := ms(t.firstSale.Sub(crashAt))
+		recovery := report.MS(t.firstSale.Sub(crashAt))
 		row.RecoveryMS = &recovery
 		tl.mark(t.firstSale, "first sale")
 	}

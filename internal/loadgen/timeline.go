@@ -65,7 +65,7 @@ func (b *timelineBuilder) sampleOversold(at time.Time, n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.bucket(at)
-	b.oversold = append(b.oversold, report.OversoldSample{AtMS: ms(at.Sub(b.start)), Oversold: n})
+	b.oversold = append(b.oversold, report.OversoldSample{AtMS: report.MS(at.Sub(b.start)), Oversold: n})
 }
 
 // mark records an event and extends the timeline to cover it.
@@ -73,10 +73,10 @@ func (b *timelineBuilder) mark(at time.Time, label string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.bucket(at)
-	b.events = append(b.events, report.Event{AtMS: ms(at.Sub(b.start)), Label: label})
+	b.events = append(b.events, report.Event{AtMS: report.MS(at.Sub(b.start)), Label: label})
 }
 
-func (b *timelineBuilder) since(at time.Time) float64 { return ms(at.Sub(b.start)) }
+func (b *timelineBuilder) since(at time.Time) float64 { return report.MS(at.Sub(b.start)) }
 
 func (b *timelineBuilder) build() report.Timeline {
 	b.mu.Lock()
@@ -95,5 +95,3 @@ func (b *timelineBuilder) snapshot() (report.Timeline, [outcomeError + 1]int) {
 		Events: slices.Clone(b.events), Oversold: slices.Clone(b.oversold),
 	}, b.outcomes
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -200,3 +200,15 @@ func (v *StreamView) Most(s *asyncorders.Stats) {
 	v.LagP50MS, v.LagP99MS = max(v.LagP50MS, now.LagP50MS), max(v.LagP99MS, now.LagP99MS)
 	v.Samples++
 }
+
+// Returning are the units of orders a sweeper cancelled that are not back
+// on sale yet.
+func (a Audit) Returning() int64 {
+	if a.Orders == nil {
+		return 0
+	}
+	return a.Orders.Returning
+}
+
+// MS is d in milliseconds, as the records keep times.
+func MS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

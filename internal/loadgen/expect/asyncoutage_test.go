@@ -1,4 +1,4 @@
-package loadgen
+package expect
 
 import (
 	"strings"
