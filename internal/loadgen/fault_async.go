@@ -14,7 +14,7 @@ import (
 
 // backlog reads the stage's stream through the injector, from Redis: the shop's audit
 // counts the orders too, which waits on a stopped order database.
-func (st *faultState) backlog(ctx context.Context) (report.Backlog, error) {
+func backlog(ctx context.Context, st *faultState) (report.Backlog, error) {
 	s, err := st.r.cfg.Injector.OrderStream(ctx, st.run.Stage, st.r.cfg.Scenario.SKU)
 	if err != nil {
 		return report.Backlog{}, fmt.Errorf("read the order stream: %w", err)
@@ -25,7 +25,7 @@ func (st *faultState) backlog(ctx context.Context) (report.Backlog, error) {
 // holdWorkers stops every order worker (SIGSTOP) until the returned
 // function continues them (calling it again is fine; the step's undo
 // calls it too).
-func (st *faultState) holdWorkers(ctx context.Context) (func() error, error) {
+func holdWorkers(ctx context.Context, st *faultState) (func() error, error) {
 	inj := st.r.cfg.Injector
 	names := inj.OrderWorkers()
 	if len(names) == 0 {
@@ -58,7 +58,7 @@ func (st *faultState) holdWorkers(ctx context.Context) (func() error, error) {
 // sent before the fault healed. (Not answered before the fault: a sale the
 // killed Redis admitted may be answered a moment after the step's clock
 // says it killed it.)
-func (st *faultState) admitted() map[string]bool {
+func admitted(st *faultState) map[string]bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	ids := map[string]bool{}
@@ -80,7 +80,7 @@ func (st *faultState) admitted() map[string]bool {
 // drainAndCount waits for the workers to drain the stream, makes the
 // drained audit the row's, and counts in rep the admitted sales whose
 // order no row holds.
-func (st *faultState) drainAndCount(ctx context.Context, rep *report.AsyncOutageReport) error {
+func drainAndCount(ctx context.Context, st *faultState, rep *report.AsyncOutageReport) error {
 	r := st.r
 	drained, took, err := r.drainAsync(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, st.row.Audit)
 	if err != nil {
@@ -99,7 +99,7 @@ func (st *faultState) drainAndCount(ctx context.Context, rep *report.AsyncOutage
 	for _, o := range list {
 		rows[o.ID] = true
 	}
-	for id, before := range st.admitted() {
+	for id, before := range admitted(st) {
 		rep.Admitted++
 		if before {
 			rep.AdmittedBeforeHeal++
@@ -116,7 +116,7 @@ func (st *faultState) drainAndCount(ctx context.Context, rep *report.AsyncOutage
 
 // rebuy sells again to a buyer whose order was written before the fault,
 // and records the answer: whether Redis still knows the buyer.
-func (st *faultState) rebuy(ctx context.Context, rep *report.AsyncOutageReport) error {
+func rebuy(ctx context.Context, st *faultState, rep *report.AsyncOutageReport) error {
 	r := st.r
 	list, err := r.shop.orders(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
 	if err != nil {
@@ -135,11 +135,11 @@ func (st *faultState) rebuy(ctx context.Context, rep *report.AsyncOutageReport) 
 // ordersDownAsync ends an orders-down step on an async stage: the sales
 // never waited for the database, the workers did; the run is judged after
 // they drained the stream.
-func (st *faultState) ordersDownAsync(ctx context.Context, rep *report.AsyncOutageReport) error {
+func ordersDownAsync(ctx context.Context, st *faultState, rep *report.AsyncOutageReport) error {
 	if err := st.conclude(ctx); err != nil {
 		return err
 	}
-	if err := st.drainAndCount(ctx, rep); err != nil {
+	if err := drainAndCount(ctx, st, rep); err != nil {
 		return err
 	}
 	o, h := st.rep.OrderOutage, rep.AtHeal
@@ -152,15 +152,15 @@ func (st *faultState) ordersDownAsync(ctx context.Context, rep *report.AsyncOuta
 // held since before the kill and Redis answering again: a buyer of before
 // the kill buys again, the workers go on, and what the restart lost is
 // counted after they drained the stream.
-func (st *faultState) restartAsync(ctx context.Context, rep *report.AsyncOutageReport, releaseWorkers func() error) error {
-	if err := st.rebuy(ctx, rep); err != nil {
+func restartAsync(ctx context.Context, st *faultState, rep *report.AsyncOutageReport, releaseWorkers func() error) error {
+	if err := rebuy(ctx, st, rep); err != nil {
 		return err
 	}
 	if err := releaseWorkers(); err != nil {
 		return err
 	}
 	st.mark(time.Now(), "order workers continued")
-	if err := st.drainAndCount(ctx, rep); err != nil {
+	if err := drainAndCount(ctx, st, rep); err != nil {
 		return err
 	}
 	a := st.row.Audit
@@ -173,11 +173,11 @@ func (st *faultState) restartAsync(ctx context.Context, rep *report.AsyncOutageR
 // sleepHoldingWorkers sleeps before, the order workers held (stopped) for
 // its second half, so that the stream holds a backlog when the fault
 // strikes.
-func (st *faultState) sleepHoldingWorkers(ctx context.Context, before time.Duration, rep *report.AsyncOutageReport) (func() error, error) {
+func sleepHoldingWorkers(ctx context.Context, st *faultState, before time.Duration, rep *report.AsyncOutageReport) (func() error, error) {
 	if err := sleep.For(ctx, before/2); err != nil {
 		return nil, err
 	}
-	release, err := st.holdWorkers(ctx)
+	release, err := holdWorkers(ctx, st)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 // so the new leader has it, unlike a Sentinel-promoted replica — until the
 // victim, continued, writes and releases it. The killed member is started
 // again at the end.
-func (st *faultState) leaderFailover(ctx context.Context) error {
+func leaderFailover(ctx context.Context, st *faultState) error {
 	r, stage := st.r, st.run.Stage
 	inj := r.cfg.Injector
 	armed := st.run.Faults

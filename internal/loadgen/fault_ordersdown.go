@@ -12,12 +12,14 @@ import (
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
-// ordersDown: sales go on through the proxy; after before, the order
+// ordersDownFault: sales go on through the proxy; after before, the order
 // database is stopped (SIGSTOP) for hold, then continued; sales are
 // offered until observe after the stop. On an async stage the sales do not
 // touch the database: the stream's backlog is read at the stop and at the
 // continue, and the run is judged after the workers drained it.
-func (st *faultState) ordersDown(ctx context.Context) error {
+type ordersDownFault struct{}
+
+func (ordersDownFault) run(ctx context.Context, st *faultState) error {
 	fs, inj := st.run.Fault, st.r.cfg.Injector
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
 		return err
@@ -38,7 +40,7 @@ func (st *faultState) ordersDown(ctx context.Context) error {
 		async = &report.AsyncOutageReport{}
 		st.rep.AsyncOrders = async
 		var err error
-		if async.AtFault, err = st.backlog(ctx); err != nil {
+		if async.AtFault, err = backlog(ctx, st); err != nil {
 			return err
 		}
 	}
@@ -46,7 +48,7 @@ func (st *faultState) ordersDown(ctx context.Context) error {
 		return err
 	}
 	if async != nil {
-		heal, err := st.backlog(ctx)
+		heal, err := backlog(ctx, st)
 		if err != nil {
 			return err
 		}
@@ -62,7 +64,7 @@ func (st *faultState) ordersDown(ctx context.Context) error {
 	st.rep.OrderOutage = orderOutage(st.results, st.faultAt, st.healAt)
 	st.mu.Unlock()
 	if async != nil {
-		return st.ordersDownAsync(ctx, async)
+		return ordersDownAsync(ctx, st, async)
 	}
 	o := st.rep.OrderOutage
 	st.note("MariaDB stopped for %.0f ms: %d sales sent meanwhile, %d answered 503 (%d not orders_unavailable; the slowest after %.0f ms), %d said their units stay taken without an order, %d got no answer",

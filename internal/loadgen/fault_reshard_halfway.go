@@ -20,7 +20,7 @@ import (
 // script that declares keys of which some exist nowhere yet gets TRYAGAIN
 // for as long as the slot stays split. A correct stage sells on
 // throughout: the longest gap between sales is measured (gap-at-most).
-func (st *faultState) halfWayMove(key string) slotPlan {
+func halfWayMove(st *faultState, key string) slotPlan {
 	prefix := key[:strings.LastIndex(key, "}:")+2] // the stage's keys of the tag
 	hold := st.run.Fault.Hold.D()
 	return slotPlan{
@@ -29,7 +29,7 @@ func (st *faultState) halfWayMove(key string) slotPlan {
 		moved: func(from, to string) {
 			st.note("the keys %s* moved from %s to %s, the slot stayed migrating for %v, then moved whole in %.0f ms",
 				prefix, from, to, hold, report.MS(st.healAt.Sub(st.faultAt)))
-			gap := st.longestGap()
+			gap := longestGap(st)
 			st.rep.LongestGapMS = &gap
 		},
 	}
@@ -37,7 +37,7 @@ func (st *faultState) halfWayMove(key string) slotPlan {
 
 // longestGap is the longest time in milliseconds between two sales'
 // answers, from the fault to its end.
-func (st *faultState) longestGap() float64 {
+func longestGap(st *faultState) float64 {
 	st.mu.Lock()
 	ends := []time.Time{st.faultAt, st.healAt}
 	for _, res := range st.results {

@@ -18,6 +18,14 @@ const (
 	hookAfterInsert = "after-insert"
 )
 
+// workerKillFault kills an order worker at its crash hook (worker-kill:
+// after-read; duplicate-delivery: after-insert); see workerCrash.
+type workerKillFault struct{ hook string }
+
+func (k workerKillFault) run(ctx context.Context, st *faultState) error {
+	return workerCrash(ctx, st, k.hook)
+}
+
 // workerCrash: sales go on through the proxy; after before, an order
 // worker's crash hook is armed at at, and the worker kills itself with
 // SIGKILL when its next batch reaches that point. The step reads what it
@@ -27,7 +35,7 @@ const (
 // could do without it (claim its entries, or not). The worker is started
 // again under its name (it finishes its own pending list), and the run is
 // judged after draining.
-func (st *faultState) workerCrash(ctx context.Context, at string) error {
+func workerCrash(ctx context.Context, st *faultState, at string) error {
 	r, fs := st.r, st.run.Fault
 	if !isAsync(st.run.Stage) {
 		return fmt.Errorf("a %s step runs on an async stage, not %s", fs.Kind, st.run.Stage)
@@ -51,7 +59,7 @@ func (st *faultState) workerCrash(ctx context.Context, at string) error {
 	rep := &report.WorkerKillReport{Worker: worker, At: at}
 	st.rep.Victim, st.rep.WorkerKill = worker, rep
 	st.mark(st.faultAt, "kill -9 "+worker+" "+at)
-	if rep.PendingAtKill, rep.RowsAtKill, err = st.heldRows(ctx, sku, worker); err != nil {
+	if rep.PendingAtKill, rep.RowsAtKill, err = heldRows(ctx, st, sku, worker); err != nil {
 		return err
 	}
 	st.note("%s killed itself with SIGKILL %s, holding %d entries it had read and not acknowledged, %d of them with their order row",
@@ -98,7 +106,7 @@ func (st *faultState) workerCrash(ctx context.Context, at string) error {
 // between two reads of what it holds: the same entries, each delivered as
 // often, so no other worker took one meanwhile and every row counted is
 // one the dead worker wrote.
-func (st *faultState) heldRows(ctx context.Context, sku, worker string) (held, rows int64, err error) {
+func heldRows(ctx context.Context, st *faultState, sku, worker string) (held, rows int64, err error) {
 	inj := st.r.cfg.Injector
 	before, err := inj.HeldEntries(ctx, st.run.Stage, sku, worker)
 	if err != nil {

@@ -45,7 +45,7 @@ func TestHeldRowsCountsTheDeadWorkersRowsOrSaysTheyMoved(t *testing.T) {
 			defer shop.Close()
 			st := &faultState{r: &runner{cfg: Config{Target: shop.URL, Injector: inj}, shop: newShopClient("")},
 				run: plan.RunSpec{Stage: "async-stream"}}
-			held, rows, err := st.heldRows(ctx, "sku-1", "dead")
+			held, rows, err := heldRows(ctx, st, "sku-1", "dead")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("%d held, %d rows, %v; want an error saying %q", held, rows, err, tc.wantErr)

@@ -39,6 +39,39 @@ const (
 	retryUnavailable = 100 * time.Millisecond
 )
 
+// A faultKind is one kind of fault step (plan.Fault*), in a file of its
+// own: it does its fault to the set-up through the Injector while sales go
+// on, and notes what it saw in the step's FaultReport (st.rep); faultStep
+// then measures the window and fills the row.
+type faultKind interface {
+	run(ctx context.Context, st *faultState) error
+}
+
+// faultKindOf is the kind that runs fs; nil for a kind plan does not know.
+func faultKindOf(fs *plan.FaultStep) faultKind {
+	switch fs.Kind {
+	case plan.FaultCrash:
+		return crashFault{}
+	case plan.FaultPause:
+		return pauseFault{}
+	case plan.FaultRedisRestart:
+		return redisRestartFault{}
+	case plan.FaultFailover:
+		return failoverFault{}
+	case plan.FaultPartition:
+		return partitionFault{}
+	case plan.FaultReshard, plan.FaultReshardHalfWay:
+		return reshardFault{}
+	case plan.FaultOrdersDown:
+		return ordersDownFault{}
+	case plan.FaultWorkerKill:
+		return workerKillFault{hook: hookAfterRead}
+	case plan.FaultDuplicateDelivery:
+		return workerKillFault{hook: hookAfterInsert}
+	}
+	return nil
+}
+
 // faultState is one fault step in progress.
 type faultState struct {
 	r   *runner
@@ -62,31 +95,11 @@ func (r *runner) faultStep(ctx context.Context, run plan.RunSpec, row *report.St
 	st := &faultState{r: r, run: run, row: row, tl: tl, rep: &report.FaultReport{Kind: run.Fault.Kind}}
 	row.Fault = st.rep
 	defer st.undo()
-	var err error
-	switch {
-	case run.Fault.Kind == plan.FaultCrash:
-		err = st.crash(ctx)
-	case run.Fault.Kind == plan.FaultPause:
-		err = st.pause(ctx)
-	case run.Fault.Kind == plan.FaultRedisRestart:
-		err = st.redisRestart(ctx)
-	case run.Fault.Kind == plan.FaultFailover && run.Fault.Target == plan.FailoverMaster:
-		err = st.failover(ctx)
-	case run.Fault.Kind == plan.FaultFailover && run.Fault.Target == plan.FailoverLeader:
-		err = st.leaderFailover(ctx)
-	case run.Fault.Kind == plan.FaultFailover:
-		err = st.redlockMasterLoss(ctx)
-	case run.Fault.Kind == plan.FaultPartition:
-		err = st.partition(ctx)
-	case run.Fault.Kind == plan.FaultReshard, run.Fault.Kind == plan.FaultReshardHalfWay:
-		err = st.reshard(ctx)
-	case run.Fault.Kind == plan.FaultOrdersDown:
-		err = st.ordersDown(ctx)
-	case run.Fault.Kind == plan.FaultWorkerKill:
-		err = st.workerCrash(ctx, hookAfterRead)
-	case run.Fault.Kind == plan.FaultDuplicateDelivery:
-		err = st.workerCrash(ctx, hookAfterInsert)
+	kind := faultKindOf(run.Fault)
+	if kind == nil {
+		return fmt.Errorf("fault kind %q: no step runs it", run.Fault.Kind)
 	}
+	err := kind.run(ctx, st)
 	st.fillRow()
 	judgeConsistency(row)
 	return err
