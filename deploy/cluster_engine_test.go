@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/scenarios"
 )
 
@@ -66,7 +66,7 @@ func TestComposeClusterOnEngine(t *testing.T) {
 // three masters, named as the nodes announce themselves, without oversell
 // and consistent; atomic's one key piles on one master, the segmented
 // stages spread. It returns atomic's master.
-func checkShardsReport(t *testing.T, rep *loadgen.Report, nodes []string) (atomicMaster string) {
+func checkShardsReport(t *testing.T, rep *report.Report, nodes []string) (atomicMaster string) {
 	t.Helper()
 	sc, _, err := scenarios.Load("shards")
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/lockstep/lockstep/asyncorders"
-	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // TestComposeOnEngine runs what a user runs, on a real Docker engine:
@@ -225,7 +225,7 @@ func (c *composeProject) runLoadgen(t *testing.T, profile, service string) strin
 	t.Helper()
 	out, err := c.runErr(t, "--profile", profile, "run", "--rm", service)
 	var exit *exec.ExitError
-	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == loadgen.ExitExpectationsNotMet) {
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == report.ExitExpectationsNotMet) {
 		t.Fatal(err)
 	}
 	return out
@@ -285,7 +285,7 @@ func checkComposeNginx(t *testing.T, nginxURL string, shops []types.ServiceConfi
 // by this run, has every stage of the scenario run (redlock too: compose
 // has its three masters; async-stream: its order workers drained it),
 // none broken off, its expectations met; it returns the report.
-func checkLoadgenReport(t *testing.T, path string, since time.Time) *loadgen.Report {
+func checkLoadgenReport(t *testing.T, path string, since time.Time) *report.Report {
 	t.Helper()
 	rep := readReport(t, path, since)
 	ran := checkReportRows(t, rep)
@@ -299,13 +299,13 @@ func checkLoadgenReport(t *testing.T, path string, since time.Time) *loadgen.Rep
 
 // readReport reads a loadgen service's report.json, which this run (begun
 // at since) must have written.
-func readReport(t *testing.T, path string, since time.Time) *loadgen.Report {
+func readReport(t *testing.T, path string, since time.Time) *report.Report {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("the loadgen service wrote no report: %v", err)
 	}
-	var rep loadgen.Report
+	var rep report.Report
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -318,9 +318,9 @@ func readReport(t *testing.T, path string, since time.Time) *loadgen.Report {
 // checkReportRows fails the test for every row skipped, broken off or
 // below its scenario's expectations, speed comparisons aside, and returns
 // the rows that ran by stage.
-func checkReportRows(t *testing.T, rep *loadgen.Report) map[string]*loadgen.StageRun {
+func checkReportRows(t *testing.T, rep *report.Report) map[string]*report.StageRun {
 	t.Helper()
-	ran := map[string]*loadgen.StageRun{}
+	ran := map[string]*report.StageRun{}
 	for i := range rep.Stages {
 		st := &rep.Stages[i]
 		switch {

@@ -6,8 +6,6 @@
 package scenarios
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"embed"
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
 
 //go:embed *.yaml

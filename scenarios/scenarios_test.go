@@ -1,13 +1,13 @@
 package scenarios
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
 
 // TestDefaultShowsEverySpecExpectation checks that the built-in scenario

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/clitest"
-	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/internal/shop"
 )
@@ -117,7 +117,7 @@ func TestInterruptKeepsTheReport(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no report.json after SIGINT: %v\n%s", err, said())
 	}
-	var rep loadgen.Report
+	var rep report.Report
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}

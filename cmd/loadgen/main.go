@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/scenarios"
 )
 
@@ -99,11 +100,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	if o.render != "" {
-		rep, err := loadgen.ReadReport(o.render)
+		rep, err := report.ReadReport(o.render)
 		if err != nil {
 			return flagenv.Usage(err)
 		}
-		return loadgen.Publish(rep, o.out, stdout)
+		return report.Publish(rep, o.out, stdout)
 	}
 	sc, name, err := scenarios.Load(o.scenario)
 	if err != nil {
@@ -136,7 +137,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if rep == nil {
 		return runErr
 	}
-	if err := errors.Join(runErr, loadgen.Publish(rep, o.out, stdout)); err != nil {
+	if err := errors.Join(runErr, report.Publish(rep, o.out, stdout)); err != nil {
 		return err
 	}
 	return rep.Verdict()

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/lockstep/lockstep/internal/flagenv"
-	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/internal/shop"
 )
@@ -82,7 +82,7 @@ func TestUnmetExpectationsFailTheRun(t *testing.T) {
 		wantErr error
 	}{
 		{"no-oversell", nil},
-		{"oversells", loadgen.ErrExpectationsNotMet},
+		{"oversells", report.ErrExpectationsNotMet},
 	} {
 		t.Run(tc.expect, func(t *testing.T) {
 			dir := t.TempDir()

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
@@ -36,7 +37,7 @@ func startRedisCluster(ctx context.Context, bin, dir string) (*redisSet, error) 
 	if err != nil {
 		return nil, fmt.Errorf("--redis cluster needs redis-cli: %w", err)
 	}
-	set := &redisSet{cluster: true, component: loadgen.Component{Kind: "redis-server", Version: redisVersion(bin),
+	set := &redisSet{cluster: true, component: report.Component{Kind: "redis-server", Version: redisVersion(bin),
 		Note: "Redis Cluster: 3 masters, 3 replicas"}}
 	for i := range clusterNodes {
 		if err := set.startServer(ctx, bin, fmt.Sprintf("redis-cluster-%d", i+1), dir, "--cluster-enabled", "yes",

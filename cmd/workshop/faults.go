@@ -58,11 +58,15 @@ const crashBound = 15 * time.Second
 
 // CrashOrderWorker arms the first order worker's crash hook at point (its
 // signal, cmd/orderworker) and returns its name once it died there.
-func (in *injector) CrashOrderWorker(ctx context.Context, at asyncorders.FaultPoint) (string, error) {
+func (in *injector) CrashOrderWorker(ctx context.Context, at string) (string, error) {
 	if in.workers == nil || len(in.workers.sups) == 0 {
 		return "", fmt.Errorf("order workers: %w", errSetUp)
 	}
-	sig, err := crashhook.Signal(at)
+	point, err := asyncorders.ParseFaultPoint(at)
+	if err != nil {
+		return "", err
+	}
+	sig, err := crashhook.Signal(point)
 	if err != nil {
 		return "", err
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redistest"
 )
 
@@ -92,9 +92,9 @@ func TestReshardScenario(t *testing.T) {
 }
 
 // faultRows indexes the report's fault runs by "<kind>/<label>".
-func faultRows(t *testing.T, rep *loadgen.Report) map[string]*loadgen.StageRun {
+func faultRows(t *testing.T, rep *report.Report) map[string]*report.StageRun {
 	t.Helper()
-	rows := map[string]*loadgen.StageRun{}
+	rows := map[string]*report.StageRun{}
 	for i := range rep.Stages {
 		r := &rep.Stages[i]
 		label := r.Stage
@@ -114,7 +114,7 @@ func faultRows(t *testing.T, rep *loadgen.Report) map[string]*loadgen.StageRun {
 	return rows
 }
 
-func row(t *testing.T, rows map[string]*loadgen.StageRun, key string) *loadgen.StageRun {
+func row(t *testing.T, rows map[string]*report.StageRun, key string) *report.StageRun {
 	t.Helper()
 	r := rows[key]
 	if r == nil {
@@ -123,7 +123,7 @@ func row(t *testing.T, rows map[string]*loadgen.StageRun, key string) *loadgen.S
 	return r
 }
 
-func holders(r *loadgen.StageRun) int64 {
+func holders(r *report.StageRun) int64 {
 	if r.MaxHolders == nil {
 		return 0 // tracked, and nobody held the lock
 	}
@@ -132,12 +132,12 @@ func holders(r *loadgen.StageRun) int64 {
 
 // accounted: the audit counts every sale answered 200, and no more than the
 // answers whose outcome was unknown on top: no unit lost or sold twice.
-func accounted(r *loadgen.StageRun) bool {
+func accounted(r *report.StageRun) bool {
 	sold := r.Audit.Sold
 	return r.Consistent && r.Oversold == 0 && sold >= r.Sales && sold <= r.Sales+r.Errors
 }
 
-func checkCrash(t *testing.T, rows map[string]*loadgen.StageRun) {
+func checkCrash(t *testing.T, rows map[string]*report.StageRun) {
 	setnx := row(t, rows, "crash/setnx")
 	if f := setnx.Fault; !f.Stuck || len(f.LockKeys) == 0 || f.LockKeys[0].TTLMS != -1 || f.SaleAfterReset == nil || !*f.SaleAfterReset {
 		t.Errorf("crash/setnx: stuck %t, lock keys %+v, sale after reset %v; want stuck forever on a lock without TTL until a reset", f.Stuck, f.LockKeys, f.SaleAfterReset)
@@ -157,7 +157,7 @@ func checkCrash(t *testing.T, rows map[string]*loadgen.StageRun) {
 	}
 }
 
-func checkPause(t *testing.T, rows map[string]*loadgen.StageRun) {
+func checkPause(t *testing.T, rows map[string]*report.StageRun) {
 	// The lock alone, on Redis and on the other lock servers: a session
 	// or lease that expired while the holder was frozen lets its write land.
 	for _, stage := range []string{"uuid-lua", "watchdog", "etcd", "zookeeper"} {
@@ -177,7 +177,7 @@ func checkPause(t *testing.T, rows map[string]*loadgen.StageRun) {
 	}
 }
 
-func checkRedisRestart(t *testing.T, rows map[string]*loadgen.StageRun) {
+func checkRedisRestart(t *testing.T, rows map[string]*report.StageRun) {
 	for _, label := range []string{"atomic, no persistence", "atomic, AOF everysec", "watchdog, AOF everysec"} {
 		r := row(t, rows, "redis-restart/"+label)
 		o := r.Fault.Outage
@@ -208,7 +208,7 @@ func checkRedisRestart(t *testing.T, rows map[string]*loadgen.StageRun) {
 	}
 }
 
-func checkPartition(t *testing.T, rows map[string]*loadgen.StageRun) {
+func checkPartition(t *testing.T, rows map[string]*report.StageRun) {
 	r := row(t, rows, "partition/watchdog")
 	f := r.Fault
 	if f.VictimStatus != 423 || !strings.Contains(f.VictimAnswer, "lock lost") || f.VictimLeftMS == nil || *f.VictimLeftMS >= 4000 || !accounted(r) {
@@ -222,7 +222,7 @@ func checkPartition(t *testing.T, rows map[string]*loadgen.StageRun) {
 }
 
 // checkFailover checks the failover rows, or only those labelled.
-func checkFailover(t *testing.T, rows map[string]*loadgen.StageRun, only ...string) {
+func checkFailover(t *testing.T, rows map[string]*report.StageRun, only ...string) {
 	for _, tc := range []struct {
 		label      string
 		victim     int
@@ -271,7 +271,7 @@ func checkFailover(t *testing.T, rows map[string]*loadgen.StageRun, only ...stri
 
 // checkPublished: the text table and report.html carry the failure
 // scenarios' table.
-func checkPublished(t *testing.T, rep *loadgen.Report, stdout, out string) {
+func checkPublished(t *testing.T, rep *report.Report, stdout, out string) {
 	t.Helper()
 	if !strings.Contains(stdout, "failure scenarios:") || !strings.Contains(stdout, "time to recover") {
 		t.Errorf("stdout lacks the failure scenarios' table")
@@ -288,7 +288,7 @@ func checkPublished(t *testing.T, rep *loadgen.Report, stdout, out string) {
 	}
 }
 
-func hasEvent(tl loadgen.Timeline, label string) bool {
+func hasEvent(tl report.Timeline, label string) bool {
 	for _, e := range tl.Events {
 		if e.Label == label {
 			return true

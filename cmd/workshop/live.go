@@ -20,6 +20,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // The live page: one page on loopback that follows the run while it runs
@@ -72,7 +73,7 @@ type live struct {
 	runs     int
 	current  *liveStage
 	waiting  *loadgen.StageStart
-	done     []loadgen.StageRun
+	done     []report.StageRun
 	finished bool
 	report   string
 	runErr   string
@@ -126,7 +127,7 @@ func startLive(addr, scenario string, runs int, step bool, roomToken string, log
 	mux.HandleFunc("GET /{$}", l.index)
 	mux.HandleFunc("GET /events", l.events)
 	mux.HandleFunc("POST /run", l.runStage)
-	mux.HandleFunc("GET /report.css", asset("text/css", []byte(loadgen.ReportCSS)))
+	mux.HandleFunc("GET /report.css", asset("text/css", []byte(report.ReportCSS)))
 	for _, name := range []string{"live.css", "live.js"} {
 		data, err := liveAssets.ReadFile("live/" + name)
 		if err != nil {
@@ -193,7 +194,7 @@ func (l *live) follow(ctx context.Context, replicaURLs []string) {
 
 // finish shows the run's end: the rows as the report has them (judged
 // against the articles), where the report is, or why the run failed.
-func (l *live) finish(rep *loadgen.Report, reportPath string, runErr error) {
+func (l *live) finish(rep *report.Report, reportPath string, runErr error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.finished, l.report, l.current, l.waiting = true, reportPath, nil, nil
@@ -228,7 +229,7 @@ func (l *live) StageStarting(ctx context.Context, s loadgen.StageStart, stage *l
 }
 
 // StageDone implements loadgen.Watcher.
-func (l *live) StageDone(row loadgen.StageRun) {
+func (l *live) StageDone(row report.StageRun) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.done = append(l.done, row)
@@ -431,7 +432,7 @@ type liveNow struct {
 }
 
 type liveRow struct {
-	*loadgen.StageRun
+	*report.StageRun
 	Label, NotRun, After      string
 	Checked, Passed           bool
 	Chart, ShardsTable, Trace template.HTML
@@ -483,38 +484,38 @@ func (l *live) now(c *liveStage) (*liveNow, error) {
 	if snap.Stock != nil {
 		now.StockLeft = fmt.Sprint(*snap.Stock)
 	}
-	row := loadgen.StageRun{Stage: c.start.Stage, Label: c.start.Label, Timeline: snap.Timeline}
-	now.Chart = loadgen.TimelineChart(&row)
+	row := report.StageRun{StageID: report.StageID{Stage: c.start.Stage, Label: c.start.Label}, Timeline: snap.Timeline}
+	now.Chart = report.TimelineChart(&row)
 	var err error
-	if now.ShardsTable, err = loadgen.ShardsHTML(snap.Shards); err != nil {
+	if now.ShardsTable, err = report.ShardsHTML(snap.Shards); err != nil {
 		return nil, err
 	}
-	if now.StreamTable, err = loadgen.StreamHTML(loadgen.StreamNow(c.start.Label, snap.Stream)); err != nil {
+	if now.StreamTable, err = report.StreamHTML(report.StreamNow(c.start.Label, snap.Stream)); err != nil {
 		return nil, err
 	}
-	now.Trace, err = loadgen.TraceHTML(snap.Trace)
+	now.Trace, err = report.TraceHTML(snap.Trace)
 	return now, err
 }
 
-func liveRowOf(r *loadgen.StageRun) (liveRow, error) {
+func liveRowOf(r *report.StageRun) (liveRow, error) {
 	row := liveRow{StageRun: r, Label: r.Heading(), NotRun: r.NotRunReason(), After: r.CrashSummary(),
 		Checked: len(r.Checks) > 0, Passed: r.Passed() && r.Error == ""}
 	if row.NotRun == "" {
-		row.Chart = loadgen.TimelineChart(r)
+		row.Chart = report.TimelineChart(r)
 	}
 	var err error
-	if row.ShardsTable, err = loadgen.ShardsHTML(r.Shards); err != nil {
+	if row.ShardsTable, err = report.ShardsHTML(r.Shards); err != nil {
 		return row, err
 	}
-	if row.StreamTable, err = loadgen.StreamHTML(r.StreamRows()); err != nil {
+	if row.StreamTable, err = report.StreamHTML(r.StreamRows()); err != nil {
 		return row, err
 	}
-	row.Trace, err = loadgen.TraceHTML(r.Trace)
+	row.Trace, err = report.TraceHTML(r.Trace)
 	return row, err
 }
 
 // recentSalesPerSec is the sales of the last whole second of the timeline.
-func recentSalesPerSec(tl loadgen.Timeline) float64 {
+func recentSalesPerSec(tl report.Timeline) float64 {
 	if tl.BucketMS == 0 || len(tl.Sales) < 2 {
 		return 0
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockstep/lockstep/asyncorders"
-	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/inventory"
 	"github.com/lockstep/lockstep/orders"
 )
@@ -16,8 +16,8 @@ import (
 func TestLivePageShowsOrders(t *testing.T) {
 	l := &live{scenario: "orders", runs: 2, renewals: newRenewalCounter()}
 	o := inventory.OrderCounts{Counts: orders.Counts{Orders: 150, Units: 150, Buyers: 57}, DuplicateOrders: 93, Undersold: 2}
-	l.StageDone(loadgen.StageRun{Index: 0, Stage: "one-per-user-naive", Sales: 150, Audit: loadgen.Audit{Initial: 152, Orders: &o}})
-	l.StageDone(loadgen.StageRun{Index: 1, Stage: "atomic", Sales: 10, Audit: loadgen.Audit{Initial: 10}})
+	l.StageDone(report.StageRun{StageID: report.StageID{Index: 0, Stage: "one-per-user-naive"}, Answers: report.Answers{Sales: 150}, Outcome: report.Outcome{Audit: report.Audit{Initial: 152, Orders: &o}}})
+	l.StageDone(report.StageRun{StageID: report.StageID{Index: 1, Stage: "atomic"}, Answers: report.Answers{Sales: 10}, Outcome: report.Outcome{Audit: report.Audit{Initial: 10}}})
 	page, err := l.render()
 	if err != nil {
 		t.Fatal(err)
@@ -44,9 +44,12 @@ func TestLivePageShowsOrders(t *testing.T) {
 // the most it reached while running and what was left after draining.
 func TestLivePageShowsTheOrderStream(t *testing.T) {
 	l := &live{scenario: "async", runs: 1, renewals: newRenewalCounter()}
-	l.StageDone(loadgen.StageRun{Index: 0, Stage: "async-stream", Sales: 300, DrainMS: 200,
-		Audit:              loadgen.Audit{Initial: 300, Stream: &asyncorders.Stats{Length: 300, DeadLetters: 2}},
-		StreamWhileRunning: &loadgen.StreamView{Length: 250, Pending: 9, Samples: 8}})
+	l.StageDone(report.StageRun{
+		StageID: report.StageID{Index: 0, Stage: "async-stream"},
+		Answers: report.Answers{Sales: 300},
+		Drain:   report.Drain{DrainMS: 200, StreamWhileRunning: &report.StreamView{Length: 250, Pending: 9, Samples: 8}},
+		Outcome: report.Outcome{Audit: report.Audit{Initial: 300, Stream: &asyncorders.Stats{Length: 300, DeadLetters: 2}}},
+	})
 	page, err := l.render()
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ import (
 	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/loadgen"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/inventory"
 	"github.com/lockstep/lockstep/scenarios"
 )
@@ -344,7 +345,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Logger:     log,
 	})
 	if rep != nil {
-		if err := loadgen.Publish(rep, o.out, stdout); err != nil {
+		if err := report.Publish(rep, o.out, stdout); err != nil {
 			return errors.Join(runErr, err)
 		}
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
 
 // orderWorkerPackage is the order worker the workshop builds when a
@@ -56,7 +55,11 @@ func paymentEnv(sc *plan.Scenario) []string {
 
 // orderWorkers are the worker processes, each restarted under its name
 // when it exits (a restarted worker finishes its own pending entries).
-type orderWorkers struct{ sups []*supervised }
+type orderWorkers struct {
+	sups []*supervised
+	// redisAddr is the stock's Redis, where their stream is.
+	redisAddr string
+}
 
 // named is the worker whose consumer name is name.
 func (w *orderWorkers) named(name string) (*supervised, error) {
@@ -112,7 +115,7 @@ func startOrderWorkers(ctx context.Context, sc *plan.Scenario, redisAddr string,
 	if msg, err := exec.CommandContext(ctx, "go", "build", "-o", bin, orderWorkerPackage).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build %s: %w\n%s", orderWorkerPackage, err, msg)
 	}
-	w := &orderWorkers{}
+	w := &orderWorkers{redisAddr: redisAddr}
 	for i := range orderWorkerCount {
 		name := fmt.Sprintf("orderworker-%d", i+1)
 		env := append([]string{

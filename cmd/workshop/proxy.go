@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/proc"
 	"github.com/lockstep/lockstep/nginx"
 )
@@ -33,7 +33,7 @@ const (
 // round-robin proxy when nginx is not installed.
 type frontProxy struct {
 	url       string
-	component loadgen.Component
+	component report.Component
 	nginx     *process
 	server    *http.Server
 	rr        *roundRobin
@@ -95,7 +95,7 @@ func startNginx(ctx context.Context, bin string, upstreams []string, dir string)
 	}
 	fp := &frontProxy{
 		url:       "http://" + listen,
-		component: loadgen.Component{Kind: "nginx", Version: nginxVersion(bin), Addr: "http://" + listen},
+		component: report.Component{Kind: "nginx", Version: nginxVersion(bin), Addr: "http://" + listen},
 		nginx:     p,
 	}
 	if err := waitHTTPReady(ctx, fp.url+"/healthz", nil); err != nil {
@@ -133,7 +133,7 @@ func startGoProxy(upstreams []string, why string) (*frontProxy, error) {
 	url := "http://" + ln.Addr().String()
 	return &frontProxy{
 		url:       url,
-		component: loadgen.Component{Kind: "go round-robin proxy", Note: why + "; runs inside the workshop, so its CPU counts as the loadgen's", Addr: url},
+		component: report.Component{Kind: "go round-robin proxy", Note: why + "; runs inside the workshop, so its CPU counts as the loadgen's", Addr: url},
 		server:    srv,
 		rr:        rr,
 	}, nil

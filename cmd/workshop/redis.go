@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +16,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redisclient"
 )
 
@@ -40,7 +39,7 @@ const embeddedWarning = "using an embedded Redis (miniredis, in this process). E
 type redisSet struct {
 	addrs     []string
 	cluster   bool // addrs are the nodes of one Redis Cluster, not independent masters
-	component loadgen.Component
+	component report.Component
 	servers   []*redisProc
 	embedded  []*miniredis.Miniredis
 }
@@ -138,7 +137,7 @@ func startRedis(ctx context.Context, mode string, count int, dir string) (*redis
 	case mode != redisAuto && mode != redisServer:
 		return nil, fmt.Errorf("--redis %q: want auto, server, cluster or embedded", mode)
 	}
-	set := &redisSet{component: loadgen.Component{Kind: "redis-server", Version: redisVersion(bin)}}
+	set := &redisSet{component: report.Component{Kind: "redis-server", Version: redisVersion(bin)}}
 	for i := range count {
 		if err := set.startServer(ctx, bin, fmt.Sprintf("redis-%d", i+1), dir); err != nil {
 			set.stop()
@@ -174,7 +173,7 @@ func (s *redisSet) startServer(ctx context.Context, bin, name, dir string, args 
 }
 
 func startEmbeddedRedis(count int, why string) (*redisSet, error) {
-	set := &redisSet{component: loadgen.Component{Kind: "embedded miniredis", Note: why + "; timings not representative"}}
+	set := &redisSet{component: report.Component{Kind: "embedded miniredis", Note: why + "; timings not representative"}}
 	for range count {
 		m := miniredis.NewMiniRedis()
 		// By default miniredis TTLs only move with FastForward; the lock

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,7 +19,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/lockserver"
 	"github.com/lockstep/lockstep/internal/redisclient"
 )
@@ -51,7 +50,7 @@ type sentinelGroup struct {
 	servers   []*redisProc // roles change with failovers
 	sentinels []*sentinelProc
 	observer  *redisProc
-	component loadgen.Component
+	component report.Component
 
 	mu     sync.Mutex
 	master *redisProc // the master as of the last prepare or failover
@@ -72,7 +71,7 @@ func startSentinelGroup(ctx context.Context, dir string) (*sentinelGroup, error)
 	if err != nil {
 		return nil, fmt.Errorf("failover scenario needs redis-sentinel (Debian package redis-sentinel): %w", err)
 	}
-	g := &sentinelGroup{component: loadgen.Component{Kind: "redis-server", Version: redisVersion(bin),
+	g := &sentinelGroup{component: report.Component{Kind: "redis-server", Version: redisVersion(bin),
 		Note: "a master, two replicas and three Sentinels"}}
 	fail := func(err error) (*sentinelGroup, error) {
 		g.stop()

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
+
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
 
 // topology is what the scenario's fault steps need beyond the plain set-up

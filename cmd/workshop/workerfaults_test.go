@@ -1,11 +1,11 @@
 package main
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
 
 // TestAsyncWorkerFaultScenario runs the async scenario's worker-kill and

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -22,7 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/proc"
 	"github.com/lockstep/lockstep/internal/redistest"
 )
@@ -97,7 +96,7 @@ func (s *syncBuffer) String() string {
 
 // runWorkshop runs the workshop to its end and returns its report, stdout
 // and stderr; args must hold --out.
-func runWorkshop(t *testing.T, timeout time.Duration, args ...string) (*loadgen.Report, string, string) {
+func runWorkshop(t *testing.T, timeout time.Duration, args ...string) (*report.Report, string, string) {
 	t.Helper()
 	bins := buildBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -109,12 +108,12 @@ func runWorkshop(t *testing.T, timeout time.Duration, args ...string) (*loadgen.
 	// Expectations not met is a status of its own; the tests check the
 	// report's verdict themselves.
 	var exit *exec.ExitError
-	if err := cmd.Run(); err != nil && !(errors.As(err, &exit) && exit.ExitCode() == loadgen.ExitExpectationsNotMet) {
+	if err := cmd.Run(); err != nil && !(errors.As(err, &exit) && exit.ExitCode() == report.ExitExpectationsNotMet) {
 		t.Fatalf("workshop: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	t.Logf("workshop ran in %s", time.Since(start).Round(time.Millisecond))
 	out := args[slices.Index(args, "--out")+1]
-	rep, err := loadgen.ReadReport(filepath.Join(out, "report.json"))
+	rep, err := report.ReadReport(filepath.Join(out, "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +134,7 @@ func TestWorkshopShowsTheArticlesTable(t *testing.T) {
 	if rep.Redis.Kind != "redis-server" || rep.Proxy.Kind != "nginx" || rep.Params.Replicas != 3 {
 		t.Fatalf("set-up: redis %+v proxy %+v replicas %d; want redis-server, nginx, 3", rep.Redis, rep.Proxy, rep.Params.Replicas)
 	}
-	rows := map[string]*loadgen.StageRun{}
+	rows := map[string]*report.StageRun{}
 	for i := range rep.Stages {
 		r := &rep.Stages[i]
 		key := r.Stage
@@ -154,13 +153,13 @@ func TestWorkshopShowsTheArticlesTable(t *testing.T) {
 			t.Errorf("%s: %d replicas answered, %d sales; want %d and some sales", key, r.Replicas, r.Sales, want)
 		}
 	}
-	foreign := func(r *loadgen.StageRun) int {
+	foreign := func(r *report.StageRun) int {
 		if r.ForeignUnlocks == nil {
 			t.Fatalf("%s: foreign unlocks not reported", r.Stage)
 		}
 		return *r.ForeignUnlocks
 	}
-	within := func(r *loadgen.StageRun, limitMS float64) bool {
+	within := func(r *report.StageRun, limitMS float64) bool {
 		return r.RecoveryMS != nil && *r.RecoveryMS <= limitMS
 	}
 
@@ -538,7 +537,7 @@ func TestUnmetExpectationsExitWithStatus3(t *testing.T) {
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != loadgen.ExitExpectationsNotMet || !strings.Contains(stderr.String(), "expectations not met: atomic") {
+	if !errors.As(err, &exit) || exit.ExitCode() != report.ExitExpectationsNotMet || !strings.Contains(stderr.String(), "expectations not met: atomic") {
 		t.Fatalf("workshop with an unmet expectation: %v, want exit status 3 naming the row\n%s", err, stderr.String())
 	}
 }
@@ -559,7 +558,7 @@ func TestWorkshopOnARedisCluster(t *testing.T) {
 	if !strings.Contains(rep.Redis.Note, "Redis Cluster") || !strings.Contains(stdout, "per shard") {
 		t.Fatalf("no cluster in the report: redis %+v", rep.Redis)
 	}
-	rows := map[string]*loadgen.StageRun{}
+	rows := map[string]*report.StageRun{}
 	for i := range rep.Stages {
 		rows[rep.Stages[i].Stage] = &rep.Stages[i]
 	}
@@ -590,7 +589,7 @@ func TestWorkshopOnARedisCluster(t *testing.T) {
 // runAsyncScenario runs scenario (a built-in name or a file) on the whole
 // stack an async stage needs: redis-server, three shops behind nginx,
 // MariaDB and the two order workers; out keeps the report.
-func runAsyncScenario(t *testing.T, scenario, out string) (*loadgen.Report, string) {
+func runAsyncScenario(t *testing.T, scenario, out string) (*report.Report, string) {
 	t.Helper()
 	require(t, "redis-server", "redis-server")
 	require(t, "nginx", "nginx", "/usr/sbin/nginx")

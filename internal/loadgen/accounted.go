@@ -1,6 +1,8 @@
 package loadgen
 
-import "fmt"
+import (
+	"github.com/lockstep/lockstep/internal/loadgen/report"
+)
 
 // judgeConsistency sets the row's Consistent once its answers and its
 // audit are both in: the audit balances (stock + sold = initial) and counts
@@ -12,12 +14,6 @@ import "fmt"
 // was answered once (a client library resending a script whose reply was
 // lost, issue 24) takes both units from the stock, so the audit still
 // balances; only this count sees it.
-func (row *StageRun) judgeConsistency() {
+func judgeConsistency(row *report.StageRun) {
 	row.Consistent = row.Audit.Consistent && row.Audit.Sold <= row.Sales+row.Errors
-}
-
-// consistencyDetail says what Consistent was judged from.
-func consistencyDetail(r *StageRun) string {
-	return fmt.Sprintf("stock %d + sold %d vs initial %d; sold %d vs %d answered 200 + %d errors whose outcome is unknown",
-		r.Audit.Stock, r.Audit.Sold, r.Audit.Initial, r.Audit.Sold, r.Sales, r.Errors)
 }

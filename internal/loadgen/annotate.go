@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // AnnotationTag is on every annotation the load generator pushes; the
@@ -64,7 +66,7 @@ func redactURL(raw string) string {
 }
 
 // annotate posts the region of one stage run.
-func (a *annotator) annotate(ctx context.Context, row *StageRun, start, end time.Time) error {
+func (a *annotator) annotate(ctx context.Context, row *report.StageRun, start, end time.Time) error {
 	text := fmt.Sprintf("%s: %d sales, %.0f sales/s, oversold %d, consistent %t",
 		row.Stage, row.Sales, row.SalesPerSec, row.Oversold, row.Consistent)
 	if row.Error != "" {

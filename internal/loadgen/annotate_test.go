@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // grafanaRecorder stands in for Grafana's annotation API and keeps what
@@ -81,7 +83,7 @@ func TestRunAnnotatesEachStageRun(t *testing.T) {
 
 	grafana.mu.Lock()
 	defer grafana.mu.Unlock()
-	ran := []StageRun{rep.Stages[0], rep.Stages[2]}
+	ran := []report.StageRun{rep.Stages[0], rep.Stages[2]}
 	if rep.Stages[1].Skipped == "" || len(grafana.annotations) != len(ran) {
 		t.Fatalf("%d annotations for stage runs %+v, want %d (absent is skipped)", len(grafana.annotations), rep.Stages, len(ran))
 	}

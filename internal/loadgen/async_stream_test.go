@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/inventory"
 )
 
@@ -29,10 +30,10 @@ func TestAStreamIsFollowedWhileItRuns(t *testing.T) {
 		{Length: 10, Pending: 7, OldestPending: 2 * time.Second, LagP50: time.Millisecond, LagP99: 40 * time.Millisecond},
 		{Length: 30, Pending: 2, Undelivered: 5, OldestPending: 500 * time.Millisecond, DeadLetters: 1, LagP50: 3 * time.Millisecond, LagP99: 9 * time.Millisecond},
 	} {
-		peak.most(&s)
-		live.audited(Audit{Stream: &s})
+		peak.Most(&s)
+		live.audited(report.Audit{Stream: &s})
 	}
-	want := StreamView{Length: 30, Undelivered: 5, Pending: 7, OldestPendingS: 2, DeadLetters: 1, LagP50MS: 3, LagP99MS: 40, Samples: 2}
+	want := report.StreamView{Length: 30, Undelivered: 5, Pending: 7, OldestPendingS: 2, DeadLetters: 1, LagP50MS: 3, LagP99MS: 40, Samples: 2}
 	if *peak != want {
 		t.Errorf("most seen %+v, want %+v", *peak, want)
 	}
@@ -46,10 +47,14 @@ func TestAStreamIsFollowedWhileItRuns(t *testing.T) {
 // without an async run.
 func TestTheReportShowsTheOrderStreams(t *testing.T) {
 	stream := &asyncorders.Stats{Length: 300, LagP50: 2 * time.Millisecond, LagP99: 35 * time.Millisecond}
-	rep := &Report{Stages: []StageRun{
-		{Stage: "atomic", Sales: 10, Audit: Audit{Initial: 10}},
-		{Stage: asyncorders.StageStream, Sales: 300, DrainMS: 400, Audit: Audit{Initial: 300, Stream: stream},
-			StreamWhileRunning: &StreamView{Length: 280, Pending: 17, OldestPendingS: 1.5, LagP99MS: 30, Samples: 12}},
+	rep := &report.Report{Stages: []report.StageRun{
+		{StageID: report.StageID{Stage: "atomic"}, Answers: report.Answers{Sales: 10}, Outcome: report.Outcome{Audit: report.Audit{Initial: 10}}},
+		{
+			StageID: report.StageID{Stage: asyncorders.StageStream},
+			Answers: report.Answers{Sales: 300},
+			Drain:   report.Drain{DrainMS: 400, StreamWhileRunning: &report.StreamView{Length: 280, Pending: 17, OldestPendingS: 1.5, LagP99MS: 30, Samples: 12}},
+			Outcome: report.Outcome{Audit: report.Audit{Initial: 300, Stream: stream}},
+		},
 	}}
 	var html bytes.Buffer
 	if err := rep.WriteHTML(&html); err != nil {
@@ -70,26 +75,6 @@ func TestTheReportShowsTheOrderStreams(t *testing.T) {
 	}
 }
 
-// drained holds when the stream is drained and no cancelled order's unit
-// is still on its way back to the stock.
-func TestDrainedIncludesTheSweepersReturns(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		stream    asyncorders.Stats
-		returning int64
-		want      bool
-	}{
-		{"drained, nothing returning", asyncorders.Stats{}, 0, true},
-		{"drained, a cancelled unit not back yet", asyncorders.Stats{}, 1, false},
-		{"an entry pending", asyncorders.Stats{Pending: 1}, 0, false},
-	} {
-		row := &StageRun{Audit: Audit{Stream: &tc.stream, Orders: &inventory.OrderCounts{Returning: tc.returning}}}
-		if ok, detail := asyncChecks["drained"](row, nil); ok != tc.want {
-			t.Errorf("%s: %v (%s), want %v", tc.name, ok, detail, tc.want)
-		}
-	}
-}
-
 // The run's drain waits, after the stream drained, until no cancelled
 // order's unit is on its way back: its audit is the first with none.
 func TestTheDrainWaitsForTheSweepersReturns(t *testing.T) {
@@ -99,40 +84,16 @@ func TestTheDrainWaitsForTheSweepersReturns(t *testing.T) {
 		if audits.Add(1) < 3 {
 			returning = 1
 		}
-		_ = json.NewEncoder(w).Encode(Audit{Initial: 2, Stream: &asyncorders.Stats{}, Orders: &inventory.OrderCounts{Returning: returning}})
+		_ = json.NewEncoder(w).Encode(report.Audit{Initial: 2, Stream: &asyncorders.Stats{}, Orders: &inventory.OrderCounts{Returning: returning}})
 	}))
 	t.Cleanup(shop.Close)
 	r := &runner{shop: newShopClient("")}
-	first := Audit{Initial: 2, Stream: &asyncorders.Stats{}, Orders: &inventory.OrderCounts{Returning: 1}}
+	first := report.Audit{Initial: 2, Stream: &asyncorders.Stats{}, Orders: &inventory.OrderCounts{Returning: 1}}
 	a, _, err := r.drainAsync(context.Background(), shop.URL, asyncorders.StageStream, "sku-1", first)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.Orders.Returning != 0 || audits.Load() != 3 {
 		t.Errorf("the drain ended with %d returning after %d audits; want 0 after 3", a.Orders.Returning, audits.Load())
-	}
-}
-
-// The report's order stream tables say whether the workers ran through the
-// load or were held, and their orders/s in the drain.
-func TestTheStreamTableSaysWhetherTheWorkersWereHeld(t *testing.T) {
-	drained := &asyncorders.Stats{Length: 3000}
-	rep := &Report{Stages: []StageRun{
-		{Stage: asyncorders.StageStream, Label: "running", Sales: 3000, DrainMS: 500, DrainOrdersPerSec: 1200, Audit: Audit{Stream: drained}},
-		{Stage: asyncorders.StageStream, Label: "held", Sales: 3000, DrainMS: 2500, DrainOrdersPerSec: 1234, WorkersHeld: true, Audit: Audit{Stream: drained}},
-	}}
-	var out bytes.Buffer
-	if err := rep.writeStreamTable(&out); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(out.String(), "\n")
-	if len(lines) < 5 || !strings.Contains(lines[2], "orders/s in the drain") ||
-		!regexp.MustCompile(`running +running +0\.5 +1200 +3000`).MatchString(lines[3]) ||
-		!regexp.MustCompile(`held +held +2\.5 +1234 +3000`).MatchString(lines[4]) {
-		t.Errorf("stream table:\n%s", out.String())
-	}
-	// report.html and the live page say it too.
-	if rows := rep.Stages[1].StreamRows(); len(rows) != 1 || rows[0].When != "after draining (2.5 s, 1234 orders/s; workers held through the load)" {
-		t.Errorf("held run's stream rows %+v", rows)
 	}
 }

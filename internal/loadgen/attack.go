@@ -1,14 +1,15 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"slices"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -229,4 +230,31 @@ func attack(ctx context.Context, spec attackSpec, tl *timelineBuilder, onAnswer 
 	}
 	t.sort()
 	return t
+}
+
+// answers is the tally's record: its counts, its error samples and rates.
+func (t *tally) answers() report.Answers {
+	a := report.Answers{Requests: t.requests, Sales: t.sales, SoldOut: t.soldOut, Busy: t.busy, AlreadyBought: t.alreadyBought, Errors: t.errors}
+	for msg, n := range t.errorSamples {
+		a.ErrorSamples = append(a.ErrorSamples, fmt.Sprintf("%d× %s", n, msg))
+	}
+	slices.Sort(a.ErrorSamples)
+	elapsed := t.elapsed()
+	a.ElapsedMS = report.MS(elapsed)
+	if elapsed > 0 {
+		a.SalesPerSec = float64(t.sales) / elapsed.Seconds()
+		a.RequestsPerSec = float64(t.requests) / elapsed.Seconds()
+	}
+	return a
+}
+
+// latency is the tally's latency record (see report.Latency).
+func (t *tally) latency() report.Latency {
+	l := report.Latency{P50MS: report.MS(t.percentile(0.50)), P90MS: report.MS(t.percentile(0.90)), P99MS: report.MS(t.percentile(0.99)), MaxMS: report.MS(t.percentile(1)),
+		SaleP50MS: report.MS(quantile(t.saleLatencies, 0.50)), SaleP99MS: report.MS(quantile(t.saleLatencies, 0.99))}
+	if len(t.service) > 0 {
+		p50, p99 := report.MS(quantile(t.service, 0.50)), report.MS(quantile(t.service, 0.99))
+		l.ServiceP50MS, l.ServiceP99MS = &p50, &p99
+	}
+	return l
 }

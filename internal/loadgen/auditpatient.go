@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
@@ -17,7 +18,7 @@ const auditRetryBound = 5 * time.Second
 // orders-down row to one audit answered 503 while the workers caught up.
 // One failed read of the figures is not the run's end. An audit only
 // reads: one repeated, or answered late, changes nothing.
-func (r *runner) auditPatiently(ctx context.Context, base, stage, sku string) (Audit, error) {
+func (r *runner) auditPatiently(ctx context.Context, base, stage, sku string) (report.Audit, error) {
 	deadline := time.Now().Add(auditRetryBound)
 	for {
 		a, err := r.shop.audit(ctx, base, stage, sku)

@@ -9,11 +9,12 @@ import (
 	"testing"
 
 	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // flakyAudits is a shop whose audits answer 503 redis_unavailable (its
 // Redis read timed out) the first failures times, then answer.
-func flakyAudits(t *testing.T, failures int64, answer Audit) (string, *atomic.Int64) {
+func flakyAudits(t *testing.T, failures int64, answer report.Audit) (string, *atomic.Int64) {
 	t.Helper()
 	var calls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -34,11 +35,11 @@ func flakyAudits(t *testing.T, failures int64, answer Audit) (string, *atomic.In
 // never answers fails with its error.
 func TestAFailedAuditIsReadAgain(t *testing.T) {
 	r := &runner{shop: newShopClient("")}
-	url, calls := flakyAudits(t, 2, Audit{Initial: 10, Stock: 4, Sold: 6})
+	url, calls := flakyAudits(t, 2, report.Audit{Initial: 10, Stock: 4, Sold: 6})
 	if a, err := r.auditPatiently(context.Background(), url, "async-stream", "sku-1"); err != nil || a.Sold != 6 || calls.Load() != 3 {
 		t.Errorf("audit %+v, %v after %d calls; want the third call's figures", a, err, calls.Load())
 	}
-	url, calls = flakyAudits(t, 1<<40, Audit{})
+	url, calls = flakyAudits(t, 1<<40, report.Audit{})
 	if a, err := r.auditPatiently(context.Background(), url, "async-stream", "sku-1"); err == nil || calls.Load() < 2 {
 		t.Errorf("audit %+v, %v after %d calls; want the 503 after reading again", a, err, calls.Load())
 	}
@@ -49,8 +50,8 @@ func TestAFailedAuditIsReadAgain(t *testing.T) {
 // audit that shows the stream drained (it failed the drain before).
 func TestADrainOutlivesAFailedAudit(t *testing.T) {
 	r := &runner{shop: newShopClient("")}
-	url, calls := flakyAudits(t, 1, Audit{Initial: 10, Stock: 4, Sold: 6, Stream: &asyncorders.Stats{Length: 6}})
-	a, _, err := r.drainAsync(context.Background(), url, "async-stream", "sku-1", Audit{Stream: &asyncorders.Stats{Undelivered: 6}})
+	url, calls := flakyAudits(t, 1, report.Audit{Initial: 10, Stock: 4, Sold: 6, Stream: &asyncorders.Stats{Length: 6}})
+	a, _, err := r.drainAsync(context.Background(), url, "async-stream", "sku-1", report.Audit{Stream: &asyncorders.Stats{Undelivered: 6}})
 	if err != nil || a.Stream == nil || !a.Stream.Drained() || a.Stream.Length != 6 {
 		t.Fatalf("drain: %+v, %v after %d audits; want the drained stream of the second", a.Stream, err, calls.Load())
 	}

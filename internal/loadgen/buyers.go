@@ -1,8 +1,6 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"bytes"
 	"math/rand/v2"
 	"net/http"
@@ -10,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 

@@ -1,8 +1,6 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"math/rand/v2"
 	"net/url"
 	"strings"
@@ -10,8 +8,8 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"github.com/lockstep/lockstep/inventory"
-	"github.com/lockstep/lockstep/orders"
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // userOf is the buyer a target names.
@@ -89,93 +87,10 @@ func TestAnAlreadyBoughtAnswerIsARefusalNotSoldOut(t *testing.T) {
 	} {
 		tl.add(&r)
 	}
-	var row StageRun
-	row.fillFromTally(tl)
+	var row report.StageRun
+	fillFromTally(&row, tl)
 	if row.Requests != 5 || row.Sales != 1 || row.Busy != 1 || row.SoldOut != 1 || row.AlreadyBought != 2 {
 		t.Errorf("counted %d requests: %d sales, %d busy, %d sold out, %d already bought; want 5: 1, 1, 1, 2",
 			row.Requests, row.Sales, row.Busy, row.SoldOut, row.AlreadyBought)
-	}
-}
-
-// crashed is a run whose crash step left undersold units.
-func crashed(undersold int64) *StageRun {
-	return &StageRun{Crash: &CrashReport{Triggered: true, Undersold: &undersold}}
-}
-
-func TestOrderExpectations(t *testing.T) {
-	run := func(initial, stock int, o inventory.OrderCounts) *StageRun {
-		return &StageRun{Sales: 1, Audit: Audit{Initial: initial, Stock: stock, Orders: &o}}
-	}
-	dup := inventory.OrderCounts{Counts: orders.Counts{Orders: 10, Units: 10, Buyers: 7}, DuplicateOrders: 3}
-	clean := inventory.OrderCounts{Counts: orders.Counts{Orders: 10, Units: 10, Buyers: 10}}
-	refused := clean
-	refused.Conflicts = 50
-	lost := clean
-	lost.Undersold = 1
-	// A unit an async stage's sweeper cancelled, read before its return:
-	// neither on sale nor live, but accounted for.
-	returning := clean
-	returning.Returning = 1
-	for _, tc := range []struct {
-		check string
-		run   *StageRun
-		want  bool
-	}{
-		{"duplicate-orders", run(10, 0, dup), true},
-		{"duplicate-orders", run(10, 0, clean), false},
-		{"no-duplicate-orders", run(10, 0, clean), true},
-		{"undersells", run(100, 90, refused), true}, // stock left after conflicts: 少卖
-		{"undersells", run(100, 90, clean), false},  // a run that ended early is no undersell
-		{"undersells", run(11, 0, lost), true},      // a unit taken without an order
-		{"no-undersell", run(10, 0, clean), true},
-		{"orders-match-stock", run(10, 0, clean), true},
-		{"orders-match-stock", run(11, 0, lost), false},
-		{"orders-match-stock", run(11, 0, returning), true},
-		{"no-undersell", run(11, 0, returning), true},
-		{"no-duplicate-orders", &StageRun{Sales: 1}, false}, // not an order stage
-		{"undersold-after-crash", crashed(1), true},
-		{"undersold-after-crash", crashed(0), false},
-		{"no-undersold-after-crash", crashed(0), true},
-		{"no-undersold-after-crash", &StageRun{Crash: &CrashReport{}}, false}, // nothing crashed
-	} {
-		ok, detail := orderChecks[tc.check](tc.run, nil)
-		if ok != tc.want {
-			t.Errorf("%s on %+v: %v (%s), want %v", tc.check, tc.run.Audit, ok, detail, tc.want)
-		}
-	}
-}
-
-// report.html and the printed table show an order stage's orders beside its
-// stock and its already_bought answers, and nothing of them for a run of no order stage.
-func TestTheReportShowsOrders(t *testing.T) {
-	o := inventory.OrderCounts{Counts: orders.Counts{Orders: 150, Units: 150, Buyers: 57}, DuplicateOrders: 93, Conflicts: 4}
-	rep := &Report{Orders: "MariaDB at 127.0.0.1:3306", Stages: []StageRun{
-		{Stage: "one-per-user-naive", Sales: 150, Busy: 5, AlreadyBought: 61, Audit: Audit{Initial: 150, Orders: &o}},
-		{Stage: "atomic", Sales: 10, Audit: Audit{Initial: 10}},
-	}}
-	var html, table strings.Builder
-	if err := rep.WriteHTML(&html); err != nil {
-		t.Fatal(err)
-	}
-	if err := rep.writeOrderTable(&table); err != nil {
-		t.Fatal(err)
-	}
-	section := html.String()
-	if i := strings.Index(section, "<h2>Orders</h2>"); i >= 0 {
-		section = section[i:]
-		section = section[:strings.Index(section, "</table>")]
-	}
-	for _, out := range []string{section, table.String()} {
-		if !strings.Contains(out, "MariaDB at 127.0.0.1:3306") || !strings.Contains(out, "one-per-user-naive") || !strings.Contains(out, "93") || strings.Contains(out, "atomic") {
-			t.Errorf("orders of the naive rung missing, or atomic listed:\n%s", out)
-		}
-		if !strings.Contains(out, "already bought") || !strings.Contains(out, "61") {
-			t.Errorf("no already-bought column with the naive rung's 61:\n%s", out)
-		}
-	}
-	rep.Stages = rep.Stages[1:]
-	table.Reset()
-	if err := rep.writeOrderTable(&table); err != nil || table.Len() != 0 {
-		t.Errorf("a run without order stages printed %q (%v)", table.String(), err)
 	}
 }

@@ -1,8 +1,6 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // fakeShop follows the shop's HTTP contract with in-memory stages whose
@@ -83,7 +84,7 @@ func startFakeShop(t *testing.T, replicas int) fakeSetUp {
 }
 
 // run runs the scenario doc against the fake shop, through its proxy.
-func (setUp fakeSetUp) run(t *testing.T, doc string) *Report {
+func (setUp fakeSetUp) run(t *testing.T, doc string) *report.Report {
 	t.Helper()
 	sc, err := ParseScenario([]byte(doc))
 	if err != nil {
@@ -172,7 +173,7 @@ func (f *fakeShop) handler(name string) http.Handler {
 		f.mu.Lock()
 		s := f.stage(r.PathValue("stage"))
 		foreign := s.foreignUnlocks
-		a := Audit{Initial: s.initial, Stock: s.stock, Sold: s.sold, Oversold: max(0, s.sold-s.initial), Consistent: s.stock+s.sold == s.initial, ForeignUnlocks: &foreign}
+		a := report.Audit{Initial: s.initial, Stock: s.stock, Sold: s.sold, Oversold: max(0, s.sold-s.initial), Consistent: s.stock+s.sold == s.initial, ForeignUnlocks: &foreign}
 		if s.faults.TrackHolders {
 			most := s.maxHolders
 			a.MaxHolders = &most

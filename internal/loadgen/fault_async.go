@@ -8,91 +8,24 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
-// What the step's own calls do when their reply is lost, when they run
-// twice and when they are late:
-//
-//	call                      reply lost                  run twice                     late
-//	stream stats (Redis,      the step fails with the     a read: the same figures      read before the SIGCONT or the
-//	  backlog)                error, nothing guessed                                    kill it stands for, so it can
-//	                                                                                    only undercount (no worker reads
-//	                                                                                    while held; checks want > 0)
-//	SIGSTOP/SIGCONT of the    (a signal: no reply) a      a stopped worker stays        a worker taking SIGSTOP a moment
-//	  workers (Injector)      failed one fails the step   stopped, a running one runs   late writes one entry more: the
-//	                          and the undo continues all                                backlog is read a second later
-//	rebuy (POST a sale as a   the step fails; the sale    the second answers 409        the workers are held while it
-//	  buyer of before)        may be admitted (none: a    (the buyer is now in the      runs, so its buyer's first
-//	                          dead letter more)           set): the none row's check    order is in the table already
-//	                                                      fails, saying 409 — not
-//	                                                      hidden (Go's client does not
-//	                                                      resend a POST)
-//	list orders (GET, after   the step fails              a read: the same rows         read after draining: nothing
-//	  draining)                                                                         writes rows any more
-//
-// AsyncOutageReport is what an async stage's orders did through an
-// orders-down or a redis-restart step: the stream's backlog when the fault
-// struck and when it healed, and, after the workers drained the stream,
-// the sales answered 200 whose order no row holds.
-type AsyncOutageReport struct {
-	// Admitted are the step's sales answered 200 with an order id;
-	// AdmittedBeforeHeal those sent before the fault healed (redis-restart:
-	// admitted by the Redis that was killed).
-	Admitted           int `json:"admitted"`
-	AdmittedBeforeHeal int `json:"admitted_before_heal"`
-	// AtFault and AtHeal are the stream's backlog when the fault struck
-	// and when it healed (redis-restart: none, Redis just came back).
-	AtFault Backlog  `json:"at_fault"`
-	AtHeal  *Backlog `json:"at_heal,omitempty"`
-	// WithoutOrder are admitted sales whose order id no row holds after
-	// draining; WithoutOrderBeforeHeal those sent before the fault healed.
-	WithoutOrder           int `json:"without_order"`
-	WithoutOrderBeforeHeal int `json:"without_order_before_heal"`
-	// WorkersHeld: the order workers were stopped (SIGSTOP) for the second
-	// half of before and until Redis answered again (redis-restart).
-	WorkersHeld bool `json:"workers_held,omitempty"`
-	// Rebuyer bought again after the restart, with an order written before
-	// the kill: RebuyStatus 409 already_bought when Redis still knew the
-	// buyer, 200 when it forgot them.
-	Rebuyer     string `json:"rebuyer,omitempty"`
-	RebuyStatus int    `json:"rebuy_status,omitempty"`
-}
-
-// Backlog is an order stream's entries that no worker has read
-// (Undelivered) and those read and not acknowledged (Pending).
-type Backlog struct {
-	Undelivered     int64   `json:"undelivered"`
-	Pending         int64   `json:"pending"`
-	OldestPendingMS float64 `json:"oldest_pending_ms"`
-}
-
-// Entries is the backlog's whole count.
-func (b Backlog) Entries() int64 { return b.Undelivered + b.Pending }
-
-func (st *faultState) isAsync() bool {
-	_, ok := asyncorders.ModeOf(st.run.Stage)
-	return ok
-}
-
-// backlog reads the stage's stream from Redis itself: the shop's audit
+// backlog reads the stage's stream through the injector, from Redis: the shop's audit
 // counts the orders too, which waits on a stopped order database.
-func (st *faultState) backlog(ctx context.Context) (Backlog, error) {
-	if st.r.rdb == nil {
-		return Backlog{}, errors.New("an async stage's fault step needs the stock's Redis address, to read the stream")
-	}
-	s, err := asyncorders.NewQueue(st.r.rdb, st.run.Stage).Stats(ctx, st.r.cfg.Scenario.SKU)
+func backlog(ctx context.Context, st *faultState) (report.Backlog, error) {
+	s, err := st.r.cfg.Injector.OrderStream(ctx, st.run.Stage, st.r.cfg.Scenario.SKU)
 	if err != nil {
-		return Backlog{}, fmt.Errorf("read the order stream: %w", err)
+		return report.Backlog{}, fmt.Errorf("read the order stream: %w", err)
 	}
-	return Backlog{Undelivered: s.Undelivered, Pending: s.Pending, OldestPendingMS: ms(s.OldestPending)}, nil
+	return report.Backlog{Undelivered: s.Undelivered, Pending: s.Pending, OldestPendingMS: report.MS(s.OldestPending)}, nil
 }
 
 // holdWorkers stops every order worker (SIGSTOP) until the returned
 // function continues them (calling it again is fine; the step's undo
 // calls it too).
-func (st *faultState) holdWorkers(ctx context.Context) (func() error, error) {
+func holdWorkers(ctx context.Context, st *faultState) (func() error, error) {
 	inj := st.r.cfg.Injector
 	names := inj.OrderWorkers()
 	if len(names) == 0 {
@@ -125,7 +58,7 @@ func (st *faultState) holdWorkers(ctx context.Context) (func() error, error) {
 // sent before the fault healed. (Not answered before the fault: a sale the
 // killed Redis admitted may be answered a moment after the step's clock
 // says it killed it.)
-func (st *faultState) admitted() map[string]bool {
+func admitted(st *faultState) map[string]bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	ids := map[string]bool{}
@@ -147,13 +80,13 @@ func (st *faultState) admitted() map[string]bool {
 // drainAndCount waits for the workers to drain the stream, makes the
 // drained audit the row's, and counts in rep the admitted sales whose
 // order no row holds.
-func (st *faultState) drainAndCount(ctx context.Context, rep *AsyncOutageReport) error {
+func drainAndCount(ctx context.Context, st *faultState, rep *report.AsyncOutageReport) error {
 	r := st.r
 	drained, took, err := r.drainAsync(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, st.row.Audit)
 	if err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
-	st.row.Audit, st.row.DrainMS = drained, ms(took)
+	st.row.Audit, st.row.DrainMS = drained, report.MS(took)
 	st.row.Oversold, st.row.Consistent = drained.Oversold, drained.Consistent
 	list, err := r.shop.orders(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
 	if err != nil {
@@ -166,7 +99,7 @@ func (st *faultState) drainAndCount(ctx context.Context, rep *AsyncOutageReport)
 	for _, o := range list {
 		rows[o.ID] = true
 	}
-	for id, before := range st.admitted() {
+	for id, before := range admitted(st) {
 		rep.Admitted++
 		if before {
 			rep.AdmittedBeforeHeal++
@@ -183,7 +116,7 @@ func (st *faultState) drainAndCount(ctx context.Context, rep *AsyncOutageReport)
 
 // rebuy sells again to a buyer whose order was written before the fault,
 // and records the answer: whether Redis still knows the buyer.
-func (st *faultState) rebuy(ctx context.Context, rep *AsyncOutageReport) error {
+func rebuy(ctx context.Context, st *faultState, rep *report.AsyncOutageReport) error {
 	r := st.r
 	list, err := r.shop.orders(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
 	if err != nil {
@@ -202,11 +135,11 @@ func (st *faultState) rebuy(ctx context.Context, rep *AsyncOutageReport) error {
 // ordersDownAsync ends an orders-down step on an async stage: the sales
 // never waited for the database, the workers did; the run is judged after
 // they drained the stream.
-func (st *faultState) ordersDownAsync(ctx context.Context, rep *AsyncOutageReport) error {
+func ordersDownAsync(ctx context.Context, st *faultState, rep *report.AsyncOutageReport) error {
 	if err := st.conclude(ctx); err != nil {
 		return err
 	}
-	if err := st.drainAndCount(ctx, rep); err != nil {
+	if err := drainAndCount(ctx, st, rep); err != nil {
 		return err
 	}
 	o, h := st.rep.OrderOutage, rep.AtHeal
@@ -219,15 +152,15 @@ func (st *faultState) ordersDownAsync(ctx context.Context, rep *AsyncOutageRepor
 // held since before the kill and Redis answering again: a buyer of before
 // the kill buys again, the workers go on, and what the restart lost is
 // counted after they drained the stream.
-func (st *faultState) restartAsync(ctx context.Context, rep *AsyncOutageReport, releaseWorkers func() error) error {
-	if err := st.rebuy(ctx, rep); err != nil {
+func restartAsync(ctx context.Context, st *faultState, rep *report.AsyncOutageReport, releaseWorkers func() error) error {
+	if err := rebuy(ctx, st, rep); err != nil {
 		return err
 	}
 	if err := releaseWorkers(); err != nil {
 		return err
 	}
 	st.mark(time.Now(), "order workers continued")
-	if err := st.drainAndCount(ctx, rep); err != nil {
+	if err := drainAndCount(ctx, st, rep); err != nil {
 		return err
 	}
 	a := st.row.Audit
@@ -240,11 +173,11 @@ func (st *faultState) restartAsync(ctx context.Context, rep *AsyncOutageReport, 
 // sleepHoldingWorkers sleeps before, the order workers held (stopped) for
 // its second half, so that the stream holds a backlog when the fault
 // strikes.
-func (st *faultState) sleepHoldingWorkers(ctx context.Context, before time.Duration, rep *AsyncOutageReport) (func() error, error) {
+func sleepHoldingWorkers(ctx context.Context, st *faultState, before time.Duration, rep *report.AsyncOutageReport) (func() error, error) {
 	if err := sleep.For(ctx, before/2); err != nil {
 		return nil, err
 	}
-	release, err := st.holdWorkers(ctx)
+	release, err := holdWorkers(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +185,7 @@ func (st *faultState) sleepHoldingWorkers(ctx context.Context, before time.Durat
 	return release, sleep.For(ctx, before-before/2)
 }
 
-func undersoldOf(a Audit) int64 {
+func undersoldOf(a report.Audit) int64 {
 	if a.Orders == nil {
 		return 0
 	}

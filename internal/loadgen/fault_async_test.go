@@ -27,7 +27,7 @@ func TestAdmittedSalesAreToldApartByWhenTheyWereSent(t *testing.T) {
 		sale(200, 20*time.Millisecond, time.Millisecond, `not an answer`),
 	}}
 	want := map[string]bool{"early": true, "at-the-kill": true, "after": false}
-	if got := st.admitted(); !maps.Equal(got, want) {
+	if got := admitted(st); !maps.Equal(got, want) {
 		t.Errorf("admitted %v, want %v", got, want)
 	}
 }

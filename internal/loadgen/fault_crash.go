@@ -6,10 +6,12 @@ import (
 	"time"
 )
 
-// crash: the victim sale takes the lock on the first replica and works
+// crashFault: the victim sale takes the lock on the first replica and works
 // long; that replica is killed with SIGKILL while it holds the lock; sales
 // are offered through the proxy to see when, if ever, they go through again.
-func (st *faultState) crash(ctx context.Context) error {
+type crashFault struct{}
+
+func (crashFault) run(ctx context.Context, st *faultState) error {
 	r, fs := st.r, st.run.Fault
 	victim, answer, err := st.slowVictimHolding(ctx)
 	if err != nil {

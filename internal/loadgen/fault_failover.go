@@ -1,8 +1,6 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"errors"
 	"fmt"
@@ -11,16 +9,34 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstep/lockstep/internal/keyslot"
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
-// failover: the Sentinel group's replicas are cut off from the master; the
+// failoverFault kills what holds the stage's lock state and lets its
+// replacement take over: the Sentinel group's master, one of redlock's
+// masters, or the leader of the stage's etcd cluster or ZooKeeper
+// ensemble (plan.FaultStep.Target).
+type failoverFault struct{}
+
+func (failoverFault) run(ctx context.Context, st *faultState) error {
+	switch st.run.Fault.Target {
+	case plan.FailoverMaster:
+		return masterFailover(ctx, st)
+	case plan.FailoverLeader:
+		return leaderFailover(ctx, st)
+	}
+	return redlockMasterLoss(ctx, st)
+}
+
+// masterFailover: the Sentinel group's replicas are cut off from the master; the
 // victim sale takes the lock on the master (with wait_replicas the master
 // cannot confirm it, and the sale is refused) and stops before its write;
 // the master is killed with SIGKILL, a replica that never saw the lock is
 // promoted, a second sale takes the same lock there, and the victim is
 // continued while it holds it.
-func (st *faultState) failover(ctx context.Context) error {
+func masterFailover(ctx context.Context, st *faultState) error {
 	r := st.r
 	inj := r.cfg.Injector
 	if err := inj.PrepareFailover(ctx); err != nil {
@@ -33,7 +49,7 @@ func (st *faultState) failover(ctx context.Context) error {
 		return err
 	}
 	lockKey := st.lockKey()
-	loadSKU, err := st.loadSKU(ctx, lockKey)
+	loadSKU, err := loadSKU(ctx, st, lockKey)
 	if err != nil {
 		return err
 	}
@@ -91,7 +107,7 @@ func (st *faultState) failover(ctx context.Context) error {
 	}
 	st.healAt = time.Now()
 	st.mark(st.healAt, "failover to "+promoted)
-	st.note("a replica that never saw the lock, %s, was promoted %.0f ms after the master died", promoted, ms(st.healAt.Sub(st.faultAt)))
+	st.note("a replica that never saw the lock, %s, was promoted %.0f ms after the master died", promoted, report.MS(st.healAt.Sub(st.faultAt)))
 	// The shops still run with the pause armed until they re-read the
 	// faults from the promoted master, which never had it: wait until
 	// they do (one may still be dialling the dead master).
@@ -119,7 +135,7 @@ func (st *faultState) failover(ctx context.Context) error {
 // loadSKU is the SKU the failover's load buys, beside the victims': on a
 // Redis Cluster one whose keys live on the master that dies, so the load
 // sees that master's outage.
-func (st *faultState) loadSKU(ctx context.Context, lockKey string) (string, error) {
+func loadSKU(ctx context.Context, st *faultState, lockKey string) (string, error) {
 	sku := st.r.cfg.Scenario.SKU + "-load"
 	cluster, ok := st.r.rdb.(*redis.ClusterClient)
 	if !ok {
@@ -175,7 +191,7 @@ func failoverLoad(fs *plan.FaultStep) plan.Duration {
 // killed with SIGKILL and started again empty, which is what a failover to
 // a replica that never saw the lock amounts to; a second sale must still
 // find no majority until the victim, continued, releases the lock.
-func (st *faultState) redlockMasterLoss(ctx context.Context) error {
+func redlockMasterLoss(ctx context.Context, st *faultState) error {
 	r := st.r
 	inj := r.cfg.Injector
 	armed := st.run.Faults

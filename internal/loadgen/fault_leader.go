@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // leaderFailover: the victim sale takes the stage's lock on a consensus
@@ -14,7 +16,7 @@ import (
 // so the new leader has it, unlike a Sentinel-promoted replica — until the
 // victim, continued, writes and releases it. The killed member is started
 // again at the end.
-func (st *faultState) leaderFailover(ctx context.Context) error {
+func leaderFailover(ctx context.Context, st *faultState) error {
 	r, stage := st.r, st.run.Stage
 	inj := r.cfg.Injector
 	armed := st.run.Faults
@@ -51,7 +53,7 @@ func (st *faultState) leaderFailover(ctx context.Context) error {
 	}
 	st.healAt = time.Now()
 	st.mark(st.healAt, "new leader "+elected)
-	st.note("the members left elected %s %.0f ms after %s died", elected, ms(st.healAt.Sub(st.faultAt)), leader)
+	st.note("the members left elected %s %.0f ms after %s died", elected, report.MS(st.healAt.Sub(st.faultAt)), leader)
 	answerB := st.victim(ctx, second)
 	if st.waitHoldingWithin(ctx, second, answerB, secondSaleWait) == nil {
 		st.note("a second sale, on %s, took the lock too: the failover lost it", second)

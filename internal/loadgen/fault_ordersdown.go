@@ -3,40 +3,23 @@ package loadgen
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
-// OrderOutageReport is what the sales sent while an order stage's
-// database was stopped answered.
-type OrderOutageReport struct {
-	DownMS float64 `json:"down_ms"`
-	// Answers to the sales sent while it was stopped; Failures are the
-	// 503s among them, MaxFailMS the slowest of those, OtherCodes the 503s
-	// whose code was not orders_unavailable, Unanswered the requests that
-	// got no answer at all (the load generator's timeout).
-	Answers    int     `json:"answers"`
-	Failures   int     `json:"failures"`
-	MaxFailMS  float64 `json:"max_fail_ms"`
-	OtherCodes int     `json:"other_codes"`
-	Unanswered int     `json:"unanswered"`
-	// SaidUndersold are the 503s that said their units stay taken without
-	// an order (counted undersold): the shop could not give them back, or
-	// not void the order id (see inventory's orderSeller.insert).
-	SaidUndersold int `json:"said_undersold"`
-}
-
-// ordersDown: sales go on through the proxy; after before, the order
+// ordersDownFault: sales go on through the proxy; after before, the order
 // database is stopped (SIGSTOP) for hold, then continued; sales are
 // offered until observe after the stop. On an async stage the sales do not
 // touch the database: the stream's backlog is read at the stop and at the
 // continue, and the run is judged after the workers drained it.
-func (st *faultState) ordersDown(ctx context.Context) error {
+type ordersDownFault struct{}
+
+func (ordersDownFault) run(ctx context.Context, st *faultState) error {
 	fs, inj := st.run.Fault, st.r.cfg.Injector
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
 		return err
@@ -52,12 +35,12 @@ func (st *faultState) ordersDown(ctx context.Context) error {
 	st.faultAt, st.rep.Victim = time.Now(), "mariadbd"
 	st.undos = append(st.undos, func() { _ = inj.ContinueOrderServer() })
 	st.mark(st.faultAt, "SIGSTOP mariadbd")
-	var async *AsyncOutageReport
-	if st.isAsync() {
-		async = &AsyncOutageReport{}
+	var async *report.AsyncOutageReport
+	if isAsync(st.run.Stage) {
+		async = &report.AsyncOutageReport{}
 		st.rep.AsyncOrders = async
 		var err error
-		if async.AtFault, err = st.backlog(ctx); err != nil {
+		if async.AtFault, err = backlog(ctx, st); err != nil {
 			return err
 		}
 	}
@@ -65,7 +48,7 @@ func (st *faultState) ordersDown(ctx context.Context) error {
 		return err
 	}
 	if async != nil {
-		heal, err := st.backlog(ctx)
+		heal, err := backlog(ctx, st)
 		if err != nil {
 			return err
 		}
@@ -81,7 +64,7 @@ func (st *faultState) ordersDown(ctx context.Context) error {
 	st.rep.OrderOutage = orderOutage(st.results, st.faultAt, st.healAt)
 	st.mu.Unlock()
 	if async != nil {
-		return st.ordersDownAsync(ctx, async)
+		return ordersDownAsync(ctx, st, async)
 	}
 	o := st.rep.OrderOutage
 	st.note("MariaDB stopped for %.0f ms: %d sales sent meanwhile, %d answered 503 (%d not orders_unavailable; the slowest after %.0f ms), %d said their units stay taken without an order, %d got no answer",
@@ -90,8 +73,8 @@ func (st *faultState) ordersDown(ctx context.Context) error {
 }
 
 // orderOutage sums up the answers to the sales sent in [down, up).
-func orderOutage(results []vegeta.Result, down, up time.Time) *OrderOutageReport {
-	o := &OrderOutageReport{DownMS: ms(up.Sub(down))}
+func orderOutage(results []vegeta.Result, down, up time.Time) *report.OrderOutageReport {
+	o := &report.OrderOutageReport{DownMS: report.MS(up.Sub(down))}
 	for i := range results {
 		res := &results[i]
 		if res.Timestamp.Before(down) || !res.Timestamp.Before(up) {
@@ -103,7 +86,7 @@ func orderOutage(results []vegeta.Result, down, up time.Time) *OrderOutageReport
 			o.Unanswered++
 		case res.Code == http.StatusServiceUnavailable:
 			o.Failures++
-			o.MaxFailMS = max(o.MaxFailMS, ms(res.Latency))
+			o.MaxFailMS = max(o.MaxFailMS, report.MS(res.Latency))
 			if !bytes.Contains(res.Body, []byte(`"orders_unavailable"`)) {
 				o.OtherCodes++
 			}
@@ -113,31 +96,4 @@ func orderOutage(results []vegeta.Result, down, up time.Time) *OrderOutageReport
 		}
 	}
 	return o
-}
-
-// ordersDownWithin: sales sent while the order database was stopped
-// answered 503 orders_unavailable within limit (the sale's deadline),
-// every one of them answered.
-func ordersDownWithin(args []string) (checkFunc, error) {
-	return durationArg(args, func(limit time.Duration) checkFunc {
-		return func(r *StageRun, _ []StageRun) (bool, string) {
-			if r.Fault == nil || r.Fault.OrderOutage == nil {
-				return false, "no order database outage"
-			}
-			o := r.Fault.OrderOutage
-			return o.Failures > 0 && o.OtherCodes == 0 && o.Unanswered == 0 && o.MaxFailMS <= ms(limit),
-				fmt.Sprintf("%d of %d sales sent while MariaDB was stopped answered 503 (%d not orders_unavailable), the slowest in %.0f ms (limit %s), %d unanswered",
-					o.Failures, o.Answers, o.OtherCodes, o.MaxFailMS, limit, o.Unanswered)
-		}
-	})
-}
-
-// checkUndersoldSaid: every unit taken without an order after the outage
-// was announced by a 503 saying so; none went silently.
-func checkUndersoldSaid(r *StageRun, _ []StageRun) (bool, string) {
-	if r.Fault == nil || r.Fault.OrderOutage == nil || r.Audit.Orders == nil {
-		return false, "no order database outage"
-	}
-	u, said := r.Audit.Orders.Undersold, r.Fault.OrderOutage.SaidUndersold
-	return u <= int64(said), fmt.Sprintf("%d units taken without an order; %d answers said their units stay taken", u, said)
 }

@@ -8,13 +8,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
-// partition: the victim sale takes the lock on the first replica and works
+// partitionFault: the victim sale takes the lock on the first replica and works
 // long; that replica is cut off from Redis for hold while sales go on
 // through the proxy; the victim's answer says whether it gave up.
-func (st *faultState) partition(ctx context.Context) error {
+type partitionFault struct{}
+
+func (partitionFault) run(ctx context.Context, st *faultState) error {
 	r, fs := st.r, st.run.Fault
 	inj := r.cfg.Injector
 	victim, answer, err := st.slowVictimHolding(ctx)
@@ -31,7 +34,7 @@ func (st *faultState) partition(ctx context.Context) error {
 	st.undos = append(st.undos, func() { _ = inj.HealRedis(victim) })
 	st.mark(st.faultAt, "partition: "+victim)
 	st.note("%s was cut off from Redis while holding the lock", victim)
-	left := st.watchLeave(ctx, victim)
+	left := watchLeave(ctx, st, victim)
 	// The sales go to the other replicas: the one cut off would only tie
 	// the load generator's workers up in requests that time out.
 	loadDone := st.background(ctx, fs.Observe, st.r.cfg.Scenario.SKU, namesBut(r.names, victim)...)
@@ -46,7 +49,7 @@ func (st *faultState) partition(ctx context.Context) error {
 	st.mark(st.healAt, "healed")
 	st.victimAnswered(<-answer)
 	if at := left(); !at.IsZero() {
-		after := ms(at.Sub(st.faultAt))
+		after := report.MS(at.Sub(st.faultAt))
 		st.rep.VictimLeftMS = &after
 		st.mark(at, "holder gave up")
 		st.note("the holder left its critical section %.0f ms after the partition began, and answered %.0f ms after it", after, *st.rep.VictimAnswerMS)
@@ -58,7 +61,7 @@ func (st *faultState) partition(ctx context.Context) error {
 // watchLeave watches, in the background, for the named replica to have
 // no sale inside the critical section any more; the returned function
 // waits for that moment (zero when it did not come within holdTimeout).
-func (st *faultState) watchLeave(ctx context.Context, name string) func() time.Time {
+func watchLeave(ctx context.Context, st *faultState, name string) func() time.Time {
 	key := st.holdersKey()
 	var at time.Time
 	done := make(chan struct{})

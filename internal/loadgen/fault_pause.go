@@ -7,11 +7,13 @@ import (
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
-// pause: a sale on the first replica stops its process right before its
+// pauseFault: a sale on the first replica stops its process right before its
 // stock write (pause_before_write), holding what it read; sales go on
 // through the proxy; after hold, once another holder is inside, it is
 // continued and writes what it read before the pause.
-func (st *faultState) pause(ctx context.Context) error {
+type pauseFault struct{}
+
+func (pauseFault) run(ctx context.Context, st *faultState) error {
 	r, fs := st.r, st.run.Fault
 	armed := st.run.Faults
 	armed.PauseBeforeWrite = true

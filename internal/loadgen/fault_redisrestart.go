@@ -7,17 +7,20 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
-// redisRestart: sales go on through the proxy; the stock's redis-server is
+// redisRestartFault: sales go on through the proxy; the stock's redis-server is
 // killed with SIGKILL, stays down for hold, and starts again on its data
 // directory with the step's persistence; the audit then says what survived.
 // On an async stage the order workers are held (SIGSTOP) from halfway
 // through before until Redis answers again, so that the kill finds entries
 // no worker has read, as it does whenever sales outrun the workers; the run
 // is then judged after draining (fault_async.go).
-func (st *faultState) redisRestart(ctx context.Context) error {
+type redisRestartFault struct{}
+
+func (redisRestartFault) run(ctx context.Context, st *faultState) error {
 	r, fs := st.r, st.run.Fault
 	inj := r.cfg.Injector
 	if err := inj.SetPersistence(ctx, 0, fs.Persistence); err != nil {
@@ -28,13 +31,13 @@ func (st *faultState) redisRestart(ctx context.Context) error {
 	}
 	loadDone := st.background(ctx, fs.Before+fs.Hold+fs.Observe, st.r.cfg.Scenario.SKU)
 	defer loadDone()
-	var async *AsyncOutageReport
+	var async *report.AsyncOutageReport
 	var releaseWorkers func() error
-	if st.isAsync() {
-		async = &AsyncOutageReport{}
+	if isAsync(st.run.Stage) {
+		async = &report.AsyncOutageReport{}
 		st.rep.AsyncOrders = async
 		var err error
-		if releaseWorkers, err = st.sleepHoldingWorkers(ctx, fs.Before.D(), async); err != nil {
+		if releaseWorkers, err = sleepHoldingWorkers(ctx, st, fs.Before.D(), async); err != nil {
 			return err
 		}
 	} else if err := sleep.For(ctx, fs.Before.D()); err != nil {
@@ -52,7 +55,7 @@ func (st *faultState) redisRestart(ctx context.Context) error {
 	}
 	if async != nil {
 		var err error
-		if async.AtFault, err = st.backlog(ctx); err != nil {
+		if async.AtFault, err = backlog(ctx, st); err != nil {
 			return err
 		}
 	}
@@ -83,18 +86,18 @@ func (st *faultState) redisRestart(ctx context.Context) error {
 		return fmt.Errorf("read the probe key: %w", err)
 	}
 	r.rdb.Del(ctx, probe)
-	st.rep.Outage = st.outage(kept == 1)
+	st.rep.Outage = outage(st, kept == 1)
 	if async != nil {
-		return st.restartAsync(ctx, async, releaseWorkers)
+		return restartAsync(ctx, st, async, releaseWorkers)
 	}
 	st.note("%s", st.rep.Outage.Why)
 	return nil
 }
 
 // outage says what a redis-restart step lost, and why.
-func (st *faultState) outage(dataKept bool) *OutageReport {
+func outage(st *faultState, dataKept bool) *report.OutageReport {
 	fs, a := st.run.Fault, st.row.Audit
-	o := &OutageReport{Persistence: fs.Persistence, DownMS: ms(st.healAt.Sub(st.faultAt)), AuditSold: a.Sold, AuditInitial: a.Initial}
+	o := &report.OutageReport{Persistence: fs.Persistence, DownMS: report.MS(st.healAt.Sub(st.faultAt)), AuditSold: a.Sold, AuditInitial: a.Initial}
 	st.mu.Lock()
 	for _, res := range st.results {
 		if classify(res.Code) == outcomeSale {
@@ -104,7 +107,7 @@ func (st *faultState) outage(dataKept bool) *OutageReport {
 			o.Answers++
 			if classify(res.Code) != outcomeSale {
 				o.Failures++
-				o.MaxFailMS = max(o.MaxFailMS, ms(res.Latency))
+				o.MaxFailMS = max(o.MaxFailMS, report.MS(res.Latency))
 			}
 		}
 		if classify(res.Code) == outcomeSale && res.End().Before(st.faultAt) {

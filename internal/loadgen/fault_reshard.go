@@ -1,17 +1,17 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 	"github.com/lockstep/lockstep/segments"
 )
 
-// reshard: sales go on at a fixed rate through the proxy while the Redis
+// reshardFault: sales go on at a fixed rate through the proxy while the Redis
 // Cluster slot of the SKU's busiest key — its first segment's on the
 // segmented stages, the SKU's own on the others — moves to another master,
 // one key per MIGRATE with the step's hold spread between them, as
@@ -20,7 +20,9 @@ import (
 // TRYAGAIN; the shops retry those, so none fails, none is applied twice,
 // nothing is oversold. The reshard-halfway step stops the move half-way
 // (halfWayMove).
-func (st *faultState) reshard(ctx context.Context) error {
+type reshardFault struct{}
+
+func (reshardFault) run(ctx context.Context, st *faultState) error {
 	r, fs := st.r, st.run.Fault
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
 		return err
@@ -31,9 +33,9 @@ func (st *faultState) reshard(ctx context.Context) error {
 		return err
 	}
 	key := movedKey(st.run.Stage, r.cfg.Scenario.SKU, st.run.Segments)
-	move := st.wholeMove(key)
+	move := wholeMove(st, key)
 	if fs.Kind == plan.FaultReshardHalfWay {
-		move = st.halfWayMove(key)
+		move = halfWayMove(st, key)
 	}
 	st.faultAt, st.rep.Victim = time.Now(), "slot of "+key
 	st.mark(st.faultAt, move.label)
@@ -58,9 +60,9 @@ type slotPlan struct {
 
 // wholeMove moves key's slot in one go, a key per MIGRATE over the step's
 // hold.
-func (st *faultState) wholeMove(key string) slotPlan {
+func wholeMove(st *faultState, key string) slotPlan {
 	return slotPlan{move: SlotMove{Pace: st.run.Fault.Hold.D()}, label: "slot migration", moved: func(from, to string) {
-		st.note("the slot of %s moved from %s to %s in %.0f ms while sales went on", key, from, to, ms(st.healAt.Sub(st.faultAt)))
+		st.note("the slot of %s moved from %s to %s in %.0f ms while sales went on", key, from, to, report.MS(st.healAt.Sub(st.faultAt)))
 	}}
 }
 

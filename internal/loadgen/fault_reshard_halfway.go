@@ -1,10 +1,11 @@
 package loadgen
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // halfWayMove is the reshard step's move of the slot of the SKU's busiest
@@ -19,7 +20,7 @@ import (
 // script that declares keys of which some exist nowhere yet gets TRYAGAIN
 // for as long as the slot stays split. A correct stage sells on
 // throughout: the longest gap between sales is measured (gap-at-most).
-func (st *faultState) halfWayMove(key string) slotPlan {
+func halfWayMove(st *faultState, key string) slotPlan {
 	prefix := key[:strings.LastIndex(key, "}:")+2] // the stage's keys of the tag
 	hold := st.run.Fault.Hold.D()
 	return slotPlan{
@@ -27,8 +28,8 @@ func (st *faultState) halfWayMove(key string) slotPlan {
 		label: "slot migration stops half-way",
 		moved: func(from, to string) {
 			st.note("the keys %s* moved from %s to %s, the slot stayed migrating for %v, then moved whole in %.0f ms",
-				prefix, from, to, hold, ms(st.healAt.Sub(st.faultAt)))
-			gap := st.longestGap()
+				prefix, from, to, hold, report.MS(st.healAt.Sub(st.faultAt)))
+			gap := longestGap(st)
 			st.rep.LongestGapMS = &gap
 		},
 	}
@@ -36,7 +37,7 @@ func (st *faultState) halfWayMove(key string) slotPlan {
 
 // longestGap is the longest time in milliseconds between two sales'
 // answers, from the fault to its end.
-func (st *faultState) longestGap() float64 {
+func longestGap(st *faultState) float64 {
 	st.mu.Lock()
 	ends := []time.Time{st.faultAt, st.healAt}
 	for _, res := range st.results {
@@ -50,19 +51,5 @@ func (st *faultState) longestGap() float64 {
 	for i := 1; i < len(ends); i++ {
 		longest = max(longest, ends[i].Sub(ends[i-1]))
 	}
-	return ms(longest)
-}
-
-// gapAtMost: from the fault to its end, sales went on with no gap between
-// two of them longer than the limit.
-func gapAtMost(args []string) (checkFunc, error) {
-	return durationArg(args, func(limit time.Duration) checkFunc {
-		return func(r *StageRun, _ []StageRun) (bool, string) {
-			if r.Fault == nil || r.Fault.LongestGapMS == nil {
-				return false, "no gap measured (a reshard-halfway step measures it)"
-			}
-			gap := *r.Fault.LongestGapMS
-			return gap <= float64(limit.Milliseconds()), fmt.Sprintf("longest gap between sales %.0f ms during the fault (limit %s)", gap, limit)
-		}
-	})
+	return report.MS(longest)
 }

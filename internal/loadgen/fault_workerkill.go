@@ -2,35 +2,28 @@ package loadgen
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
+	"github.com/lockstep/lockstep/orders"
 )
 
-// WorkerKillReport is what a worker-kill or duplicate-delivery step saw:
-// the order worker that died at its fault point with entries read and not
-// acknowledged, the stream while it stayed down, and after it started
-// again under its name.
-type WorkerKillReport struct {
-	Worker string `json:"worker"`
-	// At is where in its batch it died: after-read or after-insert.
-	At asyncorders.FaultPoint `json:"at"`
-	// PendingAtKill are the worker's own pending entries when it died:
-	// read, not acknowledged; RowsAtKill of them had their order row
-	// already (after-read: none; after-insert: the one it had inserted,
-	// which its redelivery inserts again and finds).
-	PendingAtKill int64 `json:"pending_at_kill"`
-	RowsAtKill    int64 `json:"rows_at_kill"`
-	// While the worker was down, after the others drained what they could:
-	// entries still pending and units sold that no order holds.
-	PendingWhileDown   int64 `json:"pending_while_down"`
-	UndersoldWhileDown int64 `json:"undersold_while_down"`
-	// DownMS is how long the worker was down.
-	DownMS float64 `json:"down_ms"`
+// The order worker's crash hook points the worker-kill and
+// duplicate-delivery steps arm, named as cmd/orderworker names them.
+const (
+	hookAfterRead   = "after-read"
+	hookAfterInsert = "after-insert"
+)
+
+// workerKillFault kills an order worker at its crash hook (worker-kill:
+// after-read; duplicate-delivery: after-insert); see workerCrash.
+type workerKillFault struct{ hook string }
+
+func (k workerKillFault) run(ctx context.Context, st *faultState) error {
+	return workerCrash(ctx, st, k.hook)
 }
 
 // workerCrash: sales go on through the proxy; after before, an order
@@ -42,12 +35,9 @@ type WorkerKillReport struct {
 // could do without it (claim its entries, or not). The worker is started
 // again under its name (it finishes its own pending list), and the run is
 // judged after draining.
-func (st *faultState) workerCrash(ctx context.Context, at asyncorders.FaultPoint) error {
+func workerCrash(ctx context.Context, st *faultState, at string) error {
 	r, fs := st.r, st.run.Fault
-	if r.rdb == nil {
-		return errors.New("a worker-kill or duplicate-delivery step needs the stock's Redis address, to read what the worker held")
-	}
-	if _, ok := asyncorders.ModeOf(st.run.Stage); !ok {
+	if !isAsync(st.run.Stage) {
 		return fmt.Errorf("a %s step runs on an async stage, not %s", fs.Kind, st.run.Stage)
 	}
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
@@ -66,11 +56,10 @@ func (st *faultState) workerCrash(ctx context.Context, at asyncorders.FaultPoint
 	}
 	st.faultAt = time.Now()
 	st.undos = append(st.undos, func() { _ = inj.StartOrderWorker(context.WithoutCancel(ctx), worker) })
-	rep := &WorkerKillReport{Worker: worker, At: at}
+	rep := &report.WorkerKillReport{Worker: worker, At: at}
 	st.rep.Victim, st.rep.WorkerKill = worker, rep
-	st.mark(st.faultAt, "kill -9 "+worker+" "+string(at))
-	q := asyncorders.NewQueue(r.rdb, st.run.Stage)
-	if rep.PendingAtKill, rep.RowsAtKill, err = st.heldRows(ctx, q, sku, worker); err != nil {
+	st.mark(st.faultAt, "kill -9 "+worker+" "+at)
+	if rep.PendingAtKill, rep.RowsAtKill, err = heldRows(ctx, st, sku, worker); err != nil {
 		return err
 	}
 	st.note("%s killed itself with SIGKILL %s, holding %d entries it had read and not acknowledged, %d of them with their order row",
@@ -93,7 +82,7 @@ func (st *faultState) workerCrash(ctx context.Context, at asyncorders.FaultPoint
 		rep.UndersoldWhileDown = down.Orders.Undersold
 	}
 	st.healAt = time.Now()
-	rep.DownMS = ms(st.healAt.Sub(st.faultAt))
+	rep.DownMS = report.MS(st.healAt.Sub(st.faultAt))
 	st.note("%.1f s after its death, %s still down: %d entries pending, %d units sold without an order",
 		rep.DownMS/1000, worker, rep.PendingWhileDown, rep.UndersoldWhileDown)
 	if err := inj.StartOrderWorker(ctx, worker); err != nil {
@@ -107,7 +96,7 @@ func (st *faultState) workerCrash(ctx context.Context, at asyncorders.FaultPoint
 	if err != nil {
 		return fmt.Errorf("drain after %s's restart: %w", worker, err)
 	}
-	st.row.Audit, st.row.DrainMS = drained, ms(took)
+	st.row.Audit, st.row.DrainMS = drained, report.MS(took)
 	st.row.Oversold, st.row.Consistent = drained.Oversold, drained.Consistent
 	return nil
 }
@@ -117,8 +106,9 @@ func (st *faultState) workerCrash(ctx context.Context, at asyncorders.FaultPoint
 // between two reads of what it holds: the same entries, each delivered as
 // often, so no other worker took one meanwhile and every row counted is
 // one the dead worker wrote.
-func (st *faultState) heldRows(ctx context.Context, q *asyncorders.Queue, sku, worker string) (held, rows int64, err error) {
-	before, err := q.HeldBy(ctx, sku, worker)
+func heldRows(ctx context.Context, st *faultState, sku, worker string) (held, rows int64, err error) {
+	inj := st.r.cfg.Injector
+	before, err := inj.HeldEntries(ctx, st.run.Stage, sku, worker)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -126,12 +116,17 @@ func (st *faultState) heldRows(ctx context.Context, q *asyncorders.Queue, sku, w
 	if err != nil {
 		return 0, 0, fmt.Errorf("list the orders %s held entries of: %w", worker, err)
 	}
-	after, err := q.HeldBy(ctx, sku, worker)
+	after, err := inj.HeldEntries(ctx, st.run.Stage, sku, worker)
 	if err != nil {
 		return 0, 0, err
 	}
 	if !slices.Equal(before, after) {
 		return 0, 0, fmt.Errorf("%s's pending entries changed while its rows were read (%d, then %d): another worker took them", worker, len(before), len(after))
 	}
-	return int64(len(before)), asyncorders.Written(before, written), nil
+	for _, h := range before {
+		if slices.ContainsFunc(written, func(o orders.Order) bool { return o.ID == h.OrderID }) {
+			rows++
+		}
+	}
+	return int64(len(before)), rows, nil
 }

@@ -1,8 +1,6 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,22 +8,22 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/lockstep/lockstep/asyncorders"
-	"github.com/lockstep/lockstep/internal/redistest"
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/orders"
 )
 
 // heldRows counts the dead worker's entries whose rows are written, and
 // refuses to count when another worker claimed one of them while the rows
-// were read (the late answer of HeldBy): a row the claimer wrote would be
-// counted as the dead worker's.
+// were read (the late answer of HeldEntries): a row the claimer wrote would
+// be counted as the dead worker's.
 func TestHeldRowsCountsTheDeadWorkersRowsOrSaysTheyMoved(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client(t)
+	ids := []string{orders.NewID(), orders.NewID(), orders.NewID()}
+	var held []HeldEntry
+	for i, id := range ids {
+		held = append(held, HeldEntry{Entry: fmt.Sprintf("1-%d", i), OrderID: id, Deliveries: 1})
+	}
 	for _, tc := range []struct {
 		name        string
 		claimMidway bool
@@ -36,37 +34,18 @@ func TestHeldRowsCountsTheDeadWorkersRowsOrSaysTheyMoved(t *testing.T) {
 		{name: "claimed while its rows were read", claimMidway: true, wantErr: "another worker took them"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := asyncorders.NewQueue(rdb, asyncorders.StageStream)
-			if err := q.Reset(ctx, "sku-1", 10); err != nil {
-				t.Fatal(err)
-			}
-			var ids []string
-			for i := range 3 {
-				m := asyncorders.Message{OrderID: orders.NewID(), SKU: "sku-1", User: fmt.Sprintf("b%d", i), Qty: 1, Replica: "r", Admitted: time.Now()}
-				if _, err := q.Admit(ctx, m, true); err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, m.OrderID)
-			}
-			read, err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: asyncorders.Group, Consumer: "dead",
-				Streams: []string{q.Stream("sku-1"), ">"}, Count: 10}).Result()
-			if err != nil {
-				t.Fatal(err)
+			inj := &heldInjector{lists: [][]HeldEntry{held, held}}
+			if tc.claimMidway { // the second read no longer has the first entry
+				inj.lists[1] = held[1:]
 			}
 			shop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if tc.claimMidway {
-					if err := rdb.XClaim(ctx, &redis.XClaimArgs{Stream: q.Stream("sku-1"), Group: asyncorders.Group, Consumer: "alive",
-						Messages: []string{read[0].Messages[0].ID}}).Err(); err != nil {
-						t.Error(err)
-					}
-				}
 				// The dead worker wrote the first entry's row only.
 				_ = json.NewEncoder(w).Encode(map[string]any{"orders": []orders.Order{{ID: ids[0], User: "b0", Qty: 1}}})
 			}))
 			defer shop.Close()
-			st := &faultState{r: &runner{cfg: Config{Target: shop.URL}, shop: newShopClient(""), rdb: rdb},
-				run: plan.RunSpec{Stage: asyncorders.StageStream}}
-			held, rows, err := st.heldRows(ctx, q, "sku-1", "dead")
+			st := &faultState{r: &runner{cfg: Config{Target: shop.URL, Injector: inj}, shop: newShopClient("")},
+				run: plan.RunSpec{Stage: "async-stream"}}
+			held, rows, err := heldRows(ctx, st, "sku-1", "dead")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("%d held, %d rows, %v; want an error saying %q", held, rows, err, tc.wantErr)
@@ -76,6 +55,25 @@ func TestHeldRowsCountsTheDeadWorkersRowsOrSaysTheyMoved(t *testing.T) {
 			if err != nil || held != tc.held || rows != tc.rows {
 				t.Fatalf("%d held, %d rows, %v; want %d, %d", held, rows, err, tc.held, tc.rows)
 			}
+			if inj.reads != 2 {
+				t.Errorf("%d reads of what the worker held, want 2 (before and after its rows)", inj.reads)
+			}
 		})
 	}
+}
+
+// heldInjector answers HeldEntries with lists, one a call; the rest of the
+// Injector is not called by heldRows.
+type heldInjector struct {
+	Injector
+	lists [][]HeldEntry
+	reads int
+}
+
+func (h *heldInjector) HeldEntries(_ context.Context, stage, sku, worker string) ([]HeldEntry, error) {
+	if stage != "async-stream" || sku != "sku-1" || worker != "dead" {
+		return nil, fmt.Errorf("held entries of %s %s %s", stage, sku, worker)
+	}
+	h.reads++
+	return h.lists[h.reads-1], nil
 }

@@ -1,23 +1,21 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/segments"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
@@ -41,13 +39,46 @@ const (
 	retryUnavailable = 100 * time.Millisecond
 )
 
+// A faultKind is one kind of fault step (plan.Fault*), in a file of its
+// own: it does its fault to the set-up through the Injector while sales go
+// on, and notes what it saw in the step's FaultReport (st.rep); faultStep
+// then measures the window and fills the row.
+type faultKind interface {
+	run(ctx context.Context, st *faultState) error
+}
+
+// faultKindOf is the kind that runs fs; nil for a kind plan does not know.
+func faultKindOf(fs *plan.FaultStep) faultKind {
+	switch fs.Kind {
+	case plan.FaultCrash:
+		return crashFault{}
+	case plan.FaultPause:
+		return pauseFault{}
+	case plan.FaultRedisRestart:
+		return redisRestartFault{}
+	case plan.FaultFailover:
+		return failoverFault{}
+	case plan.FaultPartition:
+		return partitionFault{}
+	case plan.FaultReshard, plan.FaultReshardHalfWay:
+		return reshardFault{}
+	case plan.FaultOrdersDown:
+		return ordersDownFault{}
+	case plan.FaultWorkerKill:
+		return workerKillFault{hook: hookAfterRead}
+	case plan.FaultDuplicateDelivery:
+		return workerKillFault{hook: hookAfterInsert}
+	}
+	return nil
+}
+
 // faultState is one fault step in progress.
 type faultState struct {
 	r   *runner
 	run plan.RunSpec
-	row *StageRun
+	row *report.StageRun
 	tl  *timelineBuilder
-	rep *FaultReport
+	rep *report.FaultReport
 
 	faultAt, healAt time.Time
 
@@ -60,37 +91,17 @@ type faultState struct {
 }
 
 // faultStep runs run's fault step and fills row; see the Fault* kinds.
-func (r *runner) faultStep(ctx context.Context, run plan.RunSpec, row *StageRun, tl *timelineBuilder) error {
-	st := &faultState{r: r, run: run, row: row, tl: tl, rep: &FaultReport{Kind: run.Fault.Kind}}
+func (r *runner) faultStep(ctx context.Context, run plan.RunSpec, row *report.StageRun, tl *timelineBuilder) error {
+	st := &faultState{r: r, run: run, row: row, tl: tl, rep: &report.FaultReport{Kind: run.Fault.Kind}}
 	row.Fault = st.rep
 	defer st.undo()
-	var err error
-	switch {
-	case run.Fault.Kind == plan.FaultCrash:
-		err = st.crash(ctx)
-	case run.Fault.Kind == plan.FaultPause:
-		err = st.pause(ctx)
-	case run.Fault.Kind == plan.FaultRedisRestart:
-		err = st.redisRestart(ctx)
-	case run.Fault.Kind == plan.FaultFailover && run.Fault.Target == plan.FailoverMaster:
-		err = st.failover(ctx)
-	case run.Fault.Kind == plan.FaultFailover && run.Fault.Target == plan.FailoverLeader:
-		err = st.leaderFailover(ctx)
-	case run.Fault.Kind == plan.FaultFailover:
-		err = st.redlockMasterLoss(ctx)
-	case run.Fault.Kind == plan.FaultPartition:
-		err = st.partition(ctx)
-	case run.Fault.Kind == plan.FaultReshard, run.Fault.Kind == plan.FaultReshardHalfWay:
-		err = st.reshard(ctx)
-	case run.Fault.Kind == plan.FaultOrdersDown:
-		err = st.ordersDown(ctx)
-	case run.Fault.Kind == plan.FaultWorkerKill:
-		err = st.workerCrash(ctx, asyncorders.AfterRead)
-	case run.Fault.Kind == plan.FaultDuplicateDelivery:
-		err = st.workerCrash(ctx, asyncorders.AfterInsert)
+	kind := faultKindOf(run.Fault)
+	if kind == nil {
+		return fmt.Errorf("fault kind %q: no step runs it", run.Fault.Kind)
 	}
+	err := kind.run(ctx, st)
 	st.fillRow()
-	row.judgeConsistency()
+	judgeConsistency(row)
 	return err
 }
 
@@ -200,7 +211,7 @@ func (st *faultState) saleOnceUp(ctx context.Context, name string) <-chan saleAn
 func (st *faultState) victimAnswered(a saleAnswer) {
 	st.rep.VictimAnswer, st.rep.VictimStatus = a.String(), a.status
 	if !st.faultAt.IsZero() {
-		after := ms(a.end.Sub(st.faultAt))
+		after := report.MS(a.end.Sub(st.faultAt))
 		st.rep.VictimAnswerMS = &after
 	}
 }
@@ -311,15 +322,15 @@ func (st *faultState) measure() {
 	if !lastSaleBefore.IsZero() {
 		stuckFrom = lastSaleBefore
 	}
-	rep.WindowMS = ms(last.Sub(st.faultAt))
+	rep.WindowMS = report.MS(last.Sub(st.faultAt))
 	rep.Stuck = firstAfterFault.IsZero()
-	rep.StuckMS = ms(last.Sub(stuckFrom))
+	rep.StuckMS = report.MS(last.Sub(stuckFrom))
 	if !rep.Stuck {
-		rep.StuckMS = ms(firstAfterFault.Sub(stuckFrom))
+		rep.StuckMS = report.MS(firstAfterFault.Sub(stuckFrom))
 		tl.mark(firstAfterFault, "first sale")
 	}
 	if !firstAfterHeal.IsZero() {
-		recovery := ms(firstAfterHeal.Sub(st.healAt))
+		recovery := report.MS(firstAfterHeal.Sub(st.healAt))
 		rep.RecoveryMS = &recovery
 	}
 }
@@ -337,7 +348,7 @@ func (st *faultState) fillRow() {
 		t.add(&results[i])
 	}
 	t.sort()
-	st.row.fillFromTally(t)
+	fillFromTally(st.row, t)
 	stuck := st.rep.Stuck
 	st.row.Stuck, st.row.RecoveryMS = &stuck, st.rep.RecoveryMS
 }
@@ -392,23 +403,3 @@ func (st *faultState) forgetHolder(ctx context.Context, replica string) error {
 	}
 	return nil
 }
-
-// faultSummary says in a few words what the fault did to the stage.
-func (rep *FaultReport) summary() string {
-	var parts []string
-	if rep.Stuck {
-		parts = append(parts, fmt.Sprintf("stuck %s", fmtMS(rep.StuckMS)+"+"))
-	} else {
-		parts = append(parts, "stuck "+fmtMS(rep.StuckMS))
-	}
-	if rep.RecoveryMS != nil {
-		parts = append(parts, "recovered "+fmtMS(*rep.RecoveryMS))
-	}
-	if w := rep.WorkerKill; w != nil {
-		parts = append(parts, fmt.Sprintf("%s died %s holding %d (%d written), down %.1fs: %d pending, %d undersold",
-			w.Worker, w.At, w.PendingAtKill, w.RowsAtKill, w.DownMS/1000, w.PendingWhileDown, w.UndersoldWhileDown))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func fmtMS(v float64) string { return fmt.Sprintf("%.0f ms", v) }

@@ -66,13 +66,29 @@ type Injector interface {
 	// and returns its name (its consumer name) once it died there, killed
 	// with SIGKILL; it stays down until StartOrderWorker starts it again
 	// under that name.
-	CrashOrderWorker(ctx context.Context, at asyncorders.FaultPoint) (string, error)
+	// at names the hook's point as cmd/orderworker does (after-read,
+	// after-insert).
+	CrashOrderWorker(ctx context.Context, at string) (string, error)
 	StartOrderWorker(ctx context.Context, name string) error
 	// PauseOrderWorker stops the named order worker with SIGSTOP (paused)
 	// or lets it go on with SIGCONT.
 	PauseOrderWorker(ctx context.Context, name string, paused bool) error
 	// OrderWorkers names the order workers (their consumer names).
 	OrderWorkers() []string
+	// OrderStream reads an async stage's order stream in the stock's Redis
+	// itself: the shop's audit also counts the orders, which waits on a
+	// stopped order database.
+	OrderStream(ctx context.Context, stage, sku string) (asyncorders.Stats, error)
+	// HeldEntries lists the entries of an async stage's stream that the
+	// named order worker read and did not acknowledge, in stream order.
+	HeldEntries(ctx context.Context, stage, sku, worker string) ([]HeldEntry, error)
+}
+
+// HeldEntry is a stream entry an order worker holds: its order id ("" for
+// none) and how often it was delivered.
+type HeldEntry struct {
+	Entry, OrderID string
+	Deliveries     int64
 }
 
 // SlotMove is how MigrateSlot moves a slot's keys.
@@ -86,86 +102,6 @@ type SlotMove struct {
 	// handed over.
 	First string
 	Stop  time.Duration
-}
-
-// FaultReport is what a fault step saw. Times are milliseconds from the
-// start of the stage run (like the timeline's) or durations.
-type FaultReport struct {
-	Kind string `json:"kind"`
-	// Victim is what the fault hit: a replica, or a Redis address.
-	Victim string `json:"victim,omitempty"`
-	// VictimAnswer is what the sale that held the lock when the fault
-	// struck answered (or why it did not), and VictimAnswerMS when, from the
-	// fault.
-	VictimAnswer   string   `json:"victim_answer,omitempty"`
-	VictimStatus   int      `json:"victim_status,omitempty"`
-	VictimAnswerMS *float64 `json:"victim_answer_ms,omitempty"`
-	// VictimLeftMS is when, from the fault, that sale left its critical
-	// section (track_holders): when it gave its work up, which its answer
-	// may follow much later, after an unlock that had to time out.
-	VictimLeftMS *float64 `json:"victim_left_ms,omitempty"`
-	AtMS         float64  `json:"at_ms"`
-	// HealedAtMS is when the fault ended: SIGCONT, Redis answering again,
-	// the partition healed, the failover done; a crash ends at once.
-	HealedAtMS float64 `json:"healed_at_ms"`
-	// LongestGapMS, when measured (reshard-halfway), is the longest time
-	// between two sales from the fault to the end of the window.
-	LongestGapMS *float64 `json:"longest_gap_ms,omitempty"`
-	// StuckMS is how long no sale went through from the fault on: until
-	// the first sale of a request sent after it, or the whole window.
-	StuckMS float64 `json:"stuck_ms"`
-	// Stuck: no such sale within the window at all.
-	Stuck bool `json:"stuck"`
-	// RecoveryMS is from the fault's end to the first sale of a request
-	// sent after it.
-	RecoveryMS *float64 `json:"recovery_ms,omitempty"`
-	WindowMS   float64  `json:"window_ms"`
-	// Answers to the sales offered around the fault.
-	Requests int `json:"requests"`
-	Sales    int `json:"sales"`
-	Busy     int `json:"busy"`
-	Errors   int `json:"errors"`
-	// LockKeys and SaleAfterReset: after a crash that left the stage stuck.
-	LockKeys       []LockKey     `json:"lock_keys,omitempty"`
-	SaleAfterReset *bool         `json:"sale_after_reset,omitempty"`
-	Outage         *OutageReport `json:"outage,omitempty"`
-	// OrderOutage: what an orders-down step's sales answered.
-	OrderOutage *OrderOutageReport `json:"order_outage,omitempty"`
-	// WorkerKill: what a worker-kill or duplicate-delivery step saw while
-	// the worker was down.
-	WorkerKill *WorkerKillReport `json:"worker_kill,omitempty"`
-	// AsyncOrders: what an async stage's orders did through an
-	// orders-down or redis-restart step (fault_async.go).
-	AsyncOrders *AsyncOutageReport `json:"async_orders,omitempty"`
-	// Notes say in words what happened, step by step.
-	Notes []string `json:"notes,omitempty"`
-}
-
-// OutageReport is what a redis-restart step measured: how the shops
-// answered while Redis was down, and what the restart lost.
-type OutageReport struct {
-	Persistence string  `json:"persistence"`
-	DownMS      float64 `json:"down_ms"`
-	// Answers sent while Redis was down, how many failed, the slowest.
-	Answers    int     `json:"answers"`
-	Failures   int     `json:"failures"`
-	MaxFailMS  float64 `json:"max_fail_ms"`
-	SalesAcked int     `json:"sales_acked"` // 200 answers over the whole run
-	// SalesBefore answered before the kill; their rate before it.
-	SalesBefore       int     `json:"sales_before"`
-	SalesPerSecBefore float64 `json:"sales_per_sec_before"`
-	// AuditSold and AuditInitial after the restart; InitialKept says the
-	// data survived: a probe key written before the kill was still there
-	// (not the audit's initial stock, which a wiped SKU's default may
-	// equal).
-	AuditSold    int  `json:"audit_sold"`
-	AuditInitial int  `json:"audit_initial"`
-	InitialKept  bool `json:"initial_kept"`
-	// LostSales are acknowledged sales the audit no longer counts; LostMS
-	// the same at the rate before the kill.
-	LostSales int     `json:"lost_sales"`
-	LostMS    float64 `json:"lost_ms"`
-	Why       string  `json:"why"`
 }
 
 // namesBut returns the replicas' names but one, in order.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redistest"
 )
 
@@ -27,12 +28,12 @@ func TestLockKeysFindsTheStagesLocksWithTheirTTL(t *testing.T) {
 	r := &runner{rdb: rdb}
 	for _, tc := range []struct {
 		stage string
-		want  []LockKey
+		want  []report.LockKey
 	}{
-		{"setnx", []LockKey{{Key: "lockstep:setnx:{sku-1}:lock", TTLMS: -1}}},
-		{"setnx-expire", []LockKey{{Key: "lockstep:setnx-expire:{sku-1}:lock", TTLMS: 60000}}},
-		{"segmented", []LockKey{{Key: "lockstep:segmented:{sku-1:12}:lock", TTLMS: -1}, {Key: "lockstep:segmented:{sku-1:3}:lock", TTLMS: 60000}}},
-		{"naive", []LockKey{}},
+		{"setnx", []report.LockKey{{Key: "lockstep:setnx:{sku-1}:lock", TTLMS: -1}}},
+		{"setnx-expire", []report.LockKey{{Key: "lockstep:setnx-expire:{sku-1}:lock", TTLMS: 60000}}},
+		{"segmented", []report.LockKey{{Key: "lockstep:segmented:{sku-1:12}:lock", TTLMS: -1}, {Key: "lockstep:segmented:{sku-1:3}:lock", TTLMS: 60000}}},
+		{"naive", []report.LockKey{}},
 	} {
 		got, err := r.lockKeys(ctx, tc.stage)
 		if err != nil {

@@ -10,26 +10,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/proc"
 )
 
-// Machine describes where the figures were measured.
-type Machine struct {
-	Hostname  string `json:"hostname"`
-	OS        string `json:"os"`
-	Arch      string `json:"arch"`
-	Kernel    string `json:"kernel,omitempty"`
-	CPUs      int    `json:"cpus"`
-	CPUModel  string `json:"cpu_model,omitempty"`
-	MemoryMiB int    `json:"memory_mib,omitempty"`
-	GoVersion string `json:"go_version"`
-}
-
 // DescribeMachine reads what the OS tells about this machine; fields it
 // cannot learn stay empty.
-func DescribeMachine() Machine {
+func DescribeMachine() report.Machine {
 	host, _ := os.Hostname()
-	m := Machine{
+	m := report.Machine{
 		Hostname:  host,
 		OS:        runtime.GOOS,
 		Arch:      runtime.GOARCH,

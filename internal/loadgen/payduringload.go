@@ -1,8 +1,6 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +11,8 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
@@ -38,14 +38,14 @@ type loadPayers struct {
 	step      plan.PaymentStep
 	wg        sync.WaitGroup
 	mu        sync.Mutex
-	rep       PaymentReport
+	rep       report.PaymentReport
 	loadEnded time.Time // zero while the load runs
 	// giveUpAfter bounds the retries of a 404 (notWrittenBound).
 	giveUpAfter time.Duration
 }
 
 func newLoadPayers(ctx context.Context, shop *shopClient, base string, step plan.PaymentStep) *loadPayers {
-	return &loadPayers{ctx: ctx, shop: shop, base: base, step: step, rep: PaymentReport{DuringLoad: true}, giveUpAfter: notWrittenBound}
+	return &loadPayers{ctx: ctx, shop: shop, base: base, step: step, rep: report.PaymentReport{DuringLoad: true}, giveUpAfter: notWrittenBound}
 }
 
 // onSale starts a payer for a Share of the sales whose answer names an
@@ -104,7 +104,7 @@ func (lp *loadPayers) pay(at time.Time, order, user string) {
 			}
 		}
 		lp.mu.Lock()
-		lp.rep.count(err)
+		countPayment(&lp.rep, err)
 		lp.mu.Unlock()
 		return
 	}
@@ -119,7 +119,7 @@ func (lp *loadPayers) loadDone() {
 }
 
 // wait waits for every payer and returns what they saw.
-func (lp *loadPayers) wait() *PaymentReport {
+func (lp *loadPayers) wait() *report.PaymentReport {
 	lp.wg.Wait()
 	lp.mu.Lock()
 	defer lp.mu.Unlock()

@@ -1,8 +1,6 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 

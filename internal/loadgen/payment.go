@@ -1,8 +1,6 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"errors"
 	"fmt"
@@ -13,61 +11,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/orders"
 )
 
-// PaymentReport is what the payment step saw.
-type PaymentReport struct {
-	// Stock is the run's; Orders are those listed after the drain, or,
-	// during the load, the sales whose answer named an order.
-	Stock  int `json:"stock"`
-	Orders int `json:"orders"`
-	Payers int `json:"payers"`
-	// Paid are payments answered 200, Refused 409 order_cancelled, Failed
-	// anything else (a 404 still there after the retries too).
-	Paid    int `json:"paid"`
-	Refused int `json:"refused"`
-	Failed  int `json:"failed"`
-	// FirstFailure is the first failed payment's error.
-	FirstFailure string `json:"first_failure,omitempty"`
-	// DuringLoad: the payers paid while the load ran. Then SentDuringLoad are the payers whose first
-	// request went before the load's last answer, Late those whose delay
-	// was past pay_within, Retried404 the 404s retried (order not written
-	// yet).
-	DuringLoad     bool `json:"during_load,omitempty"`
-	SentDuringLoad int  `json:"sent_during_load,omitempty"`
-	Late           int  `json:"late,omitempty"`
-	Retried404     int  `json:"retried_404,omitempty"`
-	// LiveUnits and Remaining are the audit's after the sweep.
-	LiveUnits int64 `json:"live_units"`
-	Remaining int   `json:"remaining"`
-	// Resold are the given-back units sold again after the sweep.
-	Resold int `json:"resold"`
-}
-
-// count records one payer's answer.
-func (rep *PaymentReport) count(err error) {
-	var api *apiError
-	switch {
-	case err == nil:
-		rep.Paid++
-	case errors.As(err, &api) && api.Status == http.StatusConflict:
-		rep.Refused++
-	default:
-		if rep.Failed++; rep.FirstFailure == "" {
-			rep.FirstFailure = err.Error()
-		}
-	}
-}
-
 // payAfterLoad lists the drained orders and has a Share of their buyers
 // pay, each at a random moment within PayWithin.
-func (r *runner) payAfterLoad(ctx context.Context, p *plan.PaymentStep, base, stage, sku string) (*PaymentReport, error) {
+func (r *runner) payAfterLoad(ctx context.Context, p *plan.PaymentStep, base, stage, sku string) (*report.PaymentReport, error) {
 	list, err := r.shop.orders(ctx, base, stage, sku)
 	if err != nil {
 		return nil, err
 	}
-	rep := &PaymentReport{Orders: len(list)}
+	rep := &report.PaymentReport{Orders: len(list)}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, o := range list {
@@ -85,7 +41,7 @@ func (r *runner) payAfterLoad(ctx context.Context, p *plan.PaymentStep, base, st
 			err := r.shop.pay(ctx, base, o.ID, o.User)
 			mu.Lock()
 			defer mu.Unlock()
-			rep.count(err)
+			countPayment(rep, err)
 		})
 	}
 	wg.Wait()
@@ -98,9 +54,9 @@ const settleBound = 10 * time.Second
 // maxPaymentOrders bounds the orders one step pays (a page each).
 const maxPaymentOrders = 5000
 
-func (r *runner) paymentStep(ctx context.Context, run plan.RunSpec, base, sku string, during *loadPayers) (*PaymentReport, error) {
+func (r *runner) paymentStep(ctx context.Context, run plan.RunSpec, base, sku string, during *loadPayers) (*report.PaymentReport, error) {
 	p := run.Payment
-	var rep *PaymentReport
+	var rep *report.PaymentReport
 	if during != nil {
 		rep = during.wait()
 	} else {
@@ -118,7 +74,7 @@ func (r *runner) paymentStep(ctx context.Context, run plan.RunSpec, base, sku st
 	}
 	// The sweeper cancels in the database first and gives the units back
 	// after: wait until nothing expired is left unpaid or unreturned.
-	var a Audit
+	var a report.Audit
 	for deadline := time.Now().Add(settleBound); ; {
 		var err error
 		if a, err = r.shop.audit(ctx, base, run.Stage, sku); err != nil {
@@ -186,26 +142,17 @@ func (c *shopClient) buy(ctx context.Context, base, stage, sku, user string) (in
 	return resp.StatusCode, nil
 }
 
-// paymentChecks judge the payment step: every payer answered paid or
-// cancelled; the live units are exactly the paid orders' (no order both
-// paid and cancelled, no unpaid one left past its deadline), so the stock
-// left is the run's less the paid units (every cancelled unit back once);
-// every unit given back sold again. A step during the load must have sent
-// payments while it ran.
-var paymentChecks = map[string]checkFunc{
-	"payments-settle": func(r *StageRun, _ []StageRun) (bool, string) {
-		p := r.Payment
-		if p == nil {
-			return false, "no payment step ran"
+// countPayment records one payer's answer in rep.
+func countPayment(rep *report.PaymentReport, err error) {
+	var api *apiError
+	switch {
+	case err == nil:
+		rep.Paid++
+	case errors.As(err, &api) && api.Status == http.StatusConflict:
+		rep.Refused++
+	default:
+		if rep.Failed++; rep.FirstFailure == "" {
+			rep.FirstFailure = err.Error()
 		}
-		detail := fmt.Sprintf("%d orders, %d payers: %d paid, %d refused (cancelled), %d failed; %d units live, %d back on sale, %d resold",
-			p.Orders, p.Payers, p.Paid, p.Refused, p.Failed, p.LiveUnits, p.Remaining, p.Resold)
-		ok := p.Failed == 0 && p.Paid+p.Refused == p.Payers && p.LiveUnits == int64(p.Paid) &&
-			p.Remaining == p.Stock-p.Paid && p.Resold == p.Remaining && p.Remaining > 0 && p.Paid > 0
-		if p.DuringLoad {
-			detail += fmt.Sprintf("; during the load: %d payers sent before its end, %d late past pay_within, %d 404s retried", p.SentDuringLoad, p.Late, p.Retried404)
-			ok = ok && p.SentDuringLoad > 0 && p.Late > 0
-		}
-		return ok, detail
-	},
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // These goldens pin report.json's schema, which readers outside this module
@@ -28,7 +30,7 @@ var updateGolden = flag.Bool("update", false, "rewrite the report.json goldens")
 // does a reordered one. Reading the golden back and writing it again must
 // give the same bytes, so the decoding side is pinned too.
 func TestReportJSONSchemaGolden(t *testing.T) {
-	var rep Report
+	var rep report.Report
 	fillEveryField(reflect.ValueOf(&rep).Elem(), "report")
 	got, err := json.MarshalIndent(&rep, "", "  ")
 	if err != nil {
@@ -37,7 +39,7 @@ func TestReportJSONSchemaGolden(t *testing.T) {
 	got = append(got, '\n')
 	compareGolden(t, filepath.Join("testdata", "report_schema.golden.json"), got)
 
-	back, err := ReadReport(filepath.Join("testdata", "report_schema.golden.json"))
+	back, err := report.ReadReport(filepath.Join("testdata", "report_schema.golden.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,10 +181,14 @@ func fillEveryField(v reflect.Value, path string) {
 			if name == "-" {
 				continue
 			}
-			if name == "" {
-				name = f.Name
+			switch {
+			case name == "" && f.Anonymous: // its fields are promoted: same JSON paths
+				fillEveryField(v.Field(i), path)
+			case name == "":
+				fillEveryField(v.Field(i), path+"."+f.Name)
+			default:
+				fillEveryField(v.Field(i), path+"."+name)
 			}
-			fillEveryField(v.Field(i), path+"."+name)
 		}
 	case reflect.Pointer:
 		v.Set(reflect.New(v.Type().Elem()))

@@ -1,15 +1,31 @@
 // Package loadgen drives the shop's stages with vegeta and reports, for
 // each, how many units were oversold and how many sales per second it held.
 //
-// The pieces stay apart like vegeta's own lib: scenario.go says what to run,
-// attack.go runs one vegeta attack and tallies the answers, run.go walks the
-// scenario (reset → faults → attack → audit → crash step), expect.go judges
-// the outcome against the articles, and report.go / html.go write it out.
+// It is split by responsibility, like vegeta's lib and k6's packages:
+//   - plan (internal/loadgen/plan) is the scenario model and its own
+//     validation, no I/O; ParseScenario here adds the checks plan cannot
+//     know (the expectations' grammar, which stages are async);
+//   - expect (internal/loadgen/expect) judges the rows: each expectation a
+//     check over a stage's record, one file per family;
+//   - report (internal/loadgen/report) holds the records a run fills
+//     (Report, its StageRun rows and what each part of a run saw) and the
+//     writers: report.json, report.html with its SVG, the terminal tables;
+//   - this package walks the scenario (run.go: reset → faults → attack →
+//     audit → drain → payment or crash step), runs the attacks
+//     (attack.go), follows them (timeline, progress, trace, shards, stream
+//     figures, the live page), carries out the fault steps (fault*.go)
+//     through the Injector the workshop provides.
+//
+// loadgen speaks HTTP to the shops. It must not import the stores'
+// packages (inventory, orders, asyncorders, segments) for anything but the
+// result types the shop's HTTP API returns; what a fault step reads in a
+// store's server it asks the Injector for. Left over for now: which stages
+// are async (asyncorders.ModeOf), the stages' key names the crash, fault
+// and shard readers look at in Redis (segments.Tag), and those readers'
+// own Redis client.
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +37,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/expect"
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -43,7 +62,7 @@ type Config struct {
 	RedisPassword string
 	// Redis and Proxy describe the set-up for the report; when empty they
 	// are asked from Redis (INFO) and from the target's Server header.
-	Redis, Proxy Component
+	Redis, Proxy report.Component
 	// Orders, optional, says where the order stages keep their orders
 	// (MariaDB, or the embedded SQLite fallback), for the report.
 	Orders       string
@@ -103,7 +122,7 @@ type runner struct {
 // Run walks the scenario and returns the report. When ctx ends it stops
 // between (or inside) attacks and returns what was measured so far together
 // with ctx's error.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	if cfg.Target == "" || cfg.Scenario == nil {
 		return nil, errors.New("loadgen: target and scenario are required")
 	}
@@ -157,11 +176,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 
-	rep := &Report{
+	rep := &report.Report{
 		Scenario:     cfg.Scenario.Name,
 		ScenarioFile: cfg.ScenarioFile,
 		StartedAt:    time.Now(),
-		Params: Params{
+		Params: report.Params{
 			Target:      cfg.Target,
 			ReplicaURLs: cfg.ReplicaURLs,
 			Replicas:    len(cfg.ReplicaURLs),
@@ -187,7 +206,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 		rep.Stages = append(rep.Stages, row)
-		r.progress.note("%s", row.summaryLine())
+		r.progress.note("%s", row.SummaryLine())
 		if cfg.Watch != nil {
 			cfg.Watch.StageDone(row)
 		}
@@ -197,8 +216,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.FinishedAt = time.Now()
 	rep.WallSeconds = rep.FinishedAt.Sub(rep.StartedAt).Seconds()
-	evaluateChecks(rep.Stages, cfg.Scenario)
-	rep.ExpectationsMet = runErr == nil && (rep.judged() || !cfg.Scenario.Expects())
+	expect.Evaluate(rep.Stages, cfg.Scenario)
+	rep.ExpectationsMet = runErr == nil && (rep.Judged() || !cfg.Scenario.Expects())
 	for i := range rep.Stages {
 		if rep.Stages[i].Error != "" || !rep.Stages[i].Passed() {
 			rep.ExpectationsMet = false
@@ -224,16 +243,11 @@ func CheckStages(sc *plan.Scenario, ids []string) error {
 }
 
 // runStage runs one stage run; setup failures end up in the row's Error.
-func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row StageRun) {
+func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row report.StageRun) {
 	sku := r.cfg.Scenario.SKU
-	row = StageRun{
-		Index:   index,
-		Label:   run.Label,
-		Stage:   run.Stage,
-		Via:     run.Via,
-		Rate:    run.AttackRate().String(),
-		Workers: run.Workers,
-		Faults:  run.Faults,
+	row = report.StageRun{
+		StageID: report.StageID{Index: index, Label: run.Label, Stage: run.Stage, Via: run.Via},
+		Load:    report.Load{Rate: run.AttackRate().String(), Workers: run.Workers, Faults: run.Faults},
 	}
 	info := r.info[run.Stage]
 	row.Title, row.Article, row.Mechanism, row.Defect = info.Title, info.Article, info.Mechanism, info.Defect
@@ -257,7 +271,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		row.Skipped = "an orders-down step needs the orders in MariaDB (the embedded SQLite file is the shops' own, nothing to stop)"
 		return row
 	}
-	fail := func(err error) StageRun {
+	fail := func(err error) report.StageRun {
 		row.Error = err.Error()
 		r.log.Error("stage run failed", "stage", run.Stage, "err", err)
 		return row
@@ -279,7 +293,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		tl := newTimeline(start)
 		r.live.follow(tl)
 		r.live.setPhase(run.Fault.Kind + " step")
-		r.progress.phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.label(), run.Fault.Kind), run.Fault.Window())
+		r.progress.phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.Name(), run.Fault.Kind), run.Fault.Window())
 		peak := streamPeak(run.Stage)
 		stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, nil, peak)
 		err := r.faultStep(ctx, run, &row, tl)
@@ -350,7 +364,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	row.Shards = shards.stop(after)
 	stopPolling()
 	row.StreamWhileRunning = peak
-	row.fillFromTally(t)
+	fillFromTally(&row, t)
 
 	audit, err := r.shop.audit(after, base, run.Stage, sku)
 	if err != nil {
@@ -374,7 +388,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	}
 	row.Audit, row.Oversold, row.Consistent, row.ForeignUnlocks = audit, audit.Oversold, audit.Consistent, audit.ForeignUnlocks
 	row.MaxHolders = audit.MaxHolders
-	row.judgeConsistency()
+	judgeConsistency(&row)
 	if run.Payment != nil && ctx.Err() == nil {
 		if row.Payment, err = r.paymentStep(ctx, run, base, sku, payers); err != nil {
 			row.Timeline = tl.build()
@@ -391,30 +405,15 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	return row
 }
 
-func (row *StageRun) fillFromTally(t *tally) {
-	row.Requests, row.Sales, row.SoldOut, row.Busy, row.AlreadyBought, row.Errors = t.requests, t.sales, t.soldOut, t.busy, t.alreadyBought, t.errors
+// fillFromTally fills the row from the records the attack's tally owns.
+func fillFromTally(row *report.StageRun, t *tally) {
 	row.Replicas = len(t.replicas)
-	for msg, n := range t.errorSamples {
-		row.ErrorSamples = append(row.ErrorSamples, fmt.Sprintf("%d× %s", n, msg))
-	}
-	slices.Sort(row.ErrorSamples)
-	elapsed := t.elapsed()
-	row.ElapsedMS = ms(elapsed)
-	if elapsed > 0 {
-		row.SalesPerSec = float64(t.sales) / elapsed.Seconds()
-		row.RequestsPerSec = float64(t.requests) / elapsed.Seconds()
-	}
-	row.P50MS, row.P90MS, row.P99MS, row.MaxMS = ms(t.percentile(0.50)), ms(t.percentile(0.90)), ms(t.percentile(0.99)), ms(t.percentile(1))
-	row.SaleP50MS, row.SaleP99MS = ms(quantile(t.saleLatencies, 0.50)), ms(quantile(t.saleLatencies, 0.99))
-	if len(t.service) > 0 {
-		p50, p99 := ms(quantile(t.service, 0.50)), ms(quantile(t.service, 0.99))
-		row.ServiceP50MS, row.ServiceP99MS = &p50, &p99
-	}
+	row.Answers, row.Latency = t.answers(), t.latency()
 }
 
 // crashStep makes a replica exit while holding the stage's lock and watches
 // whether, and when, sales resume. See CrashStep.
-func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, row *StageRun, tl *timelineBuilder) error {
+func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, row *report.StageRun, tl *timelineBuilder) error {
 	sku := r.cfg.Scenario.SKU
 	r.live.setPhase("crash step")
 	if err := r.waitAllReady(ctx); err != nil {
@@ -429,7 +428,7 @@ func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, r
 	if err := r.applyFaults(ctx, base, run.Stage, faults); err != nil {
 		return fmt.Errorf("arm crash: %w", err)
 	}
-	crash := &CrashReport{}
+	crash := &report.CrashReport{}
 	row.Crash = crash
 	status, err := r.triggerCrash(ctx, base, run, sku)
 	crashAt := time.Now()
@@ -468,11 +467,11 @@ func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, r
 		buyers:   run.Buyers,
 	}, tl, r.progress.answer)
 	crash.Requests, crash.Sales, crash.Busy, crash.AlreadyBought, crash.Errors = t.requests, t.sales, t.busy, t.alreadyBought, t.errors
-	crash.ObserveMS = ms(t.elapsed())
+	crash.ObserveMS = report.MS(t.elapsed())
 	stuck := t.requests > 0 && t.sales == 0
 	row.Stuck = &stuck
 	if t.sales > 0 {
-		recovery := ms(t.firstSale.Sub(crashAt))
+		recovery := report.MS(t.firstSale.Sub(crashAt))
 		row.RecoveryMS = &recovery
 		tl.mark(t.firstSale, "first sale")
 	}
@@ -509,7 +508,7 @@ const triggerCrashAttempts = 10
 // undersoldAfterCrash records, for an order stage, the units the crash
 // step's sales took that no order holds: the crash between the deduction
 // and the order insert loses them.
-func (r *runner) undersoldAfterCrash(ctx context.Context, base, stage string, crash *CrashReport) error {
+func (r *runner) undersoldAfterCrash(ctx context.Context, base, stage string, crash *report.CrashReport) error {
 	audit, err := r.shop.audit(ctx, base, stage, r.cfg.Scenario.SKU)
 	if err != nil {
 		return fmt.Errorf("audit after the crash: %w", err)
@@ -577,7 +576,7 @@ func (r *runner) awaitFaults(ctx context.Context, replicas []string, stage strin
 }
 
 // lockKeys lists the stage's keys that hold a lock, with their TTLs.
-func (r *runner) lockKeys(ctx context.Context, stage string) ([]LockKey, error) {
+func (r *runner) lockKeys(ctx context.Context, stage string) ([]report.LockKey, error) {
 	var (
 		mu   sync.Mutex
 		keys []string
@@ -600,7 +599,7 @@ func (r *runner) lockKeys(ctx context.Context, stage string) ([]LockKey, error) 
 		return nil, fmt.Errorf("scan: %w", err)
 	}
 	slices.Sort(keys)
-	out := make([]LockKey, 0, len(keys))
+	out := make([]report.LockKey, 0, len(keys))
 	for _, k := range keys {
 		ttl, err := r.rdb.PTTL(ctx, k).Result()
 		if err != nil {
@@ -612,7 +611,7 @@ func (r *runner) lockKeys(ctx context.Context, stage string) ([]LockKey, error) 
 		if ttl > 0 {
 			ttl /= time.Millisecond
 		}
-		out = append(out, LockKey{Key: k, TTLMS: int64(ttl)})
+		out = append(out, report.LockKey{Key: k, TTLMS: int64(ttl)})
 	}
 	return out, nil
 }
@@ -622,7 +621,7 @@ func (r *runner) lockKeys(ctx context.Context, stage string) ([]LockKey, error) 
 // live page each master's load every second (on a cluster), keeps in peak
 // (an async stage's, else nil) the most its stream reached, until the
 // returned stop function is called.
-func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *timelineBuilder, shards *shardSampler, peak *StreamView) (stop func()) {
+func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *timelineBuilder, shards *shardSampler, peak *report.StreamView) (stop func()) {
 	if r.cfg.Progress == nil && r.cfg.Watch == nil && peak == nil {
 		return func() {}
 	}
@@ -640,7 +639,7 @@ func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *time
 				if a, err := r.shop.audit(ctx, base, stage, sku); err == nil {
 					r.progress.oversold.Store(int64(a.Oversold))
 					live.audited(a)
-					peak.most(a.Stream)
+					peak.Most(a.Stream)
 					tl.sampleOversold(time.Now(), a.Oversold)
 				}
 				if live != nil && n%4 == 1 { // once a second
@@ -712,18 +711,18 @@ func forEachMaster(ctx context.Context, rdb redis.UniversalClient, f func(contex
 	return f(ctx, rdb)
 }
 
-func (r *runner) describeRedis(ctx context.Context) Component {
+func (r *runner) describeRedis(ctx context.Context) report.Component {
 	if r.cfg.Redis.Kind != "" {
 		return r.cfg.Redis
 	}
 	if r.rdb == nil {
-		return Component{Kind: "unknown", Note: "no Redis address given"}
+		return report.Component{Kind: "unknown", Note: "no Redis address given"}
 	}
 	info, err := r.rdb.Info(ctx, "server").Result()
 	if err != nil {
-		return Component{Kind: "unknown", Addr: r.cfg.RedisAddr, Note: err.Error()}
+		return report.Component{Kind: "unknown", Addr: r.cfg.RedisAddr, Note: err.Error()}
 	}
-	c := Component{Kind: "redis-server", Addr: r.cfg.RedisAddr}
+	c := report.Component{Kind: "redis-server", Addr: r.cfg.RedisAddr}
 	for _, line := range strings.Split(info, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
 			c.Version = v
@@ -732,27 +731,14 @@ func (r *runner) describeRedis(ctx context.Context) Component {
 	return c
 }
 
-func (r *runner) describeProxy(ctx context.Context) Component {
+func (r *runner) describeProxy(ctx context.Context) report.Component {
 	if r.cfg.Proxy.Kind != "" {
 		return r.cfg.Proxy
 	}
 	server := r.shop.serverHeader(ctx, r.cfg.Target)
 	if server == "" {
-		return Component{Kind: "unknown", Addr: r.cfg.Target}
+		return report.Component{Kind: "unknown", Addr: r.cfg.Target}
 	}
 	kind, version, _ := strings.Cut(server, "/")
-	return Component{Kind: kind, Version: version, Addr: r.cfg.Target}
-}
-
-// summaryLine is the one line printed when a stage run ends.
-func (row *StageRun) summaryLine() string {
-	if note := row.notRun(); note != "" {
-		return fmt.Sprintf("  %-28s %s", row.label(), note)
-	}
-	after := "after crash: " + row.CrashSummary()
-	if row.Fault != nil {
-		after = row.CrashSummary() // names the fault: "pause: stuck 198 ms, ..."
-	}
-	return fmt.Sprintf("  %-28s %d replicas  %d sales in %.1fs (%.0f/s)  oversold %d  consistent %s  %s",
-		row.Heading(), row.Replicas, row.Sales, row.ElapsedMS/1000, row.SalesPerSec, row.Oversold, yesNo(row.Consistent), after)
+	return report.Component{Kind: kind, Version: version, Addr: r.cfg.Target}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 const fakeScenario = `
@@ -163,7 +165,7 @@ func TestRunAgainstFakeShop(t *testing.T) {
 	}
 }
 
-func hasEvent(tl Timeline, label string) bool {
+func hasEvent(tl report.Timeline, label string) bool {
 	for _, e := range tl.Events {
 		if e.Label == label {
 			return true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/lockstep/lockstep/internal/loadgen/expect"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
 
@@ -34,7 +35,7 @@ func checkRun(run plan.RunSpec) []error {
 		errs = append(errs, errors.New("hold_workers holds the order workers of an async stage"))
 	}
 	for _, e := range run.Expect {
-		if _, err := parseCheck(e); err != nil {
+		if err := expect.Parse(e); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -1,13 +1,14 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/lockstep/lockstep/internal/loadgen/expect"
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
 
 // FuzzParseScenario: any bytes as a scenario file. ParseScenario never
@@ -105,7 +106,7 @@ func checkScenarioRules(t *testing.T, sc *plan.Scenario) {
 
 func expectationsParse(texts []string) bool {
 	for _, e := range texts {
-		if _, err := parseCheck(e); err != nil {
+		if err := expect.Parse(e); err != nil {
 			return false
 		}
 	}

@@ -1,11 +1,11 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
 
 func TestParseScenarioFillsDefaults(t *testing.T) {

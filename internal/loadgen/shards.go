@@ -3,43 +3,14 @@ package loadgen
 import (
 	"context"
 	"fmt"
-	"html/template"
-	"io"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/redis/go-redis/v9"
 )
-
-// ShardLoad is what one master of a Redis Cluster did during a stage run's
-// load phase: the commands it processed (INFO's total_commands_processed,
-// which counts the commands scripts run too) and the cores it used (its
-// own used_cpu_sys + used_cpu_user per wall second).
-type ShardLoad struct {
-	Addr     string  `json:"addr"`
-	Commands int64   `json:"commands"`
-	Cores    float64 `json:"cores"`
-	// Segments are the SKU's segments whose keys this master holds (the
-	// stages that split the stock).
-	Segments []int `json:"segments,omitempty"`
-}
-
-// BusiestShare is the busiest master's part of the commands a stage run's
-// load phase sent to the masters, and how many masters there were: near 1
-// when the stage's keys share one slot, near 1/masters when they spread.
-func (r *StageRun) BusiestShare() (share float64, masters int) {
-	var total int64
-	for _, s := range r.Shards {
-		total += s.Commands
-	}
-	if total == 0 {
-		return 0, len(r.Shards)
-	}
-	return float64(r.Shards[0].Commands) / float64(total), len(r.Shards)
-}
 
 // shardSampler reads every master's counters at the start of a load phase
 // and again at its end; nil when the shops do not run on a cluster.
@@ -74,11 +45,11 @@ func startShardSampler(ctx context.Context, rdb redis.UniversalClient, stage, sk
 }
 
 // stop returns each master's load since start, busiest first.
-func (s *shardSampler) stop(ctx context.Context) []ShardLoad { return s.soFar(ctx) }
+func (s *shardSampler) stop(ctx context.Context) []report.ShardLoad { return s.soFar(ctx) }
 
 // soFar returns each master's load since start, busiest first; nil when
 // the masters cannot be read.
-func (s *shardSampler) soFar(ctx context.Context) []ShardLoad {
+func (s *shardSampler) soFar(ctx context.Context) []report.ShardLoad {
 	if s == nil || s.before == nil {
 		return nil
 	}
@@ -87,15 +58,15 @@ func (s *shardSampler) soFar(ctx context.Context) []ShardLoad {
 	if err != nil || wall <= 0 {
 		return nil
 	}
-	var out []ShardLoad
+	var out []report.ShardLoad
 	for addr, a := range after {
 		b, ok := s.before[addr]
 		if !ok {
 			continue // a master promoted during the run
 		}
-		out = append(out, ShardLoad{Addr: addr, Commands: a.commands - b.commands, Cores: (a.cpu - b.cpu) / wall, Segments: s.segments[addr]})
+		out = append(out, report.ShardLoad{Addr: addr, Commands: a.commands - b.commands, Cores: (a.cpu - b.cpu) / wall, Segments: s.segments[addr]})
 	}
-	slices.SortFunc(out, func(x, y ShardLoad) int { return int(y.Commands - x.Commands) })
+	slices.SortFunc(out, func(x, y report.ShardLoad) int { return int(y.Commands - x.Commands) })
 	return out
 }
 
@@ -122,78 +93,4 @@ func (s *shardSampler) read(ctx context.Context) (map[string]shardCounters, erro
 		return nil
 	})
 	return out, err
-}
-
-// writeShardTable prints, when the stages ran on a cluster, how each
-// stage's load phase spread over the masters.
-func (rep *Report) writeShardTable(w io.Writer) error {
-	var rows []*StageRun
-	for i := range rep.Stages {
-		if len(rep.Stages[i].Shards) > 0 {
-			rows = append(rows, &rep.Stages[i])
-		}
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w, "\nper shard (the cluster's masters in the load phase, busiest first):")
-	table := textTable{cols: []column{{"stage", name}, {"master", name}, {"commands", figure}, {"cores", figure},
-		{"segments", figure}, {"cmds/sale", figure}, {"busiest", figure}}}
-	for _, r := range rows {
-		var total int64
-		for _, s := range r.Shards {
-			total += s.Commands
-		}
-		perSale := "-"
-		if r.Sales > 0 {
-			perSale = fmt.Sprintf("%.1f", float64(total)/float64(r.Sales))
-		}
-		share, _ := r.BusiestShare()
-		for i, s := range r.Shards {
-			row := []string{"", s.Addr, fmt.Sprint(s.Commands), fmt.Sprintf("%.2f", s.Cores), fmt.Sprint(len(s.Segments)), "", ""}
-			if i == 0 { // the stage's own figures, once
-				row[0], row[5], row[6] = r.label(), perSale, fmt.Sprintf("%.0f%%", 100*share)
-			}
-			table.rows = append(table.rows, row)
-		}
-	}
-	var notes tableNotes // every cell is a figure or a name: nothing is cut
-	if err := table.write(w, &notes); err != nil {
-		return fmt.Errorf("write shard table: %w", err)
-	}
-	return nil
-}
-
-// shardsTemplate draws each master's part of a stage's commands as a bar.
-var shardsTemplate = template.Must(template.New("shards").Parse(`<table class="shards" data-shards>
-<thead><tr><th>master</th><th>commands</th><th class="left">share</th><th>cores</th><th>segments</th></tr></thead>
-<tbody>{{range .}}<tr data-shard="{{.Addr}}"><td>{{.Addr}}</td><td>{{.Commands}}</td><td class="left"><svg width="100" height="10" role="img" aria-label="{{printf "%.0f" .Percent}}%"><rect class="bar-sales" width="{{printf "%.1f" .Percent}}" height="10"/></svg> {{printf "%.0f" .Percent}}%</td><td>{{printf "%.2f" .Cores}}</td><td>{{len .Segments}}</td></tr>
-{{end}}</tbody></table>`))
-
-// ShardsHTML is the table of what each master of a Redis Cluster did in a
-// stage run, with each one's share of the commands; "" off a cluster.
-func ShardsHTML(shards []ShardLoad) (template.HTML, error) {
-	if len(shards) == 0 {
-		return "", nil
-	}
-	var total int64
-	for _, s := range shards {
-		total += s.Commands
-	}
-	type row struct {
-		ShardLoad
-		Percent float64
-	}
-	rows := make([]row, len(shards))
-	for i, s := range shards {
-		rows[i].ShardLoad = s
-		if total > 0 {
-			rows[i].Percent = 100 * float64(s.Commands) / float64(total)
-		}
-	}
-	var b strings.Builder
-	if err := shardsTemplate.Execute(&b, rows); err != nil {
-		return "", fmt.Errorf("render the shard table: %w", err)
-	}
-	return template.HTML(b.String()), nil //nolint:gosec // rendered by html/template
 }

@@ -5,22 +5,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redistest"
 )
 
 func TestBusiestShare(t *testing.T) {
 	for _, c := range []struct {
 		name    string
-		shards  []ShardLoad
+		shards  []report.ShardLoad
 		share   float64
 		masters int
 	}{
 		{"no cluster", nil, 0, 0},
-		{"no commands", []ShardLoad{{Addr: "a"}, {Addr: "b"}}, 0, 2},
-		{"one hot key", []ShardLoad{{Addr: "a", Commands: 990}, {Addr: "b", Commands: 6}, {Addr: "c", Commands: 4}}, 0.99, 3},
-		{"spread", []ShardLoad{{Addr: "a", Commands: 40}, {Addr: "b", Commands: 30}, {Addr: "c", Commands: 30}}, 0.4, 3},
+		{"no commands", []report.ShardLoad{{Addr: "a"}, {Addr: "b"}}, 0, 2},
+		{"one hot key", []report.ShardLoad{{Addr: "a", Commands: 990}, {Addr: "b", Commands: 6}, {Addr: "c", Commands: 4}}, 0.99, 3},
+		{"spread", []report.ShardLoad{{Addr: "a", Commands: 40}, {Addr: "b", Commands: 30}, {Addr: "c", Commands: 30}}, 0.4, 3},
 	} {
-		r := StageRun{Shards: c.shards}
+		r := report.StageRun{Shards: c.shards}
 		if share, masters := r.BusiestShare(); share != c.share || masters != c.masters {
 			t.Errorf("%s: BusiestShare() = %v, %d; want %v, %d", c.name, share, masters, c.share, c.masters)
 		}
@@ -51,11 +52,11 @@ func TestLiveShardsDuringTheLoad(t *testing.T) {
 		t.Errorf("the live figures showed %d masters at most; want the cluster's 3", seen)
 	}
 	shards := rep.Stages[0].Shards
-	html, err := ShardsHTML(shards)
+	html, err := report.ShardsHTML(shards)
 	if err != nil || len(shards) != 3 || strings.Count(string(html), "data-shard=") != 3 {
 		t.Errorf("the row's masters %+v, drawn %q (%v); want 3 rows", shards, html, err)
 	}
-	if html, _ := ShardsHTML(nil); html != "" {
+	if html, _ := report.ShardsHTML(nil); html != "" {
 		t.Errorf("ShardsHTML off a cluster = %q, want nothing", html)
 	}
 }

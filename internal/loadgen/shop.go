@@ -1,8 +1,6 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -127,8 +127,8 @@ func (c *shopClient) setFaults(ctx context.Context, base, stage string, f plan.F
 	return c.do(ctx, http.MethodPut, stageURL(base, stage, "faults"), f, true, nil)
 }
 
-func (c *shopClient) audit(ctx context.Context, base, stage, sku string) (Audit, error) {
-	var a Audit
+func (c *shopClient) audit(ctx context.Context, base, stage, sku string) (report.Audit, error) {
+	var a report.Audit
 	err := c.do(ctx, http.MethodGet, stageURL(base, stage, "audit")+"?"+url.Values{"sku": {sku}}.Encode(), nil, false, &a)
 	return a, err
 }

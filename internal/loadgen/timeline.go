@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // timelineBucket is the resolution of the sales-over-time chart.
@@ -17,8 +19,8 @@ type timelineBuilder struct {
 	mu       sync.Mutex
 	sales    []int
 	failures []int
-	events   []Event
-	oversold []OversoldSample
+	events   []report.Event
+	oversold []report.OversoldSample
 	// outcomes counts the attacks' answers by outcome, for the live page.
 	outcomes [outcomeError + 1]int
 }
@@ -63,7 +65,7 @@ func (b *timelineBuilder) sampleOversold(at time.Time, n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.bucket(at)
-	b.oversold = append(b.oversold, OversoldSample{AtMS: ms(at.Sub(b.start)), Oversold: n})
+	b.oversold = append(b.oversold, report.OversoldSample{AtMS: report.MS(at.Sub(b.start)), Oversold: n})
 }
 
 // mark records an event and extends the timeline to cover it.
@@ -71,27 +73,25 @@ func (b *timelineBuilder) mark(at time.Time, label string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.bucket(at)
-	b.events = append(b.events, Event{AtMS: ms(at.Sub(b.start)), Label: label})
+	b.events = append(b.events, report.Event{AtMS: report.MS(at.Sub(b.start)), Label: label})
 }
 
-func (b *timelineBuilder) since(at time.Time) float64 { return ms(at.Sub(b.start)) }
+func (b *timelineBuilder) since(at time.Time) float64 { return report.MS(at.Sub(b.start)) }
 
-func (b *timelineBuilder) build() Timeline {
+func (b *timelineBuilder) build() report.Timeline {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return Timeline{BucketMS: int(timelineBucket / time.Millisecond), Sales: b.sales, Failures: b.failures, Events: b.events, Oversold: b.oversold}
+	return report.Timeline{BucketMS: int(timelineBucket / time.Millisecond), Sales: b.sales, Failures: b.failures, Events: b.events, Oversold: b.oversold}
 }
 
 // snapshot copies the timeline so far and the answers by outcome, while
 // the attacks still add to it.
-func (b *timelineBuilder) snapshot() (Timeline, [outcomeError + 1]int) {
+func (b *timelineBuilder) snapshot() (report.Timeline, [outcomeError + 1]int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return Timeline{
+	return report.Timeline{
 		BucketMS: int(timelineBucket / time.Millisecond),
 		Sales:    slices.Clone(b.sales), Failures: slices.Clone(b.failures),
 		Events: slices.Clone(b.events), Oversold: slices.Clone(b.oversold),
 	}, b.outcomes
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -4,30 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"html/template"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redistrace"
 )
-
-// SaleTrace is the Redis commands of one sale of a stage run, as the
-// replica that sold it recorded them (POST /api/stages/{stage}/trace).
-type SaleTrace struct {
-	Replica string `json:"replica"`
-	// Sold is false when no sale was traced, only an attempt.
-	Sold       bool              `json:"sold"`
-	Status     int               `json:"status"`
-	Answer     json.RawMessage   `json:"answer"`
-	RoundTrips int               `json:"round_trips"`
-	Calls      []redistrace.Call `json:"calls"`
-	// Shows lists what this sale shows of its lock: "acquire", "release",
-	// "renewal", "walked past a segment".
-	Shows []string `json:"shows,omitempty"`
-}
 
 // What a traced sale can show of its lock, and what each stage's sales
 // can show at best: tracing goes on, one sale after another, until a sale
@@ -53,8 +37,8 @@ var stageShows = map[string][]string{
 // run, and a request outliving it is abandoned.
 const traceWait = 2 * time.Second
 
-// shows works out what a traced sale shows of its lock.
-func (t *SaleTrace) shows() []string {
+// showsOf works out what a traced sale shows of its lock.
+func showsOf(t *report.SaleTrace) []string {
 	var found []string
 	locks := map[string]bool{}
 	has := map[string]bool{}
@@ -88,7 +72,7 @@ type saleTracer struct {
 	done   chan struct{}
 
 	mu   sync.Mutex
-	best *SaleTrace
+	best *report.SaleTrace
 }
 
 // traceSales starts tracing the stage run's sales on the first replica;
@@ -127,9 +111,9 @@ func (r *runner) traceSales(ctx context.Context, stage string, live *LiveStage) 
 				}
 				continue
 			}
-			tr := &SaleTrace{Replica: got.Replica, Sold: got.Sold, Status: got.Result.Status, Answer: got.Result.Body,
+			tr := &report.SaleTrace{Replica: got.Replica, Sold: got.Sold, Status: got.Result.Status, Answer: got.Result.Body,
 				RoundTrips: got.RoundTrips, Calls: got.Calls}
-			tr.Shows = tr.shows()
+			tr.Shows = showsOf(tr)
 			if t.keep(tr) && len(tr.Shows) == len(want) && tr.Sold {
 				live.traced(tr)
 				return
@@ -142,7 +126,7 @@ func (r *runner) traceSales(ctx context.Context, stage string, live *LiveStage) 
 
 // keep keeps tr when it shows more than the best so far; it reports
 // whether tr is now the best.
-func (t *saleTracer) keep(tr *SaleTrace) bool {
+func (t *saleTracer) keep(tr *report.SaleTrace) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	better := t.best == nil || (tr.Sold && !t.best.Sold) || (tr.Sold == t.best.Sold && len(tr.Shows) > len(t.best.Shows))
@@ -152,43 +136,18 @@ func (t *saleTracer) keep(tr *SaleTrace) bool {
 	return better
 }
 
-func (t *saleTracer) trace() *SaleTrace {
+func (t *saleTracer) trace() *report.SaleTrace {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.best
 }
 
 // stop ends the tracing and returns the best sale traced; nil for none.
-func (t *saleTracer) stop() *SaleTrace {
+func (t *saleTracer) stop() *report.SaleTrace {
 	if t == nil {
 		return nil
 	}
 	t.cancel()
 	<-t.done
 	return t.trace()
-}
-
-var traceTemplate = template.Must(template.New("trace").Funcs(template.FuncMap{
-	"join": func(s []string) string { return strings.Join(s, " ") },
-}).Parse(`<div class="trace">
-<p class="muted">what one {{if .Sold}}sale{{else}}attempt (no sale traced){{end}} sent to Redis, recorded by {{.Replica}}: <b>{{.RoundTrips}} round trip{{if ne .RoundTrips 1}}s{{end}}</b>{{with .Shows}} · shows {{join .}}{{end}} · answer {{.Status}} <code>{{printf "%s" .Answer}}</code></p>
-<div class="scroll"><table class="results trace-calls">
-<thead><tr><th>#</th><th>command</th><th>keys</th><th>arguments</th><th>reply</th><th>ms</th></tr></thead>
-<tbody>
-{{range .Calls}}<tr{{if .Background}} class="background"{{end}}><td>{{if .Background}}watchdog{{else}}{{.RoundTrip}}{{end}}</td><td class="left">{{.Command}}{{with .Script}} <b>{{.}}</b>{{end}}</td><td class="left">{{join .Keys}}</td><td class="left">{{join .Args}}</td><td class="left">{{.Reply}}</td><td>{{printf "%.2f" .TookMS}}</td></tr>
-{{end}}</tbody></table></div>
-</div>`))
-
-// TraceHTML renders a traced sale's commands as a table: command (a
-// script by its name), keys, arguments, reply, and the round trip each
-// belongs to; a renewal the watchdog sent meanwhile is marked.
-func TraceHTML(t *SaleTrace) (template.HTML, error) {
-	if t == nil {
-		return "", nil
-	}
-	var b strings.Builder
-	if err := traceTemplate.Execute(&b, t); err != nil {
-		return "", fmt.Errorf("render trace: %w", err)
-	}
-	return template.HTML(b.String()), nil //nolint:gosec // rendered by html/template
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // A stage the shop does not have is an error before any stage runs,
@@ -47,7 +49,7 @@ func TestNothingJudgedIsNotMet(t *testing.T) {
 		t.Fatal(err)
 	}
 	verdict := rep.Verdict()
-	if rep.ExpectationsMet || !errors.Is(verdict, ErrExpectationsNotMet) || !strings.Contains(verdict.Error(), "judged") {
+	if rep.ExpectationsMet || !errors.Is(verdict, report.ErrExpectationsNotMet) || !strings.Contains(verdict.Error(), "judged") {
 		t.Fatalf("only a skipped stage: expectations met %t, verdict %v; want not met, saying nothing was judged", rep.ExpectationsMet, verdict)
 	}
 }

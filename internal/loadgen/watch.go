@@ -1,13 +1,13 @@
 package loadgen
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"context"
-	"github.com/lockstep/lockstep/inventory"
-	"html/template"
 	"sync"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/inventory"
 )
 
 // Watcher follows a run as it happens: the workshop's live page. Run calls
@@ -20,7 +20,7 @@ type Watcher interface {
 	StageStarting(ctx context.Context, s StageStart, live *LiveStage) error
 	// StageDone is called with every row once it is final, skipped ones
 	// included.
-	StageDone(row StageRun)
+	StageDone(row report.StageRun)
 }
 
 // StageStart is what a Watcher learns of a stage run before it starts.
@@ -43,10 +43,10 @@ type LiveStage struct {
 	maxHeld  *int64
 	oversold int
 	stock    *int
-	trace    *SaleTrace
-	shards   []ShardLoad
+	trace    *report.SaleTrace
+	shards   []report.ShardLoad
 	orders   *inventory.OrderCounts
-	stream   *StreamView
+	stream   *report.StreamView
 }
 
 // LiveSnapshot is a copy of a LiveStage's figures at one moment.
@@ -54,7 +54,7 @@ type LiveSnapshot struct {
 	// Phase says what the run does now: "reset", "load", "after the
 	// crash", the fault step's kind...
 	Phase    string
-	Timeline Timeline
+	Timeline report.Timeline
 	// The attacks' answers by outcome so far.
 	Requests, Sales, SoldOut, Busy, AlreadyBought, Errors int
 	// Oversold is the latest audit's figure; MaxHolders its most sales
@@ -64,16 +64,16 @@ type LiveSnapshot struct {
 	// Stock is the stock left at the latest audit; nil before the first.
 	Stock *int
 	// Trace is the best sale traced so far (Config.TraceSales).
-	Trace *SaleTrace
+	Trace *report.SaleTrace
 	// Shards is what each master of a Redis Cluster did in the load phase
 	// so far, busiest first; nil off a cluster.
-	Shards []ShardLoad
+	Shards []report.ShardLoad
 	// Orders are an order stage's orders at the latest audit; nil for
 	// other stages.
 	Orders *inventory.OrderCounts
 	// Stream is an async stage's order stream at the latest audit; nil for
 	// other stages.
-	Stream *StreamView
+	Stream *report.StreamView
 }
 
 // Snapshot copies the figures so far.
@@ -112,17 +112,17 @@ func (l *LiveStage) follow(tl *timelineBuilder) {
 	l.tl = tl
 }
 
-func (l *LiveStage) audited(a Audit) {
+func (l *LiveStage) audited(a report.Audit) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	stock := a.Stock
-	l.oversold, l.maxHeld, l.stock, l.orders, l.stream = a.Oversold, a.MaxHolders, &stock, a.Orders, streamView(a.Stream)
+	l.oversold, l.maxHeld, l.stock, l.orders, l.stream = a.Oversold, a.MaxHolders, &stock, a.Orders, report.StreamViewOf(a.Stream)
 }
 
-func (l *LiveStage) sharded(shards []ShardLoad) {
+func (l *LiveStage) sharded(shards []report.ShardLoad) {
 	if l == nil || shards == nil {
 		return
 	}
@@ -131,7 +131,7 @@ func (l *LiveStage) sharded(shards []ShardLoad) {
 	l.shards = shards
 }
 
-func (l *LiveStage) traced(t *SaleTrace) {
+func (l *LiveStage) traced(t *report.SaleTrace) {
 	if l == nil {
 		return
 	}
@@ -141,9 +141,9 @@ func (l *LiveStage) traced(t *SaleTrace) {
 }
 
 // stageStart describes a stage run about to start.
-func (r *runner) stageStart(index int, run plan.RunSpec, row *StageRun) StageStart {
+func (r *runner) stageStart(index int, run plan.RunSpec, row *report.StageRun) StageStart {
 	s := StageStart{
-		Index: index, Runs: len(r.cfg.Scenario.Runs), Label: row.label(), Stage: run.Stage, Via: run.Via,
+		Index: index, Runs: len(r.cfg.Scenario.Runs), Label: row.Name(), Stage: run.Stage, Via: run.Via,
 		Title: row.Title, Article: row.Article, Mechanism: row.Mechanism, Defect: row.Defect,
 		Planned: run.Duration.D(),
 	}
@@ -152,19 +152,3 @@ func (r *runner) stageStart(index int, run plan.RunSpec, row *StageRun) StageSta
 	}
 	return s
 }
-
-// TimelineChart is the report's sales-over-time chart of a row, for pages
-// that show a stage run while it runs.
-func TimelineChart(row *StageRun) template.HTML { return timelineChart(row) }
-
-// Heading names the row as the table does: its label, or the stage and
-// how it was reached.
-func (r *StageRun) Heading() string {
-	if r.Interrupted {
-		return r.label() + " (interrupted)"
-	}
-	return r.label()
-}
-
-// NotRunReason says why the row has no figures, or "" when it has.
-func (r *StageRun) NotRunReason() string { return r.notRun() }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redistrace"
 )
 
@@ -35,7 +36,7 @@ func (w *recordingWatcher) StageStarting(ctx context.Context, s StageStart, live
 	return nil
 }
 
-func (w *recordingWatcher) StageDone(row StageRun) {
+func (w *recordingWatcher) StageDone(row report.StageRun) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.done = append(w.done, row.Stage)
@@ -103,8 +104,8 @@ func TestWhatATracedSaleShows(t *testing.T) {
 		}, []string{showsAcquire, showsRelease}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := &SaleTrace{Calls: tc.calls}
-			if got := tr.shows(); !slices.Equal(got, tc.want) {
+			tr := &report.SaleTrace{Calls: tc.calls}
+			if got := showsOf(tr); !slices.Equal(got, tc.want) {
 				t.Errorf("shows %v, want %v", got, tc.want)
 			}
 		})

@@ -1,12 +1,12 @@
-package loadgen
+package report
 
 import (
-	"github.com/lockstep/lockstep/internal/loadgen/plan"
-
 	"bytes"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
 
 // The results tables keep within 100 columns whatever their texts: a
@@ -20,12 +20,18 @@ func TestTableFitsTheTerminal(t *testing.T) {
 	victim := "503 redis_unavailable: inventory: redis unavailable: acquire lock: lock lockstep:watchdog:{sku-1}:lock: acquisition failed on the new master after the failover"
 	recovery := 1004.0
 	rep := &Report{Stages: []StageRun{
-		{Stage: "synchronized", Via: plan.ViaOneReplica, Replicas: 1, Requests: 1234567, Sales: 500, SoldOut: 1234067, SalesPerSec: 123456, P50MS: 1234.5, P99MS: 99999.9, Oversold: 12345, Consistent: true,
-			Checks: []CheckResult{{Check: "oversells-or-foreign-unlocks"}, {Check: "faster-than watchdog 3x"}, {Check: "no-errors"}},
-			Shards: []ShardLoad{{Addr: "127.0.0.1:30001", Commands: 1234567, Cores: 0.95, Segments: make([]int, 16)}, {Addr: "127.0.0.1:30002", Commands: 234567, Cores: 0.25}, {Addr: "127.0.0.1:30003", Commands: 34567, Cores: 0.05}}},
-		{Stage: "mysql", Skipped: reason},
-		{Stage: "etcd", Error: failure},
-		{Stage: "watchdog", Label: "watchdog, AOF everysec", Fault: &FaultReport{Kind: plan.FaultFailover, StuckMS: 1004, RecoveryMS: &recovery, VictimAnswer: victim}, Consistent: true},
+		{
+			StageID: StageID{Stage: "synchronized", Via: plan.ViaOneReplica},
+			Load:    Load{Replicas: 1},
+			Answers: Answers{Requests: 1234567, Sales: 500, SoldOut: 1234067, SalesPerSec: 123456},
+			Latency: Latency{P50MS: 1234.5, P99MS: 99999.9},
+			Outcome: Outcome{Oversold: 12345, Consistent: true},
+			Checks:  []CheckResult{{Check: "oversells-or-foreign-unlocks"}, {Check: "faster-than watchdog 3x"}, {Check: "no-errors"}},
+			Shards:  []ShardLoad{{Addr: "127.0.0.1:30001", Commands: 1234567, Cores: 0.95, Segments: make([]int, 16)}, {Addr: "127.0.0.1:30002", Commands: 234567, Cores: 0.25}, {Addr: "127.0.0.1:30003", Commands: 34567, Cores: 0.05}},
+		},
+		{StageID: StageID{Stage: "mysql"}, Status: Status{Skipped: reason}},
+		{StageID: StageID{Stage: "etcd"}, Status: Status{Error: failure}},
+		{StageID: StageID{Stage: "watchdog", Label: "watchdog, AOF everysec"}, Fault: &FaultReport{Kind: plan.FaultFailover, StuckMS: 1004, RecoveryMS: &recovery, VictimAnswer: victim}, Outcome: Outcome{Consistent: true}},
 	}}
 	var out bytes.Buffer
 	if err := rep.WriteTable(&out); err != nil {

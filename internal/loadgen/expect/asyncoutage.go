@@ -1,8 +1,10 @@
-package loadgen
+package expect
 
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // asyncOutageChecks judge an async stage's orders through an orders-down
@@ -11,7 +13,7 @@ var asyncOutageChecks = map[string]checkFunc{
 	// The order database stopped: the sales went on without it (no 503,
 	// none unanswered), their entries waited in the stream, and once it
 	// continued the workers wrote every one of them.
-	"queued-while-orders-down": asyncOutageCheck(func(r *StageRun, a *AsyncOutageReport) (bool, string) {
+	"queued-while-orders-down": asyncOutageCheck(func(r *report.StageRun, a *report.AsyncOutageReport) (bool, string) {
 		o, h := r.Fault.OrderOutage, a.AtHeal
 		if o == nil || h == nil {
 			return false, "no order database outage"
@@ -26,7 +28,7 @@ var asyncOutageChecks = map[string]checkFunc{
 	// workers were held: no one read any after), none sent after the
 	// restart — and the stock and the buyers went with them (the SKU
 	// started again, a buyer of before bought again).
-	"loses-unread-orders": asyncOutageCheck(func(r *StageRun, a *AsyncOutageReport) (bool, string) {
+	"loses-unread-orders": asyncOutageCheck(func(r *report.StageRun, a *report.AsyncOutageReport) (bool, string) {
 		o, b := r.Fault.Outage, a.AtFault
 		ok := o != nil && !o.InitialKept && b.Entries() > 0 && a.WithoutOrder > 0 && a.WithoutOrder == a.WithoutOrderBeforeHeal &&
 			int64(a.WithoutOrder) >= b.Undelivered && a.RebuyStatus == http.StatusOK
@@ -34,15 +36,15 @@ var asyncOutageChecks = map[string]checkFunc{
 	}),
 	// With an append-only file the stream, its group and the buyers come
 	// back: every sale answered 200 becomes an order.
-	"keeps-unread-orders": asyncOutageCheck(func(r *StageRun, a *AsyncOutageReport) (bool, string) {
+	"keeps-unread-orders": asyncOutageCheck(func(r *report.StageRun, a *report.AsyncOutageReport) (bool, string) {
 		o, b := r.Fault.Outage, a.AtFault
 		ok := o != nil && o.InitialKept && b.Entries() > 0 && a.Admitted > 0 && a.WithoutOrder == 0 && a.RebuyStatus == http.StatusConflict
 		return ok, restartDetail(r, a)
 	}),
 }
 
-func asyncOutageCheck(f func(r *StageRun, a *AsyncOutageReport) (bool, string)) checkFunc {
-	return func(r *StageRun, _ []StageRun) (bool, string) {
+func asyncOutageCheck(f func(r *report.StageRun, a *report.AsyncOutageReport) (bool, string)) checkFunc {
+	return func(r *report.StageRun, _ []report.StageRun) (bool, string) {
 		if r.Fault == nil || r.Fault.AsyncOrders == nil {
 			return false, "no orders-down or redis-restart step on an async stage"
 		}
@@ -50,7 +52,7 @@ func asyncOutageCheck(f func(r *StageRun, a *AsyncOutageReport) (bool, string)) 
 	}
 }
 
-func restartDetail(r *StageRun, a *AsyncOutageReport) string {
+func restartDetail(r *report.StageRun, a *report.AsyncOutageReport) string {
 	kept := r.Fault.Outage != nil && r.Fault.Outage.InitialKept
 	return fmt.Sprintf("just before the kill %d entries unread and %d pending; after draining %d of %d sales answered 200 and sent before the restart have no order (%d of %d sent after it); data kept %t; a buyer of before the kill buying again: %d",
 		a.AtFault.Undelivered, a.AtFault.Pending, a.WithoutOrderBeforeHeal, a.AdmittedBeforeHeal, a.WithoutOrder-a.WithoutOrderBeforeHeal, a.Admitted-a.AdmittedBeforeHeal, kept, a.RebuyStatus)

@@ -1,4 +1,4 @@
-package loadgen
+package report
 
 import (
 	"fmt"
@@ -137,7 +137,7 @@ func latencyChart(runs []StageRun) template.HTML {
 	for i := range runs {
 		r := &runs[i]
 		y := top + rowHeight*1.8*float64(i)
-		s.text(labelWidth-8, y+rowHeight*0.75, "end", "label", r.label())
+		s.text(labelWidth-8, y+rowHeight*0.75, "end", "label", r.Name())
 		if note := r.notRun(); note != "" {
 			s.text(labelWidth+4, y+rowHeight*0.75, "start", "muted", note)
 			continue
@@ -145,7 +145,7 @@ func latencyChart(runs []StageRun) template.HTML {
 		for j, se := range all {
 			v := se.value(r)
 			s.rect(labelWidth, y+4+float64(j)*8, x(v)-labelWidth, 7, se.class,
-				fmt.Sprintf("%s %s: %.2f ms", r.label(), se.name, v))
+				fmt.Sprintf("%s %s: %.2f ms", r.Name(), se.name, v))
 		}
 		s.text(x(math.Max(r.P99MS, r.SaleP99MS))+6, y+rowHeight*0.75, "start", "value", fmt.Sprintf("p99 %.1f ms, sales %.1f ms", r.P99MS, r.SaleP99MS))
 	}
@@ -164,7 +164,7 @@ func timelineChart(r *StageRun) template.HTML {
 		bottom = 24.0
 	)
 	tl := r.Timeline
-	s := newSVG("timeline", width, height, "sales per second over time: "+r.label())
+	s := newSVG("timeline", width, height, "sales per second over time: "+r.Name())
 	bucketSec := float64(tl.BucketMS) / 1000
 	n := len(tl.Sales)
 	if n == 0 || bucketSec == 0 {
