@@ -22,7 +22,7 @@ func TestOrdersDownCountsTheSalesSentWhileStopped(t *testing.T) {
 	results := []vegeta.Result{
 		{Code: 200, Timestamp: at(-time.Second), Latency: time.Millisecond}, // before: not counted
 		fail(0, 5*time.Second, `{"error":"orders_unavailable","message":"inventory: insert order (voided, units given back): …"}`),
-		fail(time.Millisecond, 9800*time.Millisecond, `{"error":"orders_unavailable","message":"inventory: insert order (not voided: the order may still land; until it does its units count as undersold): …"}`),
+		fail(time.Millisecond, 9800*time.Millisecond, `{"error":"may_have_sold","message":"inventory: insert order (not voided: the order may still land; until it does its units count as undersold): …"}`),
 		fail(2*time.Millisecond, 5100*time.Millisecond, `{"error":"orders_unavailable","message":"inventory: insert order (voided; its units stay taken, undersold): …"}`),
 		{Code: 200, Timestamp: at(3 * time.Second), Latency: 3 * time.Second}, // slow, then sold
 		{Code: 0, Timestamp: at(4 * time.Second), Error: "timeout"},

@@ -111,7 +111,7 @@ type OrderOutageReport struct {
 	DownMS float64 `json:"down_ms"`
 	// Answers to the sales sent while it was stopped; Failures are the
 	// 503s among them, MaxFailMS the slowest of those, OtherCodes the 503s
-	// whose code was not orders_unavailable, Unanswered the requests that
+	// whose code was neither orders_unavailable nor may_have_sold, Unanswered the requests that
 	// got no answer at all (the load generator's timeout).
 	Answers    int     `json:"answers"`
 	Failures   int     `json:"failures"`
