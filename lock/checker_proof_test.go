@@ -28,9 +28,6 @@ var ckProofs = []struct {
 		{"read_unlock.lua", "if ARGV[8] ~= '0' then redis.pcall('set', ARGV[7], ARGV[1], 'px', ARGV[8]) end\n", ""},
 		{"write_unlock.lua", "if ARGV[8] ~= '0' then redis.pcall('set', ARGV[7], ARGV[5], 'px', ARGV[8]) end\n", ""},
 	}},
-	{"a replayed inner read release counts twice", 9, []ckMutation{
-		{"read_unlock.lua", "redis.call('hset', KEYS[1], ARGV[1], left)", "redis.call('hincrby', KEYS[1], ARGV[1], -1)"},
-	}},
 	{"the fencing counter starts over with Redis", 9, []ckMutation{
 		{"fenced_lock.lua", "if token < epoch then token = epoch end", ""},
 	}},
