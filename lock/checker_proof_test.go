@@ -28,9 +28,6 @@ var ckProofs = []struct {
 		{"read_unlock.lua", "redis.call('lpush', KEYS[2], ARGV[1])\n", ""},
 		{"write_unlock.lua", "redis.call('lpush', KEYS[2], ARGV[5])\n", ""},
 	}},
-	{"a replayed inner read release counts twice", 9, []ckMutation{
-		{"read_unlock.lua", "redis.call('hset', KEYS[1], ARGV[1], left)", "redis.call('hincrby', KEYS[1], ARGV[1], -1)"},
-	}},
 	{"the fencing counter starts over with Redis", 9, []ckMutation{
 		{"fenced_lock.lua", "if token < epoch then token = epoch end", ""},
 	}},
