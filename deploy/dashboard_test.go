@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"gopkg.in/yaml.v3"
 
 	"github.com/lockstep/lockstep/internal/loadgen"
@@ -151,6 +153,22 @@ func TestDashboardPanels(t *testing.T) {
 	})
 	if !pushed {
 		t.Errorf("no annotation shows Grafana's annotations tagged %q, which the load generator pushes", loadgen.AnnotationTag)
+	}
+}
+
+// TestDashboardSchema: the committed file decodes with the SDK's strict
+// decoder, which refuses a field Grafana's dashboard schema lacks, a
+// required one missing or a value of the wrong type.
+func TestDashboardSchema(t *testing.T) {
+	_, raw := readDashboard(t)
+	var d dashboard.Dashboard
+	err := d.UnmarshalJSONStrict(raw)
+	// The decoder returns its empty error list as a non-nil error.
+	if errs, ok := err.(cog.BuildErrors); ok && len(errs) == 0 {
+		err = nil
+	}
+	if err != nil {
+		t.Fatalf("grafana/dashboards/lockstep.json against Grafana's dashboard schema: %v", err)
 	}
 }
 
