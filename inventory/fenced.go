@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/lockstep/lockstep/lock"
 )
 
 var (
@@ -85,7 +87,7 @@ func (s *fencedStage) deduct(ctx context.Context, sku string, qty int64, f Fault
 // nothing sold), whatever its lock or clock believe.
 func (s *fencedStage) reset(ctx context.Context, sku string, stock int64, _ int) error {
 	k := s.store.keys(sku)
-	keys := []string{k.initial(), k.stock(), k.sold(), k.foreign(), k.lock(), k.fence(), k.lock() + ":token"}
+	keys := []string{k.initial(), k.stock(), k.sold(), k.foreign(), k.lock(), k.fence(), lock.FencingCounterKey(k.lock())}
 	if err := s.store.run(ctx, fencedResetScript, keys, stock).Err(); err != nil {
 		return unavailable("reset", err)
 	}

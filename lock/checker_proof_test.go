@@ -22,7 +22,7 @@ var ckProofs = []struct {
 	muts []ckMutation
 }{
 	{"the latch removed from the unlock scripts", 9, []ckMutation{
-		{"unlock.lua", "redis.pcall('lpush', ARGV[7], ARGV[5])\n", ""},
+		{"unlock.lua", "redis.call('lpush', KEYS[2], ARGV[5])\n", ""},
 		{"release.lua", "redis.call('lpush', KEYS[3], ARGV[6])\n", ""},
 		{"fair_unlock.lua", "redis.call('lpush', KEYS[4], ARGV[5])\n", ""},
 		{"read_unlock.lua", "redis.call('lpush', KEYS[2], ARGV[1])\n", ""},

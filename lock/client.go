@@ -250,10 +250,8 @@ func (c *Client) newToken() string {
 // migrates Redis refuses them (TRYAGAIN) rather than let them create it on
 // the importing master while the slot's master still has it, where
 // MIGRATE without REPLACE would fail with BUSYKEY and stop the reshard;
-// they then run with the lock's key alone, and write no latch. token is
-// the release's (FencedMutex names the latch so): every release of a lock
-// shares its latch.
-func latchKey(key, token string) string { return ownKey("released", key) }
+// they then run with the lock's key alone, and write no latch.
+func latchKey(key string) string { return ownKey("released", key) }
 
 // latchCap is how many release tokens a latch keeps (the scripts' LTRIM).
 const latchCap = 8
@@ -498,8 +496,8 @@ func (c *Client) eval(ctx context.Context, script *redis.Script, keys []string, 
 // runsAlone reports whether script also runs with its first key alone, the
 // lock's hash. The lock scripts declare the lock and its waiter queue (a
 // FairMutex also its waiters' deadlines, a write lock the waiting writers,
-// a FencedMutex its fencing counter) and the lock's release latch (but
-// FencedMutex's); a Cluster refuses them with TRYAGAIN
+// a FencedMutex its fencing counter) and the lock's release latch, the
+// release scripts the lock and its latch; a Cluster refuses them with TRYAGAIN
 // while their slot migrates and one of them is on neither master (a free
 // lock, an empty queue) or they are on different ones — until the whole
 // slot moved, indefinitely if a reshard stopped half-way (issue 24). One
@@ -515,8 +513,8 @@ func (c *Client) eval(ctx context.Context, script *redis.Script, keys []string, 
 // goes without the lock's latch (a re-sent one may then answer ErrNotHeld).
 func runsAlone(script *redis.Script) bool {
 	switch script {
-	case lockScript, releaseScript, fairLockScript, fairUnlockScript, fairLeaveScript, writeLockScript, readLockScript, fencedLockScript,
-		readUnlockScript, writeUnlockScript:
+	case lockScript, releaseScript, unlockScript, fairLockScript, fairUnlockScript, fairLeaveScript, writeLockScript, readLockScript,
+		fencedLockScript, readUnlockScript, writeUnlockScript:
 		return true
 	}
 	return false

@@ -44,7 +44,7 @@ type grant struct {
 }
 
 func newCohort(c *Client, key, channel string) *cohort {
-	co := &cohort{c: c, key: key, channel: channel, keys: []string{key, ownKey("queue", key), latchKey(key, "")}}
+	co := &cohort{c: c, key: key, channel: channel, keys: []string{key, ownKey("queue", key), latchKey(key)}}
 	co.waker = newWaker(c.id)
 	return co
 }
@@ -444,8 +444,8 @@ func (co *cohort) releaseLevel(ctx context.Context, h *hold, left int) error {
 	if !h.alive() {
 		return fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
 	}
-	return unlockResult(co.key, co.c.eval(ctx, unlockScript, co.keys[:1], co.c.ttlArg(h.lease), co.c.idArg, co.channel, co.c.publishArg,
-		h.token, strconv.Itoa(left), co.keys[2], co.c.latchTTLArg).Err())
+	return unlockResult(co.key, co.c.eval(ctx, unlockScript, []string{co.key, co.keys[2]}, co.c.ttlArg(h.lease), co.c.idArg, co.channel, co.c.publishArg,
+		h.token, strconv.Itoa(left), co.c.latchTTLArg).Err())
 }
 
 func unlockResult(key string, err error) error {

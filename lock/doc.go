@@ -61,8 +61,7 @@
 //	~writers:<key>                an RWMutex's waiting writers
 //	~rwlock_timeout:<key>:<token>:<level>   the timeout of each level of a read hold
 //	~released:<key>               the release latch (below)
-//
-// A FencedMutex's fencing counter is "<key>:token".
+//	~token:<key>                  a FencedMutex's fencing counter (FencingCounterKey)
 //
 // The examples (ExampleClient_Mutex, ExampleMutex_LockContext,
 // ExampleMutex_TryLock, ExampleClient_FencedMutex, ExampleNewRedLock,
@@ -146,8 +145,6 @@
 //	                                             releases or the window, and   released by token
 //	                                             with a client that never
 //	                                             re-sends (no latch).
-//	                                             fenced_lock.lua does not
-//	                                             read the latch yet
 //	reentrant level    sets the same count;      token gone: nothing; same     depth unchanged; a
 //	(all kinds)        TTL never shortened       hold: a stale count, which    stale count in Redis
 //	                                             no release depends on         is harmless
@@ -188,7 +185,5 @@
 // The latch is best effort: while the lock's Cluster slot migrates, the
 // scripts may run without it (above), and a release run twice then
 // answers ErrNotHeld although it released. A read level's timeout key is
-// named in ARGV with the lock's hash tag, and so is the latch for
-// unlock.lua, which FencedMutex's release runs; it reads and writes it
-// with pcall.
+// named in ARGV with the lock's hash tag.
 package lock

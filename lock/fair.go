@@ -29,7 +29,7 @@ var _ Locker = (*FairMutex)(nil)
 // FairMutex returns a handle on the fair lock called name.
 func (c *Client) FairMutex(name string) *FairMutex {
 	key, channel := lockKeys(name)
-	ops := &fairOps{c: c, keys: []string{key, ownKey("queue", key), ownKey("deadlines", key), latchKey(key, "")}, channel: channel, owner: c.newOwner()}
+	ops := &fairOps{c: c, keys: []string{key, ownKey("queue", key), ownKey("deadlines", key), latchKey(key)}, channel: channel, owner: c.newOwner()}
 	// A waiter wakes at least every third of its timeout to refresh its place.
 	return &FairMutex{newOwnedLock(c, name, channel+":"+ops.owner, c.opts.fairWaiterTTL/3, ops)}
 }

@@ -349,7 +349,7 @@ func TestRWMutexWatchdogRenewsReadLevels(t *testing.T) {
 func lockKeysLeft(ctx context.Context, rdb *redis.Client, key string) []string {
 	var left []string
 	for _, k := range append(rdb.Keys(ctx, key+"*").Val(), rdb.Keys(ctx, "~*:"+key+"*").Val()...) {
-		if k != latchKey(key, "") {
+		if k != latchKey(key) {
 			left = append(left, k)
 		}
 	}

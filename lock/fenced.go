@@ -42,11 +42,22 @@ type FencedMutex struct {
 var _ Locker = (*FencedMutex)(nil)
 
 // FencedMutex returns a handle on the fenced lock called name. Its token
-// counter is the key "<key>:token", in the lock's hash slot.
+// counter is the key FencingCounterKey(name), in the lock's hash slot.
 func (c *Client) FencedMutex(name string) *FencedMutex {
 	key, channel := lockKeys(name)
-	ops := &fencedOps{c: c, keys: []string{key, key + ":token"}, channel: channel, owner: c.newOwner()}
+	latch := latchKey(key)
+	ops := &fencedOps{c: c, keys: []string{key, ownKey("token", key), latch}, releaseKeys: []string{key, latch},
+		channel: channel, owner: c.newOwner()}
 	return &FencedMutex{ownedLock: newOwnedLock(c, name, channel, forever, ops), ops: ops}
+}
+
+// FencingCounterKey is the Redis key of the fencing counter of the
+// FencedMutex called name: a string holding the last token handed out, in
+// the lock's hash slot, for a script of the program's that must know the
+// newest token (to fence off every holder so far, for one).
+func FencingCounterKey(name string) string {
+	key, _ := lockKeys(name)
+	return ownKey("token", key)
 }
 
 // Token is the fencing token of the handle's current hold; 0 when it holds
@@ -61,11 +72,12 @@ func (f *FencedMutex) Token() int64 {
 }
 
 type fencedOps struct {
-	c       *Client
-	keys    []string // lock, token counter
-	channel string
-	owner   string
-	token   atomic.Int64
+	c           *Client
+	keys        []string // lock, token counter, release latch, as fenced_lock.lua takes them
+	releaseKeys []string // lock, release latch, as unlock.lua takes them
+	channel     string
+	owner       string
+	token       atomic.Int64
 }
 
 func (f *fencedOps) acquire(ctx context.Context, ttl time.Duration, _ bool, token string, levels int) (bool, time.Duration, error) {
@@ -92,8 +104,8 @@ func (f *fencedOps) acquire(ctx context.Context, ttl time.Duration, _ bool, toke
 }
 
 func (f *fencedOps) release(ctx context.Context, ttl time.Duration, token string, left int) error {
-	return unlockResult(f.keys[0], f.c.eval(ctx, unlockScript, f.keys[:1], ms(ttl), f.owner, f.channel, f.c.publishArg,
-		token, strconv.Itoa(left), latchKey(f.keys[0], token), f.c.latchTTLArg).Err())
+	return unlockResult(f.keys[0], f.c.eval(ctx, unlockScript, f.releaseKeys, ms(ttl), f.owner, f.channel, f.c.publishArg,
+		token, strconv.Itoa(left), f.c.latchTTLArg).Err())
 }
 
 func (f *fencedOps) renew(ctx context.Context, ttl time.Duration, token string) (bool, error) {

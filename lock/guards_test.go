@@ -161,18 +161,18 @@ func TestScriptUnlock(t *testing.T) {
 	r.want(acquiredOK, lockScript, gKeys, lockArgs("60000", "A", "0", "tA", "1")...)
 	r.want(acquiredOK, lockScript, gKeys, lockArgs("60000", "A", "0", "tA", "2")...)
 	unlock := func(lease, token, left string) []any {
-		return []any{lease, "A", gChannel, "publish", token, left, gLatch, "10000"}
+		return []any{lease, "A", gChannel, "publish", token, left, "10000"}
 	}
-	r.want(nil, unlockScript, gKeys[:1], unlock("1000", "tOld", "1")...)
-	r.want(int64(0), unlockScript, gKeys[:1], unlock("1000", "tA", "1")...)
+	r.want(nil, unlockScript, []string{gKey, gLatch}, unlock("1000", "tOld", "1")...)
+	r.want(int64(0), unlockScript, []string{gKey, gLatch}, unlock("1000", "tA", "1")...)
 	if ttl := r.pttl(gKey); ttl < 50000 {
 		t.Fatalf("an inner unlock with a 1s lease cut the 60s TTL to %d ms", ttl)
 	}
-	r.want(int64(1), unlockScript, gKeys[:1], unlock("60000", "tA", "0")...)
+	r.want(int64(1), unlockScript, []string{gKey, gLatch}, unlock("60000", "tA", "0")...)
 	if msg := next(); msg != "uA" {
 		t.Fatalf("unlock published %q, want uA", msg)
 	}
-	r.want(int64(1), unlockScript, gKeys[:1], unlock("60000", "tA", "0")...) // a retried request
+	r.want(int64(1), unlockScript, []string{gKey, gLatch}, unlock("60000", "tA", "0")...) // a retried request
 }
 
 // u03: a grant lasts one grant lease; release-grant-silent: it wakes the
@@ -320,7 +320,7 @@ func TestScriptFairLeave(t *testing.T) {
 // fenced-same-token, fenced-reentry-recreates.
 func TestScriptFencedTokens(t *testing.T) {
 	r := newScriptRig(t)
-	keys := []string{"{n}", "{n}:token"}
+	keys := []string{"{n}", "~token:{n}", "~released:{n}"}
 	token := func(owner, tok, levels string) any {
 		res, err := r.run(fencedLockScript, keys, "30000", owner, tok, levels, keys[1])
 		if err != nil {

@@ -124,7 +124,7 @@ func TestGrantToALeavingWaiterIsHandedOn(t *testing.T) {
 	bDone := lockAsync(ctx, b.Mutex("crossed"))
 	queued(t, rdb, ma, b.ID())
 	// a's unlock granting to "gone", which leaves before it took the grant.
-	keys := []string{ma.Key(), ownKey("queue", ma.Key()), latchKey(ma.Key(), "")}
+	keys := []string{ma.Key(), ownKey("queue", ma.Key()), latchKey(ma.Key())}
 	if err := rdb.LPush(ctx, keys[1], "gone").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestDeadQueuedClientHoldsTheLockAtMostOneLease(t *testing.T) {
 	}
 	// A waiting attempt of a Client that then crashed: it queued, and will
 	// never take a grant nor leave.
-	keys := []string{ma.Key(), ownKey("queue", ma.Key()), latchKey(ma.Key(), "")}
+	keys := []string{ma.Key(), ownKey("queue", ma.Key()), latchKey(ma.Key())}
 	if _, err := lockScript.Run(ctx, rdb, keys, lease.Milliseconds(), "dead", "1", "dead:h1", "1").Result(); err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 
 // Issue 32, finding 4: a lock's name never reaches the keys the library
 // keeps beside another lock (its waiter queue, deadlines, waiting writers,
-// read levels, release latch): while each of them exists, a Mutex named
-// as it would have been takes a lock of its own.
+// read levels, release latch, fencing counter): while each of them exists,
+// a Mutex named as it would have been takes a lock of its own.
 func TestLockNamesDoNotReachTheLibrarysKeys(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -30,13 +30,14 @@ func TestLockNamesDoNotReachTheLibrarysKeys(t *testing.T) {
 	waiters := newClient(t, srv)
 
 	// A Mutex and a FairMutex held with a waiter queued, a write lock held
-	// with a writer waiting and a read lock held (its level key), and a
-	// released Mutex (its latch).
+	// with a writer waiting and a read lock held (its level key), a
+	// released Mutex (its latch) and a FencedMutex held (its counter).
 	mutex := holders.Mutex("{order-7}")
 	fair := holders.FairMutex("{order-8}")
 	rw := holders.RWMutex("{order-9}")
 	reader := holders.RWMutex("{order-10}").ReadLocker()
-	for _, l := range []Locker{mutex, fair, rw.WriteLocker(), reader} {
+	fenced := holders.FencedMutex("{order-12}")
+	for _, l := range []Locker{mutex, fair, rw.WriteLocker(), reader, fenced} {
 		if err := l.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +54,7 @@ func TestLockNamesDoNotReachTheLibrarysKeys(t *testing.T) {
 		go func() { waiting <- l.Lock(ctx) }()
 	}
 	for _, key := range []string{ownKey("queue", "{order-7}"), ownKey("queue", "{order-8}"), ownKey("deadlines", "{order-8}"),
-		ownKey("writers", "{order-9}"), latchKey("{order-11}", "")} {
+		ownKey("writers", "{order-9}"), latchKey("{order-11}"), ownKey("token", "{order-12}")} {
 		waitFor(t, func() bool { return rdb.Exists(ctx, key).Val() == 1 })
 	}
 	levels := rdb.Keys(ctx, ownKey("rwlock_timeout", "{order-10}")+":*").Val()
@@ -64,9 +65,9 @@ func TestLockNamesDoNotReachTheLibrarysKeys(t *testing.T) {
 	// Each name the library's keys had before (key+":queue" and so on),
 	// and each of its keys' names now.
 	names := []string{"{order-7}:queue", "{order-8}:queue", "{order-8}:deadlines", "{order-9}:writers",
-		"{order-11}:released", "{order-9}:token", levels[0]}
+		"{order-11}:released", "{order-12}:token", levels[0]}
 	for _, key := range []string{ownKey("queue", "{order-7}"), ownKey("queue", "{order-8}"), ownKey("deadlines", "{order-8}"),
-		ownKey("writers", "{order-9}"), latchKey("{order-11}", ""), levels[0]} {
+		ownKey("writers", "{order-9}"), latchKey("{order-11}"), ownKey("token", "{order-12}"), levels[0]} {
 		names = append(names, key)
 	}
 	other := newClient(t, srv)
@@ -81,7 +82,7 @@ func TestLockNamesDoNotReachTheLibrarysKeys(t *testing.T) {
 	}
 
 	// The locks beside them are untouched: their waiters get them.
-	for _, l := range []Locker{mutex, fair, rw.WriteLocker()} {
+	for _, l := range []Locker{mutex, fair, rw.WriteLocker(), fenced} {
 		if err := l.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -100,14 +101,10 @@ func TestLockNamesDoNotReachTheLibrarysKeys(t *testing.T) {
 // was lost and which its caller gave up on (releasing by its token) before
 // it arrived. The hook keeps a copy of the first attempt, lets it run or
 // loses it, and the test delivers the copy once the owner is done. A
-// client that never re-sends keeps no latch, and is not covered; nor is
-// FencedMutex yet (fenced_lock.lua).
+// client that never re-sends keeps no latch, and is not covered.
 func TestALateFirstAcquisitionTakesNothing(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, kind := range lockKinds {
-		if kind.name == "fenced" {
-			continue
-		}
 		for _, lost := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/reply lost %t", kind.name, lost), func(t *testing.T) {
 				ctx := ctxTimeout(t, 20*time.Second)
@@ -139,7 +136,7 @@ func TestALateFirstAcquisitionTakesNothing(t *testing.T) {
 					}
 				}
 				delivered := srv.Client(t).Do(ctx, *late.Load()...)
-				if res, err := delivered.Result(); err != nil && !errors.Is(err, redis.Nil) || res == acquiredOK {
+				if res, err := delivered.Result(); err != nil && !errors.Is(err, redis.Nil) || acquiredReply(res, err) {
 					t.Fatalf("the late first run answered %v, %v", res, err)
 				}
 				assertRivalTakes(t, srv, kind, name, "the late first run")

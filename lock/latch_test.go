@@ -42,7 +42,7 @@ func TestReleaseLatchOnlyForAClientThatRetries(t *testing.T) {
 			if err := m.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
-			latches := rdb.Keys(ctx, latchKey("{"+name+"}", "")).Val()
+			latches := rdb.Keys(ctx, latchKey("{"+name+"}")).Val()
 			if got := len(latches) == 1; got != tc.wantLatch {
 				t.Fatalf("latches after a release: %v, want one: %t", latches, tc.wantLatch)
 			}

@@ -182,7 +182,7 @@ func fencedCounterMovesFirst(t *testing.T, rdb *redis.ClusterClient, f *lock.Fen
 	if err := f.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	counter := "{" + name + "}:token"
+	counter := lock.FencingCounterKey(name)
 	startMigrating(t, rdb, name).moveSome(t, counter)
 	t.Cleanup(func() {
 		if after, err := rdb.Get(context.Background(), counter).Int64(); err != nil || after <= before {

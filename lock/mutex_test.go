@@ -765,7 +765,7 @@ func TestWaitReplicas(t *testing.T) {
 		for _, key := range primary.Client(t).Keys(ctx, "*{unreplicated*").Val() {
 			// Fencing counters only grow, and release latches outlive their
 			// release, by design.
-			if !strings.HasSuffix(key, ":token") && !strings.HasPrefix(key, "~released:") {
+			if !strings.HasPrefix(key, "~token:") && !strings.HasPrefix(key, "~released:") {
 				t.Errorf("unconfirmed lock left in Redis: %s", key)
 			}
 		}

@@ -39,7 +39,7 @@ type RWMutex struct {
 func (c *Client) RWMutex(name string) *RWMutex {
 	key, channel := lockKeys(name)
 	owner := c.newOwner()
-	keys := []string{key, ownKey("writers", key), latchKey(key, "")}
+	keys := []string{key, ownKey("writers", key), latchKey(key)}
 	release := []string{key, keys[2]}
 	read := &readOps{c: c, writeField: owner + ":write", channel: channel, keys: keys, releaseKeys: release, levels: ownKey("rwlock_timeout", key)}
 	write := &writeOps{c: c, field: owner + ":write", keys: keys, releaseKeys: release, channel: channel}

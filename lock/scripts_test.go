@@ -26,7 +26,7 @@ const (
 	sWriters = "~writers:{s}"
 	sLatch   = "~released:{s}"
 	sLevels  = "~rwlock_timeout:{s}"
-	sCounter = "{s}:token"
+	sCounter = "~token:{s}"
 	ownerA   = "A"
 	ownerB   = "B"
 	tokenA   = "A:h1"
@@ -71,7 +71,7 @@ func releaseArgs(owner, mode, token string) []any {
 }
 
 func unlockArgs(lease, owner, token, left string) []any {
-	return []any{lease, owner, "{s}:channel", "publish", token, left, sLatch, long}
+	return []any{lease, owner, "{s}:channel", "publish", token, left, long}
 }
 
 func fairLockArgs(lease, owner, queue, token, levels string) []any {
@@ -215,20 +215,24 @@ func TestScriptGuards(t *testing.T) {
 				keys: []string{sKey, sQueue, sLatch}, args: releaseArgs(ownerA, releaseLeave, tokenA), want: "nil", checks: []check{eq("1", "hget", sKey, ownerB)}},
 		}},
 		{unlockScript, []scriptCase{
-			{name: "an attempt given up that took nothing: its token latched", setup: heldBy(ownerB, tokenB, 1, long), keys: []string{sKey},
+			{name: "an attempt given up that took nothing: its token latched", setup: heldBy(ownerB, tokenB, 1, long), keys: []string{sKey, sLatch},
 				args: unlockArgs(long, ownerA, tokenA, "-1"), want: "nil", checks: []check{eq("[A:h1]", "lrange", sLatch, 0, -1)}},
-			{name: "an attempt given up that took the lock: released", setup: heldBy(ownerA, tokenA, 1, long), keys: []string{sKey},
+			{name: "an attempt given up that took the lock: released", setup: heldBy(ownerA, tokenA, 1, long), keys: []string{sKey, sLatch},
 				args: unlockArgs(long, ownerA, tokenA, "-1"), want: "1", checks: []check{eq("0", "exists", sKey), eq("[A:h1]", "lrange", sLatch, 0, -1)}},
-			{name: "another hold's token: nothing", setup: heldBy(ownerA, tokenA2, 2, long), keys: []string{sKey},
+			{name: "another hold's token: nothing", setup: heldBy(ownerA, tokenA2, 2, long), keys: []string{sKey, sLatch},
 				args: unlockArgs(long, ownerA, tokenA, "1"), want: "nil", checks: []check{eq("2", "hget", sKey, ownerA)}},
-			{name: "inner level: the count left, lease never shortened", setup: heldBy(ownerA, tokenA, 2, long), keys: []string{sKey},
+			{name: "inner level: the count left, lease never shortened", setup: heldBy(ownerA, tokenA, 2, long), keys: []string{sKey, sLatch},
 				args: unlockArgs(short, ownerA, tokenA, "1"), want: "0", checks: []check{eq("1", "hget", sKey, ownerA), gt(50000, "pttl", sKey)}},
-			{name: "inner level: extended to the lease", setup: heldBy(ownerA, tokenA, 2, short), keys: []string{sKey},
+			{name: "inner level: extended to the lease", setup: heldBy(ownerA, tokenA, 2, short), keys: []string{sKey, sLatch},
 				args: unlockArgs(long, ownerA, tokenA, "1"), want: "0", checks: []check{gt(50000, "pttl", sKey)}},
-			{name: "last level: deleted whatever Redis counts, latched", setup: heldBy(ownerA, tokenA, 5, long), keys: []string{sKey},
+			{name: "last level: deleted whatever Redis counts, latched", setup: heldBy(ownerA, tokenA, 5, long), keys: []string{sKey, sLatch},
 				args: unlockArgs(long, ownerA, tokenA, "0"), want: "1", checks: []check{eq("0", "exists", sKey), eq("[A:h1]", "lrange", sLatch, 0, -1)}},
-			{name: "run again: the latch answers released", setup: [][]any{{"rpush", sLatch, tokenA}}, keys: []string{sKey},
+			{name: "run again: the latch answers released", setup: [][]any{{"rpush", sLatch, tokenA}}, keys: []string{sKey, sLatch},
 				args: unlockArgs(long, ownerA, tokenA, "0"), want: "1"},
+			{name: "the lock's key alone (slot migrating): released, no latch", setup: heldBy(ownerA, tokenA, 1, long), keys: []string{sKey},
+				args: unlockArgs(long, ownerA, tokenA, "0"), want: "1", checks: []check{eq("0", "exists", sKey, sLatch)}},
+			{name: "the lock's key alone, run again: no latch read, not held", setup: [][]any{{"rpush", sLatch, tokenA}}, keys: []string{sKey},
+				args: unlockArgs(long, ownerA, tokenA, "0"), want: "nil"},
 		}},
 		{renewScript, []scriptCase{
 			{name: "its hold: extended", setup: heldBy(ownerA, tokenA, 1, short), keys: []string{sKey},
@@ -300,16 +304,16 @@ func TestScriptGuards(t *testing.T) {
 				checks: []check{eq("[B]", "lrange", sQueue, 0, -1), eq("nil", "zscore", sDead, ownerA)}},
 		}},
 		{fencedLockScript, []scriptCase{
-			{name: "free: the next fencing token", setup: [][]any{{"set", sCounter, ahead}}, keys: []string{sKey, sCounter},
+			{name: "free: the next fencing token", setup: [][]any{{"set", sCounter, ahead}}, keys: []string{sKey, sCounter, sLatch},
 				args: []any{long, ownerA, tokenA, "1", sCounter}, want: "[" + ahead1 + "]", checks: []check{eq(ahead1, "get", sCounter), eq(tokenA, "hget", sKey, "hold")}},
 			{name: "run again: the same fencing token, no increment", setup: [][]any{{"set", sCounter, 8}, {"hset", sKey, ownerA, 1, "token", 8, "hold", tokenA}},
-				keys: []string{sKey, sCounter}, args: []any{long, ownerA, tokenA, "1", sCounter}, want: "[8]", checks: []check{eq("8", "get", sCounter)}},
+				keys: []string{sKey, sCounter, sLatch}, args: []any{long, ownerA, tokenA, "1", sCounter}, want: "[8]", checks: []check{eq("8", "get", sCounter)}},
 			{name: "reentrant level keeps the token", setup: [][]any{{"set", sCounter, 8}, {"hset", sKey, ownerA, 1, "token", 8, "hold", tokenA}},
-				keys: []string{sKey, sCounter}, args: []any{long, ownerA, tokenA, "2", sCounter}, want: "[8]", checks: []check{eq("2", "hget", sKey, ownerA)}},
-			{name: "reentrant level of a hold Redis lost: no new token", setup: [][]any{{"set", sCounter, 8}}, keys: []string{sKey, sCounter},
+				keys: []string{sKey, sCounter, sLatch}, args: []any{long, ownerA, tokenA, "2", sCounter}, want: "[8]", checks: []check{eq("2", "hget", sKey, ownerA)}},
+			{name: "reentrant level of a hold Redis lost: no new token", setup: [][]any{{"set", sCounter, 8}}, keys: []string{sKey, sCounter, sLatch},
 				args: []any{long, ownerA, tokenA, "2", sCounter}, want: "-2", checks: []check{eq("8", "get", sCounter), eq("0", "exists", sKey)}},
 			{name: "held by another hold: busy", setup: [][]any{{"hset", sKey, ownerA, 1, "token", 8, "hold", tokenA2}, {"pexpire", sKey, long}},
-				keys: []string{sKey, sCounter}, args: []any{long, ownerA, tokenA, "1", sCounter}, checks: []check{eq(tokenA2, "hget", sKey, "hold")}},
+				keys: []string{sKey, sCounter, sLatch}, args: []any{long, ownerA, tokenA, "1", sCounter}, checks: []check{eq(tokenA2, "hget", sKey, "hold")}},
 			{name: "the lock's key alone, the counter here: the next fencing token", setup: [][]any{{"set", sCounter, ahead}}, keys: []string{sKey},
 				args: []any{long, ownerA, tokenA, "1", sCounter}, want: "[" + ahead1 + "]", checks: []check{eq(ahead1, "get", sCounter), eq(tokenA, "hget", sKey, "hold")}},
 			{name: "the lock's key alone, no counter here: refused, nothing created", keys: []string{sKey},

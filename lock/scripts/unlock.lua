@@ -5,7 +5,9 @@
 -- A Mutex gives up its inner levels here and its last one with release.lua;
 -- a FencedMutex, whose hash also holds its fencing token, gives up every
 -- level here.
--- KEYS[1] lock hash
+-- KEYS[1] lock hash, KEYS[2] the lock's release latch (release.lua), or
+-- none while the lock's Cluster slot migrates (lock.lua): the release then
+-- keeps no latch, and a re-sent one, finding none, answers nil
 -- ARGV[1] lease in ms to keep at least after a reentrant release (a longer
 -- TTL is kept), ARGV[2] owner field, ARGV[3] unlock channel (an argument,
 -- not a key: a key that never exists makes Redis Cluster answer TRYAGAIN
@@ -13,23 +15,20 @@
 -- publish command: 'publish', or 'spublish' on a Redis Cluster, ARGV[5] the
 -- hold's token, ARGV[6] the levels left once this one is released ('0':
 -- the last; '-1': an attempt given up, whose token goes into the latch
--- even when it took nothing, release.lua's 'leave'), ARGV[7] the lock's
--- release latch (release.lua), ARGV[8] its lifetime in ms
--- The latch is named in ARGV, not declared, for FencedMutex's release; it
--- is best effort (pcall): while the lock's slot migrates, a key that is
--- not on this node can be neither read nor written.
+-- even when it took nothing, release.lua's 'leave'), ARGV[7] how long the
+-- latch lasts in ms ('0': no latch)
 -- Returns nil when the hold is not in Redis, 0 when it is still held
 -- (reentrant), 1 when the lock was released and waiters were told — also
 -- when this release already ran (the latch holds its token).
 local function latch()
-    if ARGV[8] ~= '0' then
-        redis.pcall('lpush', ARGV[7], ARGV[5])
-        redis.pcall('ltrim', ARGV[7], 0, 7)
-        redis.pcall('pexpire', ARGV[7], ARGV[8])
+    if KEYS[2] and ARGV[7] ~= '0' then
+        redis.call('lpush', KEYS[2], ARGV[5])
+        redis.call('ltrim', KEYS[2], 0, 7)
+        redis.call('pexpire', KEYS[2], ARGV[7])
     end
 end
 if redis.call('hget', KEYS[1], 'hold') ~= ARGV[5] then
-    if type(redis.pcall('lpos', ARGV[7], ARGV[5])) == 'number' then
+    if KEYS[2] and redis.call('lpos', KEYS[2], ARGV[5]) then
         return 1
     end
     if ARGV[6] == '-1' then
