@@ -154,6 +154,7 @@ func run(args []string) error {
 		return errors.Join(err, s.Close())
 	}
 	srv := httpapi.NewHTTPServer(s.Handler(), o.requestTimeout)
+	srv.ConnState = s.Metrics.HTTPConns()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("shop listening", "addr", ln.Addr().String(), "redis", addrs, "sentinels", sentinels, "master", o.redisMaster,

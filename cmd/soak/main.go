@@ -366,13 +366,25 @@ func seriesTolerances(o options) map[string]tolerance {
 	mib := float64(1 << 20)
 	perSample := float64(o.rate) * o.sample.Seconds()
 	return map[string]tolerance{
-		"rss":              {Rel: 0.10, Abs: 4 * mib},
-		"heap goal":        {Rel: 0.20, Abs: 4 * mib},
+		"rss":       {Rel: 0.10, Abs: 4 * mib},
+		"heap goal": {Rel: 0.20, Abs: 4 * mib},
+		// Less one per open HTTP connection: the proxy keeps as many open
+		// to each shop as it ever needed at once, so their goroutines
+		// climb with each new peak of concurrency, as the Redis pools do
+		// (22 → 30 over a minute's look). A goroutine that never ends is
+		// counted either way.
 		"goroutines":       {Rel: 0.10, Abs: 10},
 		"redis keys":       {Rel: 0.10, Abs: perSample},
 		"idempotency keys": {Rel: 0.10, Abs: perSample},
 		"redis memory":     {Rel: 0.10, Abs: 2 * mib},
-		"redis clients":    {Rel: 0.10, Abs: 5},
+		// Not Redis's clients as such: the shops' pools open a connection
+		// whenever more commands run at once than they have idle, and keep
+		// it, so the count climbs in steps with each new peak of
+		// concurrency up to the pools' size (17 → 28 over a minute's look,
+		// its peaks still to come). Those idle connections are capacity,
+		// not a leak; every leak — a client or pub/sub connection never
+		// closed, a pooled one never given back — stays in use.
+		"redis clients in use": {Rel: 0.10, Abs: 5},
 	}
 }
 
@@ -401,14 +413,14 @@ func judgeSamples(samples []sample, o options) []verdict {
 			out = append(out,
 				judgeFlat(sh.Name+" rss", shop(func(s shopSample) float64 { return s.RSS }), tol["rss"]),
 				judgeFlat(sh.Name+" heap goal", shop(func(s shopSample) float64 { return s.HeapGoal }), tol["heap goal"]),
-				judgeFlat(sh.Name+" goroutines", shop(func(s shopSample) float64 { return s.Goroutines }), tol["goroutines"]))
+				judgeFlat(sh.Name+" goroutines but connections'", shop(func(s shopSample) float64 { return s.Goroutines - s.HTTPConns }), tol["goroutines"]))
 		}
 	}
 	return append(out,
 		judgeFlat("redis keys", series(func(s sample) float64 { return float64(s.Redis.Keys) }), tol["redis keys"]),
 		judgeFlat("idempotency keys", series(func(s sample) float64 { return float64(s.Redis.IdempotencyKeys) }), tol["idempotency keys"]),
 		judgeFlat("redis memory", series(func(s sample) float64 { return float64(s.Redis.UsedMemory) }), tol["redis memory"]),
-		judgeFlat("redis clients", series(func(s sample) float64 { return float64(s.Redis.Clients) }), tol["redis clients"]))
+		judgeFlat("redis clients in use", series(sample.clientsInUse), tol["redis clients in use"]))
 }
 
 func waitNoLocks(ctx context.Context, smp *sampler, within time.Duration) (lockKeys, channels int64) {
@@ -542,7 +554,7 @@ func progressLine(s sample, interval time.Duration) string {
 	if r.Error != "" {
 		fmt.Fprintf(&b, " | redis: %s", r.Error)
 	} else {
-		fmt.Fprintf(&b, " | redis keys %d (idempotency %d, locks %d) clients %d mem %.1f MiB", r.Keys, r.IdempotencyKeys, r.LockKeys, r.Clients, float64(r.UsedMemory)/(1<<20))
+		fmt.Fprintf(&b, " | redis keys %d (idempotency %d, locks %d) clients %d (in use %.0f) mem %.1f MiB", r.Keys, r.IdempotencyKeys, r.LockKeys, r.Clients, s.clientsInUse(), float64(r.UsedMemory)/(1<<20))
 	}
 	return b.String()
 }
@@ -554,7 +566,7 @@ func printSummary(w io.Writer, rep *report, o options) {
 	fmt.Fprintf(w, "\nsoak: %s at %d/s for %v through %s, %d shops, %s; samples every %v, warm-up %v, idempotency TTL %s, retry ratio %.2f\n\n",
 		p.Stage, p.Rate, o.duration, p.Proxy, p.Replicas, p.Redis, o.sample, o.warmup, p.IdempotencyTTL, p.RetryRatio)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "t s\tsales/s\tp99 ms\tshop RSS MiB\theap goal MiB\tgoroutines\tredis keys\tidempotency\tlocks\tclients\tredis MiB\t\n")
+	fmt.Fprint(tw, "t s\tsales/s\tp99 ms\tshop RSS MiB\theap goal MiB\tgoroutines\tredis keys\tidempotency\tlocks\tclients\tin use\tredis MiB\t\n")
 	step := max(1, len(rep.Samples)/12)
 	for i, s := range rep.Samples {
 		if i%step != 0 && i != len(rep.Samples)-1 {
@@ -572,9 +584,9 @@ func printSummary(w io.Writer, rep *report, o options) {
 			salesPerSec, p99 = fmt.Sprintf("%.0f", float64(win.Sales)/o.sample.Seconds()), fmt.Sprintf("%.1f", win.P99MS)
 		}
 		r := s.Redis
-		fmt.Fprintf(tw, "%.0f\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%.1f\t\n", s.At, salesPerSec, p99,
+		fmt.Fprintf(tw, "%.0f\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.1f\t\n", s.At, salesPerSec, p99,
 			strings.Join(rss, "/"), strings.Join(goal, "/"), strings.Join(gor, "/"),
-			r.Keys, r.IdempotencyKeys, r.LockKeys, r.Clients, float64(r.UsedMemory)/(1<<20))
+			r.Keys, r.IdempotencyKeys, r.LockKeys, r.Clients, s.clientsInUse(), float64(r.UsedMemory)/(1<<20))
 	}
 	tw.Flush()
 	t := rep.Load.Total

@@ -27,7 +27,14 @@ type shopSample struct {
 	HeapInuse  float64 `json:"heap_inuse_bytes"`
 	HeapGoal   float64 `json:"heap_goal_bytes"` // go_memstats_next_gc_bytes: twice the live heap after the last GC
 	Goroutines float64 `json:"goroutines"`
-	Error      string  `json:"error,omitempty"`
+	// PoolConns are the connections the shop's Redis clients hold, PoolIdle
+	// those of them idle in a pool (see metrics.RedisPools).
+	PoolConns float64 `json:"redis_pool_conns"`
+	PoolIdle  float64 `json:"redis_pool_idle_conns"`
+	// HTTPConns are the connections its HTTP server holds open, each
+	// served by a goroutine (see metrics.HTTPConns).
+	HTTPConns float64 `json:"http_open_conns"`
+	Error     string  `json:"error,omitempty"`
 }
 
 // redisSample counts the segmented stage's keys and Redis's own figures.
@@ -54,10 +61,13 @@ const (
 
 // shopMetrics are the unlabelled series read from each shop's /metrics.
 var shopMetrics = map[string]func(*shopSample) *float64{
-	"process_resident_memory_bytes": func(s *shopSample) *float64 { return &s.RSS },
-	"go_memstats_heap_inuse_bytes":  func(s *shopSample) *float64 { return &s.HeapInuse },
-	"go_memstats_next_gc_bytes":     func(s *shopSample) *float64 { return &s.HeapGoal },
-	"go_goroutines":                 func(s *shopSample) *float64 { return &s.Goroutines },
+	"process_resident_memory_bytes":  func(s *shopSample) *float64 { return &s.RSS },
+	"go_memstats_heap_inuse_bytes":   func(s *shopSample) *float64 { return &s.HeapInuse },
+	"go_memstats_next_gc_bytes":      func(s *shopSample) *float64 { return &s.HeapGoal },
+	"go_goroutines":                  func(s *shopSample) *float64 { return &s.Goroutines },
+	"lockstep_redis_pool_conns":      func(s *shopSample) *float64 { return &s.PoolConns },
+	"lockstep_redis_pool_idle_conns": func(s *shopSample) *float64 { return &s.PoolIdle },
+	"lockstep_http_open_conns":       func(s *shopSample) *float64 { return &s.HTTPConns },
 }
 
 type sampler struct {
@@ -162,6 +172,17 @@ func (s *sampler) redis(ctx context.Context) redisSample {
 		out.Error = err.Error()
 	}
 	return out
+}
+
+// clientsInUse is Redis's clients less the connections idle in the shops'
+// pools: the connections running a command now (the shops', the soak's
+// own), the shops' pub/sub ones, and any that nothing will close.
+func (s sample) clientsInUse() float64 {
+	n := float64(s.Redis.Clients)
+	for _, sh := range s.Shops {
+		n -= sh.PoolIdle
+	}
+	return n
 }
 
 // idempotencyAudit is a look at every idempotency key of the stage.

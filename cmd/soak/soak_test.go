@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,29 +15,30 @@ import (
 	"github.com/lockstep/lockstep/internal/redistest"
 )
 
-// TestShortSoak runs the soak's short mode end to end — the workshop with
-// redis-server, three shop processes and its proxy, 20 s of idempotent
-// sales — and checks that every check ran and passed, the figures add up,
-// and no process is left.
+// shortLook is the short look of the package doc and docs/hardening.md,
+// word for word.
+var shortLook = []string{"--duration", "1m", "--idempotency-ttl", "5s", "--sample", "1s"}
+
+// TestShortSoak runs the documented short look end to end — the workshop
+// with redis-server, three shop processes and its proxy, a minute of
+// idempotent sales at 200/s — and checks that every check ran and passed,
+// flatness included, the figures add up, and no process is left. Only
+// where the binaries come from (built once here) and where the output goes
+// differ from the command a reader types.
 func TestShortSoak(t *testing.T) {
 	redistest.Binary(t) // skips (or fails under CI) without redis-server
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	workshopBin, shopBin, err := buildBinaries(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.ArtifactDir(), "soak") // kept with -artifacts: a failure's logs
-	const rate, seconds = 100, 20
+	const rate, seconds = 200, 60
 	var stdout, stderr bytes.Buffer
-	// The watchdog's default 30 s lease: a 200 ms one (the workshop's scaled
-	// faults) can run out on a 2-core machine busy with other test packages,
-	// and a lost lock is the defect the workshop shows elsewhere, not a leak.
-	runErr := run(ctx, []string{
-		"--duration", "20s", "--rate", "100", "--sample", "500ms", "--idempotency-ttl", "3s",
-		"--faults", `{"work":"2ms","slow_ratio":0.01,"slow":"300ms"}`,
+	runErr := run(ctx, append(slices.Clone(shortLook),
 		"--workshop-bin", workshopBin, "--shop-bin", shopBin, "--out", out,
-	}, &stdout, &stderr)
+	), &stdout, &stderr)
 	data, err := os.ReadFile(filepath.Join(out, "soak.json"))
 	if err != nil {
 		t.Fatalf("soak: %v (%v)\n%s\n%s", runErr, err, stdout.String(), tail(stderr.String(), 20))
@@ -48,27 +50,23 @@ func TestShortSoak(t *testing.T) {
 	if len(rep.Checks) < 20 {
 		t.Errorf("%d checks, want every one of them", len(rep.Checks))
 	}
-	// Everything must pass but flatness: 20 s on a shared 2-core machine
-	// cannot tell growth from noise (that is the 10-minute soak's job), so
-	// here its verdicts must exist, and are only logged.
 	for _, c := range rep.Checks {
-		switch {
-		case c.Passed:
-		case strings.HasPrefix(c.Name, "flat: "):
-			t.Logf("not flat over 20 s (informative): %s: %s", c.Name, c.Detail)
-		default:
-			t.Errorf("check failed: %s: %s\n%s", c.Name, c.Detail, stdout.String())
+		if !c.Passed {
+			t.Errorf("check failed: %s: %s", c.Name, c.Detail)
 		}
 	}
+	if t.Failed() {
+		t.Logf("soak: %v\n%s", runErr, stdout.String())
+	}
 	// One verdict per shop and series (3 × 3) and four of Redis, each from
-	// the samples after the warm-up (3 s + 2 samples).
+	// the samples after the warm-up (5 s + 2 samples).
 	if len(rep.Verdicts) != 13 {
 		t.Errorf("%d flatness verdicts, want 13", len(rep.Verdicts))
 	}
-	// A sample is read every 500 ms, each taking its own time on a loaded
+	// A sample is read every second, each taking its own time on a loaded
 	// machine (37 of 40 at load 25): most of them, not all.
-	if n := len(rep.Samples); n < 3*seconds/2 {
-		t.Errorf("%d samples in %d s at 2 per second, want at least %d", n, seconds, 3*seconds/2)
+	if n := len(rep.Samples); n < 3*seconds/4 {
+		t.Errorf("%d samples in %d s at 1 per second, want at least %d", n, seconds, 3*seconds/4)
 	}
 	// The soak's own error budget: on a loaded machine a Redis reply can
 	// miss the shops' 300 ms timeout (2 of 2000 did in a CI run at load
@@ -152,8 +150,7 @@ func TestFlagsRejectNothingToJudge(t *testing.T) {
 		{nil, 70 * time.Second, true}, // 10 minutes: the 1m TTL and two 5s samples are more than a tenth
 		{[]string{"--duration", "30s", "--idempotency-ttl", "5s", "--sample", "1s"}, 7 * time.Second, true},
 		{[]string{"--duration", "30s"}, 0, false}, // the 1m TTL's ramp is longer than the run
-		// The short look of the package doc and docs/hardening.md.
-		{[]string{"--duration", "1m", "--idempotency-ttl", "5s", "--sample", "1s"}, 7 * time.Second, true},
+		{shortLook, 7 * time.Second, true},
 		{[]string{"--workshop-bin", "w"}, 0, false},
 		{[]string{"--retry-ratio", "1"}, 0, false},
 	} {

@@ -1,7 +1,10 @@
 // Package metrics is the Prometheus instrumentation of the shop: request
 // outcomes and durations, lock waits and acquisitions, watchdog renewals,
 // foreign unlocks, and the audit of every stage as gauges read from Redis at
-// scrape time (with the empty segments of segmented stages). Every metric has the prefix lockstep_ and the label stage.
+// scrape time (with the empty segments of segmented stages), and the
+// shop-wide gauges of its Redis connections and HTTP connections. Every
+// metric has the prefix lockstep_, and all but the shop-wide ones the
+// label stage.
 package metrics
 
 import (

@@ -96,7 +96,7 @@ type Shop struct {
 	Inventory *inventory.Inventory
 	Metrics   *metrics.Metrics
 	server    *httpapi.Server
-	clients   []io.Closer // Redis clients
+	clients   []redis.UniversalClient
 	batchers  []*redisbatch.Batcher
 	closers   []io.Closer // the lock servers' clients
 }
@@ -182,6 +182,7 @@ func New(cfg Config) (*Shop, error) {
 	}
 	var auditor lateAuditor
 	s.Metrics = metrics.New(&auditor, cfg.Logger)
+	s.Metrics.RedisPools(s.clients)
 	invCfg := inventory.Config{
 		ZooKeeper: cfg.ZooKeeperServers,
 		Redis:     stock, RedlockRedis: masters, HoldersRedis: holders, DefaultStock: cfg.DefaultStock,
