@@ -3,12 +3,14 @@ package shop_test
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/internal/shop"
+	"github.com/lockstep/lockstep/lock"
 )
 
 // The fault knobs the workshop's failure scenarios use: track_holders,
@@ -153,13 +155,14 @@ func TestPauseBeforeWriteFreezesTheHolderAtItsWrite(t *testing.T) {
 	}
 }
 
-// TestFencedRefusesAHolderWhoseTokenAFailoverReissued plays what a failover
-// does to the fenced stage when the master dies before replicating a grant:
-// the promoted replica has neither the lock, nor the token counter's
-// increment, nor the first holder's read of the fence, so the second holder
-// gets the very same token. The fence names the holder too, so the first
-// holder's stale write is still refused.
-func TestFencedRefusesAHolderWhoseTokenAFailoverReissued(t *testing.T) {
+// TestFencedRefusesTheHolderBeforeAFailover plays what a failover does to
+// the fenced stage when the master dies before replicating a grant: the
+// promoted replica has neither the lock, nor the token counter's
+// increment, nor the first holder's read of the fence. The token is never
+// issued again (it is at least the server's clock in µs, see lock's
+// FencedMutex): the second holder's is larger, and the first holder's
+// stale write is refused.
+func TestFencedRefusesTheHolderBeforeAFailover(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	ctx := t.Context()
@@ -167,12 +170,21 @@ func TestFencedRefusesAHolderWhoseTokenAFailoverReissued(t *testing.T) {
 	var r *replicas
 	r = startReplicas(t, srv, 2, withPause(gate, &r))
 	r.reset("fenced", 10, 0)
-	const lockKey, tokenKey, fenceKey = "lockstep:fenced:{sku-1}:lock", "lockstep:fenced:{sku-1}:lock:token", "lockstep:fenced:{sku-1}:fence"
+	const lockKey, fenceKey = "lockstep:fenced:{sku-1}:lock", "lockstep:fenced:{sku-1}:fence"
+	tokenKey := lock.FencingCounterKey(lockKey)
 	r.deduct(1, "fenced", "") // a fence and a token from before
 	fenceBefore := rdb.Get(ctx, fenceKey).Val()
 
 	r.setFaults("fenced", `{"work":"5ms","lock_ttl":"10s","pause_before_write":true}`)
 	first := async(r, 0, "fenced")
+	opened := false
+	open := func() {
+		if !opened {
+			opened = true
+			close(gate.open)
+		}
+	}
+	defer open() // a failed check must not leave the first holder paused
 	r.waitPaused(gate)
 	firstFence := rdb.Get(ctx, fenceKey).Val()
 	// The failover: what the dead master had and never replicated is gone.
@@ -184,11 +196,14 @@ func TestFencedRefusesAHolderWhoseTokenAFailoverReissued(t *testing.T) {
 		t.Fatalf("second holder: %d %s", b.status, b.body)
 	}
 	secondFence := rdb.Get(ctx, fenceKey).Val()
-	token := func(fence string) string { return strings.SplitN(fence, ":", 2)[0] }
-	if token(firstFence) != token(secondFence) || firstFence == secondFence {
-		t.Fatalf("fences %q then %q: want one token held by two holders", firstFence, secondFence)
+	token := func(fence string) int64 {
+		n, _ := strconv.ParseInt(strings.SplitN(fence, ":", 2)[0], 10, 64)
+		return n
 	}
-	close(gate.open)
+	if token(secondFence) <= token(firstFence) {
+		t.Fatalf("fences %q then %q: want the second holder's token larger", firstFence, secondFence)
+	}
+	open()
 	a := <-first
 	audit := r.audit("fenced")
 	t.Logf("fences %q, %q; first holder %d %s; audit %+v", firstFence, secondFence, a.status, a.body, audit.Audit)
