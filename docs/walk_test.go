@@ -10,7 +10,9 @@ import (
 
 // walk is the newcomer's walk: every command of a shell block in the user
 // docs (README.md, docs/ but the benchmark history, lock/README.md), as
-// written there without its comment, and either the test that runs it
+// written there without its comment, and every command the prose quotes
+// inline (a code span that starts with go run/test/build/get, make, docker
+// compose, k6 run or curl), each with either the test that runs it
 // ("test TestName") or why no test does ("not run: …"). A new command in
 // the docs fails TestEveryDocumentedCommandIsWalked until it is listed
 // here, and a test named here must exist.
@@ -43,13 +45,49 @@ var walk = map[string]string{
 	"go run ./cmd/workshop --scenario orders":                                                       "test TestOrdersScenario",
 	"go run ./cmd/workshop --keep":                                                                  "test TestInterruptStopsEveryProcess",
 	"go run ./cmd/workshop --scenario my.yaml --replicas 3 --out out/mine":                          "not run: my.yaml is the reader's own scenario",
-	"go get github.com/lockstep/lockstep/lock":                                                      "not run: it fetches the published module; the package's examples run in test TestMain of lock/ (go test runs every Example)",
+	"go build ./cmd/workshop":                                                                       "test TestUnmetExpectationsExitWithStatus3 (the workshop built, its exit status read as the docs say)",
+	"go build -o workshop ./cmd/workshop && ./workshop; echo $?":                                    "not run as written: the default scenario takes minutes; the built workshop's statuses run in tests TestUnmetExpectationsExitWithStatus3 and TestUsageErrorExitsTwo",
+	"go build ./cmd/shop":                                                                           "not run as written: the workshop's tests build the shop the same way (buildBinaries), as in test TestWorkshopShowsTheArticlesTable",
+	"go run ./cmd/shop --redis-cluster host1:7000,host2:7001,…":                                     "not run as written (the hosts are the reader's); shops on a Redis Cluster run in test TestWorkshopOnARedisCluster",
+	"go run ./cmd/loadgen --target http://localhost:8080 --replica-urls http://shop1:8080,... --redis-addr localhost:6379 --admin-token $LOCKSTEP_ADMIN_TOKEN": "not run as written (the hosts are the reader's); the compose stack runs the loadgen in test TestComposeOnEngine",
+	"go run ./cmd/workshop --lock-servers off --scenario reshard": "test TestReshardScenario",
+	"go run ./cmd/workshop --scenario lock-servers":               "not run: the three lock servers' stages take minutes; their stages run in test TestLockServerStagesNeverOversell and the scenario parses in test TestShippedScenariosParse",
+	"go run ./cmd/soak":                   "not run: it soaks for 30 minutes by default; its short look runs in test TestShortSoak",
+	"go test -run Example ./lock/":        "not run by itself: make test runs every Example of lock/ (go test runs Examples)",
+	"go test -race":                       "not run by itself: it names how make test runs the suite",
+	"go test ./lock/":                     "not run by itself: make test runs it",
+	"go test ./deploy":                    "not run by itself: make test runs it",
+	"go test ./deploy -run TestLiveStack": "test TestLiveStack",
+	"go test ./deploy -run TestLiveStack -preview grafana/preview.png":         "not run: it rewrites the checked-in preview; test TestLiveStack runs the same stack without -preview",
+	"go test ./deploy -run TestGenerated -update":                              "not run: it rewrites the checked-in files; test TestGenerated checks them without -update",
+	"go test -artifacts -outputdir DIR ./cmd/workshop":                         "not run as written (DIR is the reader's); make test runs ./cmd/workshop",
+	"go test -run '^$' -fuzz '^FuzzDeduct$' -fuzztime 10m ./internal/httpapi/": "not run: ten minutes of fuzzing; make test runs the same target for 4 s (make fuzz-short)",
+	"make fuzz-short":                               "not run by itself: make test ends with it",
+	"make fuzz-short FUZZTIME=10m":                  "not run: ten minutes per target; make test runs it at 4 s",
+	"make check-lock CHECKER_TIME=10m":              "not run: ten minutes; make test runs the checker at its default budget in test TestLockChecker",
+	"make mutate":                                   "not run: it runs the lock suite once per mutant (hours on 2 cores); lock/MUTANTS.md records its last score",
+	"docker compose build":                          "test TestComposeOnEngine (needs a container engine)",
+	"docker compose up -d --wait":                   "test TestComposeOnEngine (needs a container engine)",
+	"docker compose --profile cluster up -d --wait": "test TestComposeClusterOnEngine (needs a container engine)",
+	"curl -d": "not run: it names curl's form encoding, whose 415 runs in test TestSaleBody",
+	"go test -run '^$' -bench BenchmarkAsyncAdmit -benchtime 9x ./inventory/":   "not run: a measure (its figures are in BENCHMARKS.md)",
+	"go test -race -run TestLockServerStagesRecoverFromALinkFault ./inventory/": "test TestLockServerStagesRecoverFromALinkFault",
+	"go run ./cmd/workshop --scenario orders-down":                              "test TestOrdersDownScenario",
+	"go test -race -count 3 -run TestPaymentDuringLoadScenario ./cmd/workshop/": "test TestPaymentDuringLoadScenario (once; -count 3 is the docs' repeat)",
+	"go run ./cmd/soak --duration 1m --idempotency-ttl 5s --sample 1s":          "test TestShortSoak",
+	"go run ./cmd/workshop --scenario pause --only etcd,zookeeper":              "test TestFailureScenarios (the pause scenario, every stage)",
+	"make deps": "not run by itself: make test runs it first",
+	"go test ./deploy -run TestComposeAgainstImageFacts": "test TestComposeAgainstImageFacts",
+	"go get github.com/lockstep/lockstep/lock":           "not run: it fetches the published module; the package's examples run in test TestMain of lock/ (go test runs every Example)",
 }
 
 var (
 	shellFence = regexp.MustCompile("^\\s*```(sh|bash|shell)\\s*$")
 	endFence   = regexp.MustCompile("^\\s*```\\s*$")
 	testName   = regexp.MustCompile(`\btest (Test\w+)`)
+	// proseCommand is a code span of the prose that quotes a command; a
+	// span may wrap at the end of a line, as Markdown lets it.
+	proseCommand = regexp.MustCompile("`((?:go (?:run|test|build|get) |make |docker compose |k6 run |curl )[^`]*)`")
 )
 
 // documentedCommands are the commands of the shell blocks of the user docs.
@@ -71,6 +109,7 @@ func documentedCommands(t *testing.T) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var prose strings.Builder
 		in := false
 		for _, line := range strings.Split(string(data), "\n") {
 			switch {
@@ -83,7 +122,12 @@ func documentedCommands(t *testing.T) map[string]string {
 				if cmd = strings.TrimSpace(cmd); cmd != "" && !strings.HasPrefix(cmd, "#") {
 					found[cmd] = page
 				}
+			default:
+				prose.WriteString(line + "\n")
 			}
+		}
+		for _, m := range proseCommand.FindAllStringSubmatch(prose.String(), -1) {
+			found[strings.Join(strings.Fields(m[1]), " ")] = page
 		}
 	}
 	return found
