@@ -59,6 +59,7 @@ type orderSeller struct {
 }
 
 func (k stockKeys) buyers() string    { return string(k) + "buyers" }
+func (k stockKeys) taken() string     { return string(k) + "taken" }
 func (k stockKeys) givenBack() string { return string(k) + "given-back" }
 func (k stockKeys) conflicts() string { return string(k) + "conflicts" }
 
@@ -96,13 +97,37 @@ func (s *orderSeller) crashBeforeOrder(ctx context.Context, f Faults) error {
 	return s.crashIfArmed(ctx, "", f, func(context.Context) error { return nil })
 }
 
+// takeProof is what shows, to a give-back, that a sale took its units.
+type takeProof int
+
+const (
+	// tookInRound: the sale saw its take's reply; the units are those of
+	// its order's round (optimistic-redis).
+	tookInRound takeProof = iota
+	// tookAsBuyer: the buyers hash holds the buyer's entry with the order's
+	// id (one_per_user.lua).
+	tookAsBuyer
+	// tookByID: the SKU's taken set holds the order id (order_deduct.lua).
+	tookByID
+)
+
+// record is the key of the record the proof reads (give_back.lua's
+// KEYS[3]), and the proof as give_back.lua's ARGV[4] names it.
+func (p takeProof) record(k stockKeys, round int64) (key, arg string) {
+	switch p {
+	case tookAsBuyer:
+		return k.buyers(), "buyer"
+	case tookByID:
+		return k.taken(), "taken"
+	}
+	return k.buyers(), strconv.FormatInt(round, 10)
+}
+
 // placing is an order whose units a sale took from the Redis stock (in
 // order.Round), and how to give them back.
 type placing struct {
 	order orders.Order
-	// byBuyer: the buyers hash shows whether the sale took its units
-	// (one-per-user-lua); otherwise the sale knows it took them.
-	byBuyer bool
+	proof takeProof
 	// stockInOrders: the units moved with the order, in its transaction
 	// (optimistic MySQL): a void leaves nothing to give back.
 	stockInOrders bool
@@ -190,12 +215,12 @@ func (s *orderSeller) place(ctx context.Context, p placing) error {
 // why. A give-back that fails is retried by the resolver (it is the same
 // when run twice), so the units return once Redis answers.
 func (s *orderSeller) undo(ctx context.Context, p placing, why error) error {
-	err := s.giveBack(ctx, p.order, p.byBuyer)
+	err := s.giveBack(ctx, p.order, p.proof)
 	if err == nil {
 		return why
 	}
 	s.resolver.resolve("give back order "+p.order.ID, func(ctx context.Context) (bool, error) {
-		err := s.giveBack(ctx, p.order, p.byBuyer)
+		err := s.giveBack(ctx, p.order, p.proof)
 		return err == nil, err
 	})
 	return fmt.Errorf("%w (its units count as undersold until they go back, once Redis answers: %v)", why, err)
@@ -213,7 +238,7 @@ func (s *orderSeller) resolveOrder(p placing) {
 		case err != nil:
 			return false, err
 		case !p.stockInOrders:
-			if err := s.giveBack(ctx, p.order, p.byBuyer); err != nil {
+			if err := s.giveBack(ctx, p.order, p.proof); err != nil {
 				return false, err
 			}
 		}
@@ -247,39 +272,84 @@ func rerunWindow(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, voidTimeout)
 }
 
-// giveBack returns the units of an order that was never placed, once:
-// those the buyers hash shows taken (byBuyer), or those taken in o.Round,
-// unless a reset replaced that round's stock since.
-func (s *orderSeller) giveBack(ctx context.Context, o orders.Order, byBuyer bool) error {
+// giveBack returns the units of an order that was never placed, once, and
+// only those proof shows the sale took (give_back.lua).
+func (s *orderSeller) giveBack(ctx context.Context, o orders.Order, proof takeProof) error {
 	k := s.store.keys(o.SKU)
-	taken := strconv.FormatInt(o.Round, 10)
-	if byBuyer {
-		taken = "buyer"
-	}
-	err := s.store.run(ctx, giveBackScript, []string{k.stock(), k.sold(), k.buyers(), k.givenBack(), k.round()}, o.Qty, o.User, o.ID, taken).Err()
+	record, taken := proof.record(k, o.Round)
+	err := s.store.run(ctx, giveBackScript, []string{k.stock(), k.sold(), record, k.givenBack(), k.round()}, o.Qty, o.User, o.ID, taken).Err()
 	if err != nil {
 		return unavailable("give units back", err)
 	}
 	return nil
 }
 
-// deductForOrder takes o's units with order_deduct.lua and records the
-// round they were taken in: the remaining stock, ErrSoldOut or errNoStock.
-func (s *orderSeller) deductForOrder(ctx context.Context, o *orders.Order) (int64, error) {
+// take runs the script of proof (one_per_user.lua, order_deduct.lua),
+// which takes o's units under o.ID, and records the round it took them in.
+// When the reply is lost it runs the script again with the same order id
+// (which recognises its own take, so a run that took the units takes
+// nothing more), until it answers or the sale's deadline nears; then the
+// sale's outcome is unknown, and the resolver gives back whatever the
+// script took, once Redis answers, keeping hold (the buyer's guard; nil:
+// none) until then.
+func (s *orderSeller) take(ctx context.Context, o *orders.Order, proof takeProof, hold *guardHold) (int64, error) {
 	k := s.store.keys(o.SKU)
-	res, err := s.store.run(ctx, orderDeductScript, []string{k.stock(), k.sold(), k.round()}, o.Qty).Int64Slice()
-	switch {
-	case err != nil:
-		return 0, writeFailed("order deduct", err)
-	case len(res) != 2:
-		return 0, unavailable("order deduct", fmt.Errorf("reply %v", res))
-	case res[0] == -1:
-		return 0, ErrSoldOut
-	case res[0] == -2:
-		return 0, errNoStock
+	record, _ := proof.record(k, 0)
+	script, what := orderDeductScript, "order deduct"
+	if proof == tookAsBuyer {
+		script, what = onePerUserScript, "one-per-user deduct"
 	}
-	o.Round = res[1]
-	return res[0], nil
+	keys := []string{k.stock(), k.sold(), record, k.givenBack(), k.round()}
+	insertCtx, _, cancel := splitDeadline(ctx) // the insert's share of the deadline
+	defer cancel()
+	runCtx, stop := rerunWindow(insertCtx)
+	defer stop()
+	for wait := rerunWait; ; wait = min(2*wait, rerunWaitMax) {
+		res, err := s.store.run(runCtx, script, keys, o.Qty, o.User, o.ID).Int64Slice()
+		if err == nil && len(res) != 2 {
+			return 0, unavailable(what, fmt.Errorf("reply %v", res))
+		}
+		if err != nil {
+			err = writeFailed(what, err)
+			if !errors.Is(err, ErrOutcomeUnknown) {
+				return 0, err // refused: it ran nothing
+			}
+			if sleep(runCtx, wait) != nil {
+				s.resolveTake(*o, proof, hold)
+				return 0, fmt.Errorf("%w (the shop gives back what it may have taken once Redis answers)", err)
+			}
+			continue
+		}
+		o.Round = res[1]
+		switch n := res[0]; n {
+		case -1:
+			return 0, ErrSoldOut
+		case -2:
+			return 0, errNoStock
+		case -3:
+			return 0, fmt.Errorf("%w: %s is among the buyers of %s", ErrAlreadyBought, o.User, o.SKU)
+		case -4:
+			return 0, errVoidedID
+		default:
+			return n, nil
+		}
+	}
+}
+
+// resolveTake gives back, in the background, what a script run for o
+// whose reply was lost may have taken: its record shows it, and the
+// give-back marks the id so that a run still on its way takes nothing.
+// No order was sent, so none can land; the buyer's guard (hold) is
+// released once the give-back is done.
+func (s *orderSeller) resolveTake(o orders.Order, proof takeProof, hold *guardHold) {
+	hold.keep()
+	s.resolver.resolve("give back order "+o.ID, func(ctx context.Context) (bool, error) {
+		if err := s.giveBack(ctx, o, proof); err != nil {
+			return false, err
+		}
+		hold.done()
+		return true, nil
+	})
 }
 
 // countConflict records a sale an optimistic lock refused.
@@ -300,7 +370,7 @@ func (s *orderSeller) reset(ctx context.Context, sku string, stock int64, _ int)
 	k := s.store.keys(sku)
 	var round *redis.IntCmd
 	err := s.resetSKU(ctx, sku, stock, true, func(p redis.Pipeliner) {
-		p.Del(ctx, k.buyers(), k.givenBack(), k.conflicts())
+		p.Del(ctx, k.buyers(), k.taken(), k.givenBack(), k.conflicts())
 		round = p.Incr(ctx, k.round())
 	})
 	if err != nil {
