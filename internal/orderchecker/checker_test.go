@@ -1,5 +1,3 @@
-//go:build orderchecker
-
 package orderchecker
 
 // The checker (the package doc says what it runs). What it asserts once the
@@ -126,7 +124,7 @@ func TestOrderChecker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("order checker: seed %d, %s of sales, faults %s; again with:\n\tgo test -tags orderchecker -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=%d -checker.time=%s",
+	t.Logf("order checker: seed %d, %s of sales, faults %s; again with:\n\tgo test -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=%d -checker.time=%s",
 		seed, d, strings.Join(faults, ","), seed, d)
 	e := startEnv(t, seed)
 	for _, rung := range rungs {
@@ -171,7 +169,7 @@ func TestOrderChecker(t *testing.T) {
 		}
 	}
 	if len(vs) > 0 {
-		t.Errorf("%d violations; seed %d: go test -tags orderchecker -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=%d -checker.time=%s",
+		t.Errorf("%d violations; seed %d: go test -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=%d -checker.time=%s",
 			len(vs), seed, seed, d)
 	}
 }
@@ -281,7 +279,7 @@ func (e *env) inject(h *history, rng *rand.Rand, until time.Time, faults []strin
 			}
 			h.addFault("shop-%d: up", i+1)
 		case "reset-rung":
-			rung := rungs[rng.IntN(len(rungs))]
+			rung := resetDuringSales[rng.IntN(len(resetDuringSales))]
 			h.addFault("%s: reset to %d units", rung, initialStock)
 			if err := e.reset(rung); err != nil {
 				h.addFault("%s: reset failed: %v", rung, err)

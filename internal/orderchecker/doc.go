@@ -1,5 +1,5 @@
 // Package orderchecker holds the randomized checker of the order half
-// (issue 33), TestOrderChecker: two shop processes and two order-worker
+// TestOrderChecker: two shop processes and two order-worker
 // processes, built from cmd/shop and cmd/orderworker, sell on the order
 // rungs that promise to be right (one-per-user-lua, one-per-user-lock,
 // optimistic-mysql, async-stream) while a fault injector driven by one seed
@@ -10,8 +10,9 @@
 // and workers have finished what they hold, it compares every answer the
 // buyers got with the order table, the payment table and Redis.
 //
-// The test files carry the build tag orderchecker, so go test ./... does not
-// run them; make check-orders does (CHECKER_TIME, CHECKER_SEED):
+// go test ./... runs it for 30 s of sales with a new seed (about a minute
+// in all); make check-orders runs it longer (CHECKER_TIME, CHECKER_SEED),
+// and a failure prints the command that repeats its seed:
 //
-//	go test -tags orderchecker -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=N -checker.time=2m
+//	go test -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=N -checker.time=2m
 package orderchecker
