@@ -3,6 +3,7 @@ package inventory_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -10,7 +11,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockstep/lockstep/internal/lockserver/lockservertest"
+	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/inventory"
+	"github.com/lockstep/lockstep/lock"
 )
 
 // A holder stops after every check its lock makes, right before its stock
@@ -100,5 +103,43 @@ func TestFenceRefusesTheWriteOfALostLock(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The fenced stage's reset moves the fence to the newest token the lock
+// handed out (its counter, at lock.FencingCounterKey), so that no holder
+// from before the reset — a lower token — can read the new stock: a
+// reset never lets a token go back. Read from any other key, the counter
+// looks absent and the fence falls to 0.
+func TestFencedResetFencesAtTheLocksNewestToken(t *testing.T) {
+	srv := redistest.Start(t)
+	inv := replicasOnRedis(t, srv, 1, func(*inventory.Config) {})[0]
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	if err := inv.Reset(ctx, "fenced", "sku-1", 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // three holders, three tokens
+		if _, err := inv.Deduct(ctx, "fenced", "sku-1", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := inv.Reset(ctx, "fenced", "sku-1", 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	const keys = "lockstep:fenced:{sku-1}:"
+	newest, err := rdb.Get(ctx, lock.FencingCounterKey(keys+"lock")).Int64()
+	if err != nil {
+		t.Fatalf("the lock's token counter: %v", err)
+	}
+	fence, err := rdb.Get(ctx, keys+"fence").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strconv.FormatInt(newest, 10) + ":reset"; fence != want {
+		t.Fatalf("fence after the reset %q, want %q (the newest token handed out)", fence, want)
+	}
+	if _, err := inv.Deduct(ctx, "fenced", "sku-1", 1); err != nil {
+		t.Fatalf("a sale after the reset, with a newer token: %v", err)
 	}
 }
