@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstep/lockstep/internal/childproc"
 )
 
 // redisServer is the redis-server this command starts for itself, so every
@@ -73,8 +75,8 @@ func launchRedis(ctx context.Context, bin, cpus, dir string) (*redisServer, erro
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// If this command dies without stopping the server, the server dies too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	exited, err := childproc.Start(cmd, syscall.SIGKILL)
+	if err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -84,7 +86,7 @@ func launchRedis(ctx context.Context, bin, cpus, dir string) (*redisServer, erro
 		cmd:    cmd,
 		exited: make(chan struct{}),
 	}
-	go func() { _ = cmd.Wait(); logFile.Close(); close(s.exited) }()
+	go func() { <-exited; logFile.Close(); close(s.exited) }()
 	if err := s.waitReady(ctx, 5*time.Second); err != nil {
 		s.kill()
 		log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/childproc"
 )
 
 // prepScenario is what the workshop runs before it stays up (--keep): a
@@ -95,13 +97,14 @@ func startWorkshop(ctx context.Context, o options, workshopBin, shopBin, dir str
 	// Its own process group, so a Ctrl-C on the terminal reaches the soak
 	// only and the soak stops the workshop in order; and if the soak is
 	// killed outright, the kernel tells the workshop to clean up.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	exited, err := childproc.Start(cmd, syscall.SIGTERM)
+	if err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start the workshop: %w", err)
 	}
 	w := &workshop{cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); logFile.Close(); close(w.done) }()
+	go func() { <-exited; logFile.Close(); close(w.done) }()
 
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/childproc"
 	"github.com/lockstep/lockstep/internal/proc"
 )
 
@@ -38,18 +39,20 @@ func startProcess(name, bin string, args, env []string, logPath string) (*proces
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Pdeathsig: if the workshop itself is killed outright (SIGKILL), the
-	// kernel signals the child instead of leaving it running. SIGTERM, not
-	// SIGKILL: nginx's master must live long enough to stop its workers.
-	// (It fires when the forking OS thread exits; Go keeps its threads.)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
+	// The parent-death signal: if the workshop itself is killed outright
+	// (SIGKILL), the kernel signals the child instead of leaving it
+	// running. SIGTERM, not SIGKILL: nginx's master must live long enough
+	// to stop its workers. childproc forks from a thread that lives as
+	// long as the child, since the signal fires when that thread exits.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	exited, err := childproc.Start(cmd, syscall.SIGTERM)
+	if err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
 	go func() {
-		p.err = cmd.Wait()
+		p.err = <-exited
 		logFile.Close()
 		close(p.done)
 	}()

@@ -322,15 +322,14 @@ func TestInterruptStopsEveryProcess(t *testing.T) {
 		args []string
 		// waitFor is printed once the moment to interrupt has come.
 		waitFor string
-		// byEnter: end it with Enter, after running the commands its hint
-		// prints, instead of SIGINT.
-		byEnter bool
+		end     ending
 	}{
-		{"mid-stage", []string{"--scenario", "testdata/interrupt.yaml"}, "[1/1] atomic", false},
-		{"kept running", []string{"--scenario", "testdata/keep.yaml", "--keep"}, "press Enter to stop", false},
-		{"kept running, ended with Enter", []string{"--scenario", "testdata/keep.yaml", "--keep"}, "  live page: http", true},
+		{"mid-stage", []string{"--scenario", "testdata/interrupt.yaml"}, "[1/1] atomic", bySIGINT},
+		{"kept running", []string{"--scenario", "testdata/keep.yaml", "--keep"}, "press Enter to stop", bySIGINT},
+		{"kept running, ended with Enter", []string{"--scenario", "testdata/keep.yaml", "--keep"}, "  live page: http", byEnter},
+		{"kept running, killed outright", []string{"--scenario", "testdata/keep.yaml", "--keep"}, "press Enter to stop", bySIGKILL},
 	} {
-		t.Run(tc.name, func(t *testing.T) { interruptWorkshop(t, tc.args, tc.waitFor, tc.byEnter) })
+		t.Run(tc.name, func(t *testing.T) { interruptWorkshop(t, tc.args, tc.waitFor, tc.end) })
 	}
 }
 
@@ -357,7 +356,19 @@ func runHint(t *testing.T, stderr string) {
 	}
 }
 
-func interruptWorkshop(t *testing.T, args []string, waitFor string, byEnter bool) {
+// ending is how a test ends a workshop.
+type ending int
+
+const (
+	bySIGINT ending = iota
+	// byEnter: Enter, after running the commands the --keep hint prints.
+	byEnter
+	// bySIGKILL: the workshop cannot stop anything; its children's
+	// parent-death signal (SIGTERM) must.
+	bySIGKILL
+)
+
+func interruptWorkshop(t *testing.T, args []string, waitFor string, end ending) {
 	bins := buildBinaries(t)
 	out := t.TempDir()
 	var stderr syncBuffer
@@ -442,15 +453,22 @@ func interruptWorkshop(t *testing.T, args []string, waitFor string, byEnter bool
 		t.Fatalf("%d processes found running from the work dir before the interrupt, want %d: %v", len(left), want, left)
 	}
 
-	status := 130
-	if byEnter {
+	status, signal := 130, syscall.SIGINT
+	switch end {
+	case byEnter:
 		runHint(t, stderr.String())
 		if _, err := io.WriteString(stdin, "\n"); err != nil {
 			t.Fatal(err)
 		}
-		status = 0
-	} else if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
+		status, signal = 0, 0
+	case bySIGKILL:
+		status, signal = -1, syscall.SIGKILL               // ExitCode: -1, ended by a signal
+		t.Cleanup(func() { _ = os.RemoveAll(st.WorkDir) }) // nobody else can
+	}
+	if signal != 0 {
+		if err := cmd.Process.Signal(signal); err != nil {
+			t.Fatal(err)
+		}
 	}
 	select {
 	case <-exited:
@@ -464,19 +482,28 @@ func interruptWorkshop(t *testing.T, args []string, waitFor string, byEnter bool
 		if got != status {
 			t.Errorf("workshop exit: %v, want status %d", waitErr, status)
 		}
-		if byEnter && strings.Contains(stderr.String(), "interrupted") {
+		if end == byEnter && strings.Contains(stderr.String(), "interrupted") {
 			t.Errorf("a kept run ended with Enter says it was interrupted:\n%s", stderr.String())
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("workshop still running 30s after it was asked to stop:\n%s", stderr.String())
 	}
+	// A workshop killed outright stopped nothing: its children stop on their
+	// parent-death signal, each in its own time.
+	gone := time.Now().Add(30 * time.Second)
 	for pid, name := range pids {
+		for proc.Alive(pid) && end == bySIGKILL && time.Now().Before(gone) {
+			time.Sleep(50 * time.Millisecond)
+		}
 		if proc.Alive(pid) {
 			t.Errorf("%s (pid %d) still running after the workshop exited", name, pid)
 		}
 	}
 	if left := processesUnder(st.WorkDir); len(left) > 0 {
 		t.Errorf("processes still running from %s: %v", st.WorkDir, left)
+	}
+	if end == bySIGKILL {
+		return // nothing removes the work dir of a killed workshop; the test does
 	}
 	if _, err := os.Stat(st.WorkDir); !os.IsNotExist(err) {
 		t.Errorf("work dir %s left behind (stat: %v)", st.WorkDir, err)
