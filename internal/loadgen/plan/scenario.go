@@ -160,7 +160,7 @@ func Parse(data []byte, check RunCheck) (*Scenario, error) {
 	dec.KnownFields(true)
 	var sc Scenario
 	if err := dec.Decode(&sc); err != nil {
-		return nil, fmt.Errorf("parse: %w", err)
+		return nil, fmt.Errorf("parse: %w", explainUnknownFields(err))
 	}
 	if sc.SKU == "" {
 		sc.SKU = "sku-1"
