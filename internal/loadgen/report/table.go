@@ -61,22 +61,34 @@ func (n *tableNotes) write(w io.Writer) error {
 const minTextWidth = 12
 
 func (t *textTable) write(w io.Writer, notes *tableNotes) error {
+	heads := make([][]string, len(t.cols)) // a head may take several lines
+	headLines := 1
 	widths := make([]int, len(t.cols))
 	for i, c := range t.cols {
-		widths[i] = utf8.RuneCountInString(c.head)
+		heads[i] = strings.Split(c.head, "\n")
+		headLines = max(headLines, len(heads[i]))
+		for _, h := range heads[i] {
+			widths[i] = max(widths[i], utf8.RuneCountInString(h))
+		}
 		for _, row := range t.rows {
 			widths[i] = max(widths[i], utf8.RuneCountInString(row[i]))
 		}
 	}
 	gap := 2
-	total := gap * (len(widths) - 1)
-	for _, wd := range widths {
-		total += wd
+	total := func(from int) int {
+		sum := gap * (len(widths) - from - 1)
+		for _, wd := range widths[from:] {
+			sum += wd
+		}
+		return sum
 	}
-	for total > tableWidth {
+	for total(0) > tableWidth {
 		widest := -1
 		for i, c := range t.cols {
-			floor := max(minTextWidth, utf8.RuneCountInString(c.head))
+			floor := minTextWidth
+			for _, h := range heads[i] {
+				floor = max(floor, utf8.RuneCountInString(h))
+			}
 			if c.kind == text && widths[i] > floor && (widest < 0 || widths[i] > widths[widest]) {
 				widest = i
 			}
@@ -85,16 +97,31 @@ func (t *textTable) write(w io.Writer, notes *tableNotes) error {
 			break // figures and names are never cut
 		}
 		widths[widest]--
-		total--
 	}
-	if total > tableWidth { // figures alone too wide: closer together
+	if total(0) > tableWidth { // figures alone too wide: closer together
 		gap = 1
 	}
+	// Still too wide: each row's name goes on a line of its own, above its
+	// figures, which then start at stackIndent.
+	first, indent := 0, ""
+	if total(0) > tableWidth && t.cols[0].kind == name {
+		gap, first, indent = 2, 1, strings.Repeat(" ", stackIndent)
+		if total(1)+stackIndent > tableWidth {
+			gap = 1
+		}
+	}
 	var err error
+	emit := func(s string) {
+		if err == nil {
+			_, err = io.WriteString(w, strings.TrimRight(s, " ")+"\n")
+		}
+	}
 	line := func(cells []string, cut bool) {
 		var b strings.Builder
-		for i, cell := range cells {
-			if i > 0 {
+		b.WriteString(indent)
+		for i := first; i < len(cells); i++ {
+			cell := cells[i]
+			if i > first {
 				b.WriteString(strings.Repeat(" ", gap))
 			}
 			if cut && t.cols[i].kind == text && utf8.RuneCountInString(cell) > widths[i] {
@@ -108,20 +135,29 @@ func (t *textTable) write(w io.Writer, notes *tableNotes) error {
 				b.WriteString(cell + pad)
 			}
 		}
-		if err == nil {
-			_, err = io.WriteString(w, strings.TrimRight(b.String(), " ")+"\n")
+		emit(b.String())
+	}
+	for l := range headLines { // heads end on the last line, above the figures
+		cells := make([]string, len(t.cols))
+		for i, h := range heads {
+			if k := l - (headLines - len(h)); k >= 0 {
+				cells[i] = h[k]
+			}
 		}
+		line(cells, false)
 	}
-	heads := make([]string, len(t.cols))
-	for i, c := range t.cols {
-		heads[i] = c.head
-	}
-	line(heads, false)
 	for _, row := range t.rows {
+		if first == 1 {
+			emit(row[0])
+		}
 		line(row, true)
 	}
 	return err
 }
+
+// stackIndent indents the figures of a row whose name is on the line
+// above them.
+const stackIndent = 2
 
 // truncate keeps the first n runes of s.
 func truncate(s string, n int) string {

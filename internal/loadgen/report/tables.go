@@ -5,7 +5,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 )
 
 // writeTable is Report.WriteTable.
@@ -170,29 +169,31 @@ func writeShardTable(rep *Report, w io.Writer) error {
 // stream after draining: what is left, the dead letters, and the lag from
 // the sale's answer to its order row.
 func writeStreamTable(rep *Report, w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	header := false
+	table := textTable{cols: []column{{"stage", name}, {"workers in\nthe load", name}, {"drain\ns", figure}, {"orders/s\nin the drain", figure},
+		{"length", figure}, {"unde-\nlivered", figure}, {"pending", figure}, {"oldest\npending s", figure}, {"dead\nletters", figure},
+		{"lag p50\nms", figure}, {"lag p99\nms", figure}}}
 	for i := range rep.Stages {
 		r := &rep.Stages[i]
 		s := r.Audit.Stream
 		if s == nil {
 			continue
 		}
-		if !header {
-			if _, err := fmt.Fprintln(w, "\nOrder streams (after draining):"); err != nil {
-				return err
-			}
-			fmt.Fprintln(tw, "stage\tworkers in the load\tdrain s\torders/s in the drain\tlength\tundelivered\tpending\toldest pending s\tdead letters\tlag p50 ms\tlag p99 ms\t")
-			header = true
-		}
 		workers := "running"
 		if r.WorkersHeld {
 			workers = "held"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.0f\t%d\t%d\t%d\t%.1f\t%d\t%.1f\t%.1f\t\n", r.Name(), workers, r.DrainMS/1000, r.DrainOrdersPerSec, s.Length, s.Undelivered, s.Pending,
-			s.OldestPending.Seconds(), s.DeadLetters, float64(s.LagP50.Microseconds())/1000, float64(s.LagP99.Microseconds())/1000)
+		table.rows = append(table.rows, []string{r.Name(), workers, fmt.Sprintf("%.1f", r.DrainMS/1000), fmt.Sprintf("%.0f", r.DrainOrdersPerSec),
+			fmt.Sprint(s.Length), fmt.Sprint(s.Undelivered), fmt.Sprint(s.Pending), fmt.Sprintf("%.1f", s.OldestPending.Seconds()), fmt.Sprint(s.DeadLetters),
+			fmt.Sprintf("%.1f", float64(s.LagP50.Microseconds())/1000), fmt.Sprintf("%.1f", float64(s.LagP99.Microseconds())/1000)})
 	}
-	if err := tw.Flush(); err != nil {
+	if len(table.rows) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintln(w, "\nOrder streams (after draining):"); err != nil {
+		return err
+	}
+	var notes tableNotes // every cell is a figure or a name: nothing is cut
+	if err := table.write(w, &notes); err != nil {
 		return fmt.Errorf("write stream table: %w", err)
 	}
 	return nil
@@ -240,12 +241,16 @@ func writeOrderTable(rep *Report, w io.Writer) error {
 	if _, err := fmt.Fprintf(w, "\nOrders (%s):\n", rep.Orders); err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stage\talready bought\torders\tbuyers\tduplicate orders\tunits\tremaining\tconflicts\tundersold\toversold\tundersold by the crash step\t")
+	table := textTable{cols: []column{{"stage", name}, {"already\nbought", figure}, {"orders", figure}, {"buyers", figure},
+		{"duplicate\norders", figure}, {"units", figure}, {"remaining", figure}, {"conflicts", figure}, {"undersold", figure},
+		{"oversold", figure}, {"undersold by\nthe crash step", figure}}}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Label, r.AlreadyBought, r.Orders, r.Buyers, r.DuplicateOrders, r.Units, r.Remaining, r.Conflicts, r.Undersold, r.Oversold, r.CrashUndersold)
+		table.rows = append(table.rows, []string{r.Label, fmt.Sprint(r.AlreadyBought), fmt.Sprint(r.Orders), fmt.Sprint(r.Buyers),
+			fmt.Sprint(r.DuplicateOrders), fmt.Sprint(r.Units), fmt.Sprint(r.Remaining), fmt.Sprint(r.Conflicts), fmt.Sprint(r.Undersold),
+			fmt.Sprint(r.Oversold), r.CrashUndersold})
 	}
-	if err := tw.Flush(); err != nil {
+	var notes tableNotes // every cell is a figure or a name: nothing is cut
+	if err := table.write(w, &notes); err != nil {
 		return fmt.Errorf("write order table: %w", err)
 	}
 	return nil
