@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -298,5 +299,72 @@ func TestASlotWhoseLockWasReleasedOnBothNodesMigrates(t *testing.T) {
 	}
 	if err := mig.finish(); err != nil {
 		t.Fatalf("finishing the migration: %v", err)
+	}
+}
+
+// runTwice runs every script twice while on is set (the second run's
+// reply is the one the client reads), as a request re-sent after its reply
+// was lost does; a run refused (TRYAGAIN, counted) is not sent again.
+type runTwice struct {
+	on       *atomic.Bool
+	tryAgain *atomic.Int32
+}
+
+func (h runTwice) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h runTwice) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if name := cmd.Name(); h.on.Load() && (name == "evalsha" || name == "eval") {
+			if err == nil {
+				err = next(ctx, cmd)
+			} else if strings.HasPrefix(err.Error(), "TRYAGAIN") {
+				h.tryAgain.Add(1)
+			}
+		}
+		return err
+	}
+}
+func (h runTwice) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestAReleaseRunTwiceWhileItsSlotMigrates: while the lock's slot
+// migrates, a release is refused with its latch (TRYAGAIN) and runs with
+// the lock's key alone (doc.go, "Unknown outcomes"). Run twice there, an
+// inner level's release sets the same count — the outer level still holds
+// the lock — and the last level's release frees it, its second run
+// answering ErrNotHeld, as the doc's table says of a release without its
+// latch.
+func TestAReleaseRunTwiceWhileItsSlotMigrates(t *testing.T) {
+	rdb, name := onACluster(t, "twice-migrating")
+	ctx := within(t, 30*time.Second)
+	var twice atomic.Bool
+	var tryAgain atomic.Int32
+	rdb.AddHook(runTwice{on: &twice, tryAgain: &tryAgain})
+	m, other := newLockClient(t, rdb).Mutex(name), newLockClient(t, rdb).Mutex(name)
+	startMigrating(t, rdb, name)
+	for range 2 {
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	twice.Store(true)
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatalf("the inner level's release, run twice: %v", err)
+	}
+	twice.Store(false)
+	if ok, err := other.TryLock(ctx, 0, 0); ok || err != nil {
+		t.Fatalf("another Client's TryLock after the inner release ran twice = %v, %v; want busy: the outer level holds", ok, err)
+	}
+	twice.Store(true)
+	if err := m.Unlock(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("the last level's release, run twice without its latch: %v, want ErrNotHeld (its second run)", err)
+	}
+	twice.Store(false)
+	if ok, err := other.TryLock(ctx, 0, 0); !ok || err != nil {
+		t.Fatalf("another Client's TryLock after the release = %v, %v; want the lock free", ok, err)
+	}
+	if tryAgain.Load() < 2 {
+		t.Errorf("%d releases refused with their latch (TRYAGAIN); want both: the test did not run the releases without it", tryAgain.Load())
 	}
 }
