@@ -256,10 +256,12 @@ func TestAnOrderThatMayStillLandKeepsItsGuardAndSaysOutcomeUnknown(t *testing.T)
 
 // loseScriptReply runs each EVALSHA of the script with sha whose arguments
 // name user (any, when user is empty) and then loses its reply (the script
-// ran), while budget lasts.
+// ran), while budget lasts; sent, if set, keeps the last such request, for
+// a test to send it again late.
 type loseScriptReply struct {
 	sha, user string
 	budget    *atomic.Int32
+	sent      *atomic.Pointer[[]any]
 }
 
 func (l loseScriptReply) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -271,6 +273,9 @@ func (l loseScriptReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			(l.user == "" || containsArg(args, l.user)) && l.budget.Add(-1) >= 0 {
 			err = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 			cmd.SetErr(err)
+			if l.sent != nil {
+				l.sent.Store(&args)
+			}
 		}
 		return err
 	}
@@ -347,7 +352,8 @@ func TestALostReplyOfTheOrderScriptFinishesTheSale(t *testing.T) {
 
 // The same with every reply lost until the sale's deadline: the sale
 // answers that its outcome is unknown, and once Redis answers again the
-// resolver gives back what the script took, so the buyer may buy again.
+// resolver gives back what the script took, so the buyer may buy again. A
+// run of the script that arrives after the give-back takes nothing.
 func TestAnOrderScriptWhoseRepliesAreLostIsGivenBack(t *testing.T) {
 	for _, tc := range takingScripts {
 		t.Run(tc.stage, func(t *testing.T) {
@@ -359,7 +365,8 @@ func TestAnOrderScriptWhoseRepliesAreLostIsGivenBack(t *testing.T) {
 			rdb := redistest.Start(t).Client(t)
 			var budget atomic.Int32
 			budget.Store(1 << 20)
-			rdb.AddHook(loseScriptReply{sha: loadedScript(t, rdb, tc.script), budget: &budget})
+			var sent atomic.Pointer[[]any]
+			rdb.AddHook(loseScriptReply{sha: loadedScript(t, rdb, tc.script), budget: &budget, sent: &sent})
 			inv := newOrderInventory(t, rdb, lite, "r0")
 			if err := inv.Reset(context.Background(), tc.stage, "sku-1", 10, 0); err != nil {
 				t.Fatal(err)
@@ -371,6 +378,12 @@ func TestAnOrderScriptWhoseRepliesAreLostIsGivenBack(t *testing.T) {
 			}
 			budget.Store(0)
 			eventually(t, settled(inv, tc.stage, 0, 10))
+			if err := rdb.Do(context.Background(), *sent.Load()...).Err(); err != nil {
+				t.Fatalf("the script sent again late: %v", err)
+			}
+			if err := settled(inv, tc.stage, 0, 10)(); err != nil {
+				t.Fatalf("after a run of the script arrived late: %v", err)
+			}
 			if _, err := inv.DeductFor(context.Background(), tc.stage, "sku-1", "dora", 1); err != nil {
 				t.Fatalf("dora's sale once her lost one was given back: %v", err)
 			}

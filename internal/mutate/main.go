@@ -234,16 +234,33 @@ func runMutant(dir string, cfg config, m mutant) (result, error) {
 	}
 	defer os.WriteFile(path, src, 0o644) //nolint:errcheck // checked by the next mutant's apply
 	start := time.Now()
-	res := result{outcome: "survived"}
-	if cfg.first != "" {
-		res = testOnce(dir, cfg, cfg.first)
-	}
-	if res.outcome == "survived" {
-		res = testOnce(dir, cfg, "")
-	}
-	res = confirm(res, func(run string) result { return testOnce(dir, cfg, run) })
+	res := judge(cfg, func(run string) result { return testOnce(dir, cfg, run) })
 	res.took = time.Since(start)
 	return res, nil
+}
+
+// judge tries the mutant, and once more when the kill was not confirmed:
+// the first failure may be a test that flakes under load, which -failfast
+// let stop the run before the test that kills it.
+func judge(cfg config, test func(run string) result) result {
+	res := trial(cfg, test)
+	if res.outcome == "flaky" {
+		res = trial(cfg, test)
+	}
+	return res
+}
+
+// trial runs the first tests, then, if they pass, all of them, and
+// confirms a kill (test(run) runs those matching run; "" all).
+func trial(cfg config, test func(run string) result) result {
+	res := result{outcome: "survived"}
+	if cfg.first != "" {
+		res = test(cfg.first)
+	}
+	if res.outcome == "survived" {
+		res = test("")
+	}
+	return confirm(res, test)
 }
 
 // confirm runs the test that killed a mutant again, alone (rerun(run)):

@@ -110,3 +110,24 @@ func TestConfirm(t *testing.T) {
 		})
 	}
 }
+
+// A kill the flaky test first reported does not hide the test that kills:
+// an unconfirmed kill gets one more trial.
+func TestJudgeTriesAgainAfterAnUnconfirmedKill(t *testing.T) {
+	answers := []result{
+		{outcome: "killed", test: "TestFlake"}, // a flake stops the first run
+		{outcome: "survived"},                  // and passes alone
+		{outcome: "killed", test: "TestKill"},  // the second trial
+		{outcome: "killed", test: "TestKill"},  // confirmed
+	}
+	var runs []string
+	got := judge(config{}, func(run string) result {
+		runs = append(runs, run)
+		res := answers[0]
+		answers = answers[1:]
+		return res
+	})
+	if got.outcome != "killed" || got.test != "TestKill" {
+		t.Errorf("judged %+v after runs %q, want killed by TestKill", got, runs)
+	}
+}
