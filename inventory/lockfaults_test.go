@@ -58,7 +58,10 @@ func TestLockServerStagesRecoverFromALinkFault(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(1200 * time.Millisecond) // the faults re-read
-			var sold int64
+			// sold are the sales answered; mayHaveSold the retries below
+			// whose deadline ended after their write was sent (on a loaded
+			// machine), each of which may have sold.
+			var sold, mayHaveSold int64
 			if _, err := near.Deduct(ctx, sys.id, "sku-1", 1); err != nil { // its connection and session up
 				t.Fatalf("first sale: %v", err)
 			}
@@ -101,6 +104,9 @@ func TestLockServerStagesRecoverFromALinkFault(t *testing.T) {
 							sold++
 							break
 						}
+						if errors.Is(err, inventory.ErrOutcomeUnknown) {
+							mayHaveSold++
+						}
 						if time.Since(back) > sellsAgainWithin {
 							t.Fatalf("%s: no sale %v after the link came back: %v", step.name, time.Since(back).Round(time.Millisecond), err)
 						}
@@ -112,8 +118,8 @@ func TestLockServerStagesRecoverFromALinkFault(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if a.Oversold != 0 || !a.Consistent || a.Sold != sold {
-					t.Fatalf("%s: audit %+v, %d sales answered", step.name, a, sold)
+				if a.Oversold != 0 || !a.Consistent || int64(a.Sold) < sold || int64(a.Sold) > sold+mayHaveSold {
+					t.Fatalf("%s: audit %+v, %d sales answered and %d that may have sold", step.name, a, sold, mayHaveSold)
 				}
 			}
 		})
