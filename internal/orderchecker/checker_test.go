@@ -1,3 +1,5 @@
+//go:build orderchecker
+
 package orderchecker
 
 // The checker (the package doc says what it runs). What it asserts once the
@@ -124,7 +126,7 @@ func TestOrderChecker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("order checker: seed %d, %s of sales, faults %s; again with:\n\tgo test -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=%d -checker.time=%s",
+	t.Logf("order checker: seed %d, %s of sales, faults %s; again with:\n\tgo test -tags orderchecker -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=%d -checker.time=%s",
 		seed, d, strings.Join(faults, ","), seed, d)
 	e := startEnv(t, seed)
 	for _, rung := range rungs {
@@ -169,7 +171,7 @@ func TestOrderChecker(t *testing.T) {
 		}
 	}
 	if len(vs) > 0 {
-		t.Errorf("%d violations; seed %d: go test -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=%d -checker.time=%s",
+		t.Errorf("%d violations; seed %d: go test -tags orderchecker -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=%d -checker.time=%s",
 			len(vs), seed, seed, d)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build orderchecker
+
 package orderchecker
 
 import (
