@@ -186,4 +186,3 @@ func TestABatchAckWhoseReplyIsLostIsSentAgain(t *testing.T) {
 		t.Fatal("no batch XACK was cut")
 	}
 }
-
