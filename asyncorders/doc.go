@@ -22,11 +22,18 @@
 // restarted under its name finishes what it had read); then it reads new
 // entries (XREADGROUP >), and every ClaimEvery it takes entries pending
 // longer than ClaimIdle from any consumer (XAUTOCLAIM): a killed worker's.
-// For each entry it inserts the order by its id, which the shop made before
-// the admission (orders.Store.Insert), opens its payment when the stage has
-// payments, then acknowledges it (XACK) and records its lag. While the
-// database or Redis does not answer it waits and tries again (10 ms
-// doubling to 1 s): the entry stays pending meanwhile.
+// A read or claimed batch (up to Batch entries) is written at once: one
+// transaction inserts every order by its id, which the shop made before
+// the admission, as one multi-row INSERT and opens their payments when the
+// stage has payments (orders.SQLStore.InsertBatch); then one XACK
+// acknowledges the batch and records its lags. A batch the database
+// refuses as a whole (orders.ErrBatchRefused: one row is refused, a
+// duplicate buyer, void or stale; nothing written) is handled entry by
+// entry as below, so one poison entry is counted and dead-lettered alone,
+// never its batch: an entry's order inserted on its own (orders.Store
+// Insert), its payment opened, the entry acknowledged. While the database
+// or Redis does not answer it waits and tries again (10 ms doubling to
+// 1 s): the entries stay pending meanwhile.
 //
 // An entry that cannot be an order (written by hand, a field missing or
 // wrong) goes to the dead letters with its reason; nothing is returned, as
@@ -88,6 +95,13 @@
 //	admit.lua          run again: the buyer is in the set, so it       one script: all or nothing; its
 //	                   answers ErrAlreadyBought and writes nothing;    entry's id, the order's admission
 //	                   the first run's order is the buyer's one order  time, is when it ran, not sent
+//	InsertBatch        the retry (reply lost) or a second run (the    after another worker claimed the
+//	(batch + payments, batch inserted, its worker killed before the  batch and wrote it: every id is
+//	one transaction)   XACK: after-insert) reads every id live and    live, nothing written, nil; its
+//	                   inserts none of them; the payments' INSERT     XACK is then a no-op. Racing that
+//	                   IGNORE keeps theirs: one order and payment     worker's insert: a duplicate key,
+//	                   each. Refused as a whole (ErrBatchRefused):    ErrBatchRefused, and each entry's
+//	                   nothing written, each entry goes on its own    Insert finds its row (below)
 //	Insert (worker)    the retry finds its own row by id: nil, one     after a give-up's Void: ErrVoided;
 //	                   order; the entry is acknowledged. Unanswered   the worker finishes the give-up
 //	                   (outage): retried, never counted; refused      (compensate.lua: a no-op but the
@@ -101,9 +115,9 @@
 //	                   delivery each (which counts for nothing),      pending, one re-read is not idle
 //	                   and the next claim takes them; run twice:
 //	                   the second finds them not idle
-//	XACK + lag         XACK again is a no-op; the lag may be          an entry acknowledged late was
-//	                   recorded twice (a figure, not an account)      claimed meanwhile: the claimer's
-//	                                                                  insert found the row, one order
+//	XACK + lag         XACK (of one entry or a batch's) again is a    an entry acknowledged late was
+//	                   no-op; the lags may be recorded twice (a       claimed meanwhile: the claimer's
+//	                   figure, not an account)                        insert found the row, one order
 //	Payments.Open      INSERT IGNORE by order id: again, the row      after the sweeper cancelled it (a
 //	(after an insert,  stands as it is (unpaid, paid or cancelled);   redelivery of an old entry): the
 //	or a give-up that  the reply lost: the entry is not acked, and    row exists, nothing changes; a
@@ -139,7 +153,8 @@
 //	                                                                  compares, and fails if it moved
 //
 // Config.FaultHook is called at four named points of a batch (FaultPoint):
-// after a read, before any insert; after an insert, before its ack; after
+// after a read, before any insert; after an insert (a batch's or an
+// entry's), before its ack; after
 // a claim, before any insert; inside a give-up, after the Void and before
 // compensate.lua. cmd/orderworker's crash hook kills the process with
 // SIGKILL there, so a test or the workshop knows what the dead worker left

@@ -20,9 +20,9 @@ const (
 	// and it handled none of them yet: every entry it holds has no order
 	// row.
 	AfterRead FaultPoint = "after-read"
-	// AfterInsert: an entry's order row is inserted and the entry not yet
-	// acknowledged: whoever takes it next inserts it again and finds the
-	// row (a duplicate delivery).
+	// AfterInsert: a batch's order rows (or a lone entry's) are inserted
+	// and none of its entries acknowledged: whoever takes them next inserts
+	// them again and finds the rows (a duplicate delivery).
 	AfterInsert FaultPoint = "after-insert"
 	// AfterClaim: a claim (XAUTOCLAIM) moved idle entries to the worker,
 	// and it handled none of them yet: they are pending under its name with

@@ -145,9 +145,7 @@ func (w *Worker) serve(ctx context.Context, sku string) {
 			continue
 		}
 		for _, s := range streams {
-			for _, m := range s.Messages {
-				w.handle(ctx, sku, m)
-			}
+			w.handleBatch(ctx, sku, s.Messages)
 		}
 	}
 }
@@ -166,9 +164,7 @@ func (w *Worker) own(ctx context.Context, sku string) {
 			return
 		}
 		msgs := streams[0].Messages
-		for _, m := range msgs {
-			w.handle(ctx, sku, m)
-		}
+		w.handleBatch(ctx, sku, msgs)
 		start = msgs[len(msgs)-1].ID
 	}
 }
@@ -192,14 +188,75 @@ func (w *Worker) claim(ctx context.Context, sku string) {
 				w.log.Warn("left claimed entries unhandled", "sku", sku, "entries", len(msgs), "err", err)
 				return
 			}
-			for _, m := range msgs {
-				w.handle(ctx, sku, m)
-			}
+			w.handleBatch(ctx, sku, msgs)
 		}
 		if next == "0-0" {
 			return
 		}
 		start = next
+	}
+}
+
+// batchStore is the order database of a worker that writes a batch at
+// once (orders.SQLStore); a worker on any other Store writes each entry
+// on its own.
+type batchStore interface {
+	InsertBatch(ctx context.Context, os []orders.Order, deadlines []time.Time) error
+}
+
+// handleBatch writes the orders of a read or claimed batch with one
+// multi-row INSERT, their payments in the same transaction, and
+// acknowledges them with one XACK. A batch the database refuses
+// (orders.ErrBatchRefused: one of its rows cannot land as a new live
+// order) is handled entry by entry, so a poison entry goes to the dead
+// letters alone, its refusal counted on its own, and the others are
+// written; a malformed entry never joins the batch.
+func (w *Worker) handleBatch(ctx context.Context, sku string, ms []redis.XMessage) {
+	bs, ok := w.store.(batchStore)
+	if !ok || len(ms) < 2 {
+		for _, m := range ms {
+			w.handle(ctx, sku, m)
+		}
+		return
+	}
+	batch := make([]redis.XMessage, 0, len(ms))
+	msgs := make([]Message, 0, len(ms))
+	for _, m := range ms {
+		msg, err := parse(sku, m.ID, m.Values)
+		if err != nil {
+			w.handle(ctx, sku, m) // to the dead letters, alone
+			continue
+		}
+		batch, msgs = append(batch, m), append(msgs, msg)
+	}
+	if len(batch) == 0 {
+		return
+	}
+	os := make([]orders.Order, len(msgs))
+	var deadlines []time.Time
+	if w.cfg.Payments != nil && w.cfg.PayWithin > 0 {
+		deadlines = make([]time.Time, len(msgs))
+	}
+	for i, msg := range msgs {
+		os[i] = msg.order(w.q.stage)
+		if deadlines != nil {
+			deadlines[i] = msg.Admitted.Add(w.cfg.PayWithin)
+		}
+	}
+	err := retry(ctx, w.log, "insert a batch of orders", func(c context.Context) error { return bs.InsertBatch(c, os, deadlines) })
+	switch {
+	case err == nil:
+		if err := w.fault(AfterInsert); err != nil {
+			w.log.Warn("left an inserted batch unacknowledged", "sku", sku, "entries", len(batch), "err", err)
+			return
+		}
+		w.ackBatch(ctx, sku, batch, msgs)
+	case errors.Is(err, orders.ErrBatchRefused):
+		w.log.Info("the order database refused a batch: writing its entries one by one", "sku", sku, "entries", len(batch), "err", err)
+		for _, m := range batch {
+			w.handle(ctx, sku, m)
+		}
+	default: // ctx ended: the entries stay pending for a worker to claim
 	}
 }
 
@@ -343,19 +400,43 @@ func (w *Worker) deadLetter(ctx context.Context, sku string, m redis.XMessage, m
 }
 
 // ack acknowledges entry id and records the order's lag (0: no order
-// written now). WrongAck acknowledges on the wrong key.
+// written now).
 func (w *Worker) ack(ctx context.Context, sku, id string, lag time.Duration) {
+	var lags []time.Duration
+	if lag > 0 {
+		lags = []time.Duration{lag}
+	}
+	w.ackAll(ctx, sku, []string{id}, lags)
+}
+
+// ackBatch acknowledges a written batch and records its orders' lags.
+func (w *Worker) ackBatch(ctx context.Context, sku string, batch []redis.XMessage, msgs []Message) {
+	ids := make([]string, len(batch))
+	lags := make([]time.Duration, len(msgs))
+	for i := range batch {
+		ids[i], lags[i] = batch[i].ID, time.Since(msgs[i].Admitted)
+	}
+	w.ackAll(ctx, sku, ids, lags)
+}
+
+// ackAll acknowledges ids with one XACK and records lags, in one MULTI.
+// WrongAck acknowledges on the wrong key.
+func (w *Worker) ackAll(ctx context.Context, sku string, ids []string, lags []time.Duration) {
 	k := w.q.keys(sku)
 	stream := k.stream()
 	if w.cfg.Mode == WrongAck {
 		stream = string(k) + wrongAckKey
 	}
-	_ = retry(ctx, w.log, "acknowledge entry", func(c context.Context) error {
+	_ = retry(ctx, w.log, "acknowledge entries", func(c context.Context) error {
 		return redisFailed(slotretry.DoErr(c, func() error {
 			_, err := w.q.rdb.TxPipelined(c, func(p redis.Pipeliner) error {
-				p.XAck(c, stream, Group, id)
-				if lag > 0 {
-					p.RPush(c, k.lags(), strconv.FormatInt(lag.Microseconds(), 10))
+				p.XAck(c, stream, Group, ids...)
+				if len(lags) > 0 {
+					samples := make([]any, len(lags))
+					for i, lag := range lags {
+						samples[i] = strconv.FormatInt(lag.Microseconds(), 10)
+					}
+					p.RPush(c, k.lags(), samples...)
 					p.LTrim(c, k.lags(), -lagSamples, -1)
 				}
 				return nil

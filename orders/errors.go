@@ -27,6 +27,11 @@ var (
 	// someone changes the database. Not an outage: the async workers count
 	// these toward giving an entry up (asyncorders).
 	ErrRefused = errors.New("orders: the database refused the row")
+	// ErrBatchRefused: InsertBatch wrote nothing because one of its rows
+	// cannot land as a new live order (refused, a duplicate buyer, a void
+	// or another row of its id, a reset round): each row must be written
+	// on its own (Insert) to learn which, and to keep the others.
+	ErrBatchRefused = errors.New("orders: the batch was refused")
 	// ErrUnavailable: the database did not answer; unless the error says
 	// otherwise the write's outcome is unknown (see doc.go for each write).
 	ErrUnavailable = errors.New("orders: database unavailable")

@@ -19,9 +19,12 @@ var asyncChecks = map[string]checkFunc{
 }
 
 // rowsWhenKilled: of the entries the dead worker held, exactly n had their
-// order row (worker-kill: 0; duplicate-delivery: 1, the entry delivered
-// again with its row written).
+// order row (worker-kill: 0), or every one, "all" (duplicate-delivery: its
+// batch written and none acknowledged, each delivered again with its row).
 func rowsWhenKilled(args []string) (checkFunc, error) {
+	if len(args) == 1 && args[0] == "all" {
+		return workerKillCheck(func(w *report.WorkerKillReport) bool { return w.RowsAtKill == w.PendingAtKill }), nil
+	}
 	n, err := countArg(args)
 	if err != nil {
 		return nil, err

@@ -134,7 +134,7 @@ type WorkerKillReport struct {
 	At string `json:"at"`
 	// PendingAtKill are the worker's own pending entries when it died:
 	// read, not acknowledged; RowsAtKill of them had their order row
-	// already (after-read: none; after-insert: the one it had inserted,
+	// already (after-read: none; after-insert: every one, its batch's,
 	// which its redelivery inserts again and finds).
 	PendingAtKill int64 `json:"pending_at_kill"`
 	RowsAtKill    int64 `json:"rows_at_kill"`
