@@ -22,6 +22,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lockstep/lockstep/internal/flagenv"
+	"github.com/lockstep/lockstep/internal/frontdoor"
 	"github.com/lockstep/lockstep/internal/httpapi"
 	"github.com/lockstep/lockstep/internal/shop"
 )
@@ -44,6 +45,10 @@ type options struct {
 	defaultStock                                                  int64
 	redisTimeout, lockWait, requestTimeout, idempotencyTTL        time.Duration
 	shutdownTimeout                                               time.Duration
+	// The front door's limiter (internal/frontdoor) and its rates per second.
+	limiter                           string
+	limitBuyer, limitGlobal           int
+	limitBuyerBurst, limitGlobalBurst int
 }
 
 func parseFlags(args []string, getenv func(string) string) (options, error) {
@@ -73,6 +78,11 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.DurationVar(&o.idempotencyTTL, "idempotency-ttl", 24*time.Hour, "how long an Idempotency-Key's answer is kept")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long a shutdown waits for in-flight requests")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.limiter, "limiter", "limit-none", "rate limiter before every deduct: limit-none, limit-local (per replica) or limit-redis (shared); limit-nginx lives in nginx")
+	fs.IntVar(&o.limitBuyer, "limit-buyer", 0, "requests per second a buyer may make (0: no per-buyer limit)")
+	fs.IntVar(&o.limitBuyerBurst, "limit-buyer-burst", 1, "burst of the per-buyer limit")
+	fs.IntVar(&o.limitGlobal, "limit-global", 0, "requests per second of all buyers together, per limiter (0: no global limit)")
+	fs.IntVar(&o.limitGlobalBurst, "limit-global-burst", 1, "burst of the global limit")
 	if err := flagenv.Parse(fs, args, getenv); err != nil {
 		return o, err
 	}
@@ -140,6 +150,10 @@ func run(args []string) error {
 		RedisPassword: o.redisPassword, RedisDB: o.redisDB, RedisTimeout: o.redisTimeout,
 		RedisPoolSize: o.redisPoolSize, Replica: o.replica, AdminToken: o.adminToken, DefaultStock: o.defaultStock,
 		Segments: o.segments, LockWait: o.lockWait, RequestTimeout: o.requestTimeout, IdempotencyTTL: o.idempotencyTTL,
+		Limiter: o.limiter, Limits: frontdoor.Limits{
+			PerBuyer: frontdoor.Rate{Events: o.limitBuyer, Per: time.Second, Burst: o.limitBuyerBurst},
+			Global:   frontdoor.Rate{Events: o.limitGlobal, Per: time.Second, Burst: o.limitGlobalBurst},
+		},
 		MySQLDSN: o.mysqlDSN, OrdersSQLite: o.ordersSQLite, EtcdEndpoints: flagenv.List(o.etcdEndpoints), ZooKeeperServers: flagenv.List(o.zookeeperServers),
 		Logger: log,
 	})

@@ -97,6 +97,7 @@ var documentedCodes = map[int][]string{
 	http.StatusRequestEntityTooLarge: {"payload_too_large"},
 	http.StatusUnsupportedMediaType:  {"unsupported_media_type"},
 	http.StatusLocked:                {"lock_busy", "key_in_progress"},
+	http.StatusTooManyRequests:       {"rate_limited"},
 	http.StatusServiceUnavailable:    {"redis_unavailable", "mysql_unavailable", "etcd_unavailable", "zookeeper_unavailable", "orders_unavailable", "stage_unavailable", "not_ready", "may_have_sold"},
 }
 

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/lockstep/lockstep/internal/frontdoor"
 	"github.com/lockstep/lockstep/internal/metrics"
 	"github.com/lockstep/lockstep/internal/redistrace"
 	"github.com/lockstep/lockstep/inventory"
@@ -66,6 +68,10 @@ const (
 	// CodeKeyInProgress: the Idempotency-Key's first request is still
 	// running (it may be selling); retry with the same key.
 	CodeKeyInProgress = "key_in_progress"
+	// CodeRateLimited: the shop's limiter refused the request before the
+	// stage or the Idempotency-Key were touched; nothing was sold and the
+	// key is still free. Retry-After says when to try again.
+	CodeRateLimited = "rate_limited"
 )
 
 // Limits of a request: the admin bodies are a few fields, the headers a
@@ -94,6 +100,9 @@ type Config struct {
 	// Tracer, optional, records the Redis commands of a sale on request
 	// (POST /api/stages/{stage}/trace); it must be attached to the clients.
 	Tracer *redistrace.Tracer
+	// Limiter, optional, is asked before every deduct of every stage,
+	// keyed by the buyer (the sale's user, else the client's address).
+	Limiter frontdoor.Limiter
 }
 
 const defaultRequestTimeout = 10 * time.Second
@@ -307,6 +316,9 @@ func (s *Server) deduct(c *gin.Context) {
 	}
 	ctx := withLazyTimeout(c.Request.Context(), s.cfg.RequestTimeout)
 	defer ctx.cancel()
+	if !s.admitted(ctx, c, user) {
+		return
+	}
 	deducts := s.deducts[stage]
 	sell := func(ctx context.Context) answer {
 		return s.traced(ctx, stage, func(ctx context.Context) answer { return s.sell(ctx, deducts, stage, sku, user, qty) })
@@ -343,6 +355,29 @@ func (s *Server) deduct(c *gin.Context) {
 		c.Header("Idempotent-Replayed", "true")
 	}
 	c.Data(a.Status, "application/json; charset=utf-8", a.Body)
+}
+
+// admitted asks the limiter, if any, and answers a refusal itself: 429
+// rate_limited with Retry-After, or 503 when the limiter cannot decide.
+func (s *Server) admitted(ctx context.Context, c *gin.Context, user string) bool {
+	if s.cfg.Limiter == nil {
+		return true
+	}
+	buyer := user
+	if buyer == "" {
+		buyer = c.ClientIP()
+	}
+	d, err := s.cfg.Limiter.Allow(ctx, buyer)
+	if err != nil {
+		s.fail(c, http.StatusServiceUnavailable, CodeRedisUnavailable, err.Error())
+		return false
+	}
+	if !d.Allowed {
+		c.Header("Retry-After", strconv.FormatInt(int64(math.Ceil(d.RetryAfter.Seconds())), 10))
+		s.fail(c, http.StatusTooManyRequests, CodeRateLimited, "the "+d.Scope+" rate limit refused this request; nothing was sold")
+		return false
+	}
+	return true
 }
 
 // sell runs one sale and renders its answer.

@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/lockstep/lockstep/internal/frontdoor"
 	"github.com/lockstep/lockstep/internal/httpapi"
 	"github.com/lockstep/lockstep/internal/metrics"
 	"github.com/lockstep/lockstep/internal/redisbatch"
@@ -76,7 +77,12 @@ type Config struct {
 	LockWait       time.Duration
 	RequestTimeout time.Duration
 	IdempotencyTTL time.Duration
-	Logger         *slog.Logger
+	// Limiter names the front door's rate limiter (frontdoor.None, Local,
+	// Redis; empty is none) and Limits its rates; limit-redis keeps its
+	// state on the stock's Redis.
+	Limiter string
+	Limits  frontdoor.Limits
+	Logger  *slog.Logger
 	// Exit ends the process for the crash-while-holding fault (os.Exit).
 	Exit func(code int)
 	// Pause stops the process for the pause_before_write fault (SIGSTOP to
@@ -200,10 +206,15 @@ func New(cfg Config) (*Shop, error) {
 	}
 	auditor.Inventory = inv
 	s.Inventory = inv
+	limiter, err := frontdoor.New(cfg.Limiter, cfg.Limits, stock)
+	if err != nil {
+		s.closeClients()
+		return nil, fmt.Errorf("shop: %w", err)
+	}
 	s.server = httpapi.New(httpapi.Config{
 		Inventory: inv, Redis: stock, Metrics: s.Metrics, Logger: cfg.Logger, Replica: cfg.Replica,
 		AdminToken: cfg.AdminToken, IdempotencyTTL: cfg.IdempotencyTTL, RequestTimeout: cfg.RequestTimeout,
-		Tracer: tracer,
+		Tracer: tracer, Limiter: limiter,
 	})
 	return s, nil
 }
