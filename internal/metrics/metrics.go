@@ -67,6 +67,29 @@ type Metrics struct {
 	acquisitions *prometheus.CounterVec
 	renewals     *prometheus.CounterVec
 	foreign      *prometheus.CounterVec
+
+	// The lock series of every acquisition (a lock stage's sale), looked up
+	// in the vectors once (their label hashing and lock cost more than a
+	// sync.Map load): stage to prometheus.Observer, lockSeries to
+	// prometheus.Counter.
+	lockWaits sync.Map
+	acquired  sync.Map
+}
+
+// lockSeries names one series of lockstep_lock_acquisitions_total.
+type lockSeries struct {
+	stage  string
+	result inventory.LockResult
+}
+
+// series is the cached child of key, made (with WithLabelValues, which
+// returns the same child to racing callers) on first use.
+func series[V any](cache *sync.Map, key any, child func() V) V {
+	if v, ok := cache.Load(key); ok {
+		return v.(V)
+	}
+	v, _ := cache.LoadOrStore(key, child())
+	return v.(V)
 }
 
 // New registers the instruments on a fresh registry (one per shop, so
@@ -139,8 +162,10 @@ func (d *Deducts) Replay() { d.replays().Inc() }
 
 // LockAcquire implements inventory.Observer.
 func (m *Metrics) LockAcquire(stage string, wait time.Duration, result inventory.LockResult) {
-	m.lockWait.WithLabelValues(stage).Observe(wait.Seconds())
-	m.acquisitions.WithLabelValues(stage, string(result)).Inc()
+	series(&m.lockWaits, stage, func() prometheus.Observer { return m.lockWait.WithLabelValues(stage) }).Observe(wait.Seconds())
+	series(&m.acquired, lockSeries{stage, result}, func() prometheus.Counter {
+		return m.acquisitions.WithLabelValues(stage, string(result))
+	}).Inc()
 }
 
 // WatchdogRenewal implements inventory.Observer.
