@@ -62,6 +62,8 @@
 //	~rwlock_timeout:<key>:<token>:<level>   the timeout of each level of a read hold
 //	~released:<key>               the release latch (below)
 //	~token:<key>                  a FencedMutex's fencing counter (FencingCounterKey)
+//	~attempts:<key>               a Semaphore's or CountDownLatch's attempt replies (below)
+//	~attempt_ends:<key>           when each of those replies ends
 //
 // The examples (ExampleClient_Mutex, ExampleMutex_LockContext,
 // ExampleMutex_TryLock, ExampleClient_FencedMutex, ExampleNewRedLock,
@@ -186,4 +188,45 @@
 // scripts may run without it (above), and a release run twice then
 // answers ErrNotHeld although it released. A read level's timeout key is
 // named in ARGV with the lock's hash tag.
+//
+// # Semaphores
+//
+// Client.Semaphore is Redisson's RSemaphore and Client.CountDownLatch its
+// RCountDownLatch: a number under the name's key (as a lock's), changed by
+// scripts that publish on "<key>:channel" when a waiter may go on. Their
+// waiters listen on the Client's shared pub/sub connection, try again on
+// each message and otherwise sleep: they never poll.
+//
+// Every call that changes the number has an attempt id, new per call and
+// the same for every try of one Acquire. The scripts keep each attempt's
+// reply in "~attempts:<key>" (a hash, id to reply) for as long as
+// go-redis may re-send it (the latch's window, 30 s at least), and drop
+// ended replies as they go ("~attempt_ends:<key>", a zset of end times of
+// Redis TIME); all three keys are declared and share the hash tag. So a
+// script run twice changes nothing the second time and answers as the
+// first did. An acquisition whose outcome its caller does not know (an
+// error, or its context ended while a try ran) is given up before
+// TryAcquire returns: semaphore_cancel.lua gives back what it took and
+// marks it, so a first run that arrives later takes nothing. The memory
+// is one small hash field and zset entry per call of the last window.
+//
+//	script                  twice               late                         reply lost
+//	semaphore_acquire.lua   its reply: takes    after a cancel: 'X', takes   the caller's cancel gives
+//	                        nothing more        nothing; else as on time     the permits back; a
+//	                                            (a live caller waits for it) failed cancel leaks them
+//	semaphore_add.lua       its reply: adds     adds (the caller wanted it)  the call errs; the
+//	(Release, AddPermits)   nothing more                                     permits may be back: read
+//	                                                                         AvailablePermits, do not
+//	                                                                         call again
+//	semaphore_cancel.lua    gives back nothing  marks a later first run      run with the caller's
+//	                        more                                             deadline; if it fails,
+//	                                                                         permits may stay taken
+//	semaphore_drain.lua     its count: drains   drains what is there         the permits are drained
+//	                        nothing more                                     and the count is lost
+//	counter_set.lua         its reply           sets if still unset          set or not: read it
+//	countdown.lua           its reply: counts   counts                       counted or not: read
+//	                        once                                             Count
+//
+// A record ends with its window: a re-send that comes after it (a client
+// slower than go-redis's timeouts allow) runs as a first run.
 package lock

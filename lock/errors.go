@@ -31,3 +31,7 @@ var (
 	// the slot). A waiting acquisition waits for that instead.
 	ErrCounterMoving = errors.New("lock: fencing counter not yet moved with the migrating slot; try again")
 )
+
+// ErrInvalidPermits is returned by a Semaphore or PermitExpirableSemaphore
+// call given a number of permits it cannot take or give: less than one.
+var ErrInvalidPermits = errors.New("lock: number of permits must be at least 1")

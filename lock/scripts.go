@@ -31,3 +31,18 @@ var (
 	releaseScript = loadScript("release.lua")
 	renewScript   = loadScript("renew.lua")
 )
+
+// loadCounterScript is loadScript for the scripts of the semaphores and
+// the count-down latch, each run after attempts.lua, the attempt record
+// they share.
+func loadCounterScript(name string) *redis.Script {
+	prelude, err := scriptFiles.ReadFile("scripts/attempts.lua")
+	if err != nil {
+		panic("lock: missing embedded script attempts.lua")
+	}
+	body, err := scriptFiles.ReadFile("scripts/" + name)
+	if err != nil {
+		panic("lock: missing embedded script " + name)
+	}
+	return redis.NewScript(string(prelude) + "\n" + string(body))
+}

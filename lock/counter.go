@@ -1,0 +1,84 @@
+package lock
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The scripts of the counters: a Semaphore's permits and a
+// CountDownLatch's count.
+var (
+	counterSetScript = loadCounterScript("counter_set.lua")
+	semAcquireScript = loadCounterScript("semaphore_acquire.lua")
+	semAddScript     = loadCounterScript("semaphore_add.lua")
+	semCancelScript  = loadCounterScript("semaphore_cancel.lua")
+	semDrainScript   = loadCounterScript("semaphore_drain.lua")
+	countDownScript  = loadCounterScript("countdown.lua")
+)
+
+const (
+	// minAttemptWindow: see attemptWindow.
+	minAttemptWindow = 30 * time.Second
+	// attemptCancelled is an attempt given up (semaphore_cancel.lua).
+	attemptCancelled = "X"
+	// attemptSetReply is counter_set.lua's "set".
+	attemptSetReply = "1"
+)
+
+// counter is a number in Redis that attempt-keyed scripts change (see
+// doc.go, "Semaphores"): every call that changes it has an attempt id,
+// and its reply is kept beside the counter under that id, so that a
+// request go-redis sends again answers as its first run did.
+type counter struct {
+	c       *Client
+	name    string
+	key     string
+	channel string
+	// keys: the counter, its attempts' replies and when they end.
+	keys []string
+	// window is how long an attempt's reply is kept, as a script argument.
+	window string
+}
+
+func newCounter(c *Client, name string) counter {
+	key, channel := lockKeys(name)
+	return counter{
+		c: c, name: name, key: key, channel: channel,
+		keys:   []string{key, ownKey("attempts", key), ownKey("attempt_ends", key)},
+		window: ms(attemptWindow(c.rdb)),
+	}
+}
+
+// attemptWindow is how long an attempt's reply is kept: as long as the
+// Redis client may send its request again (replayWindow), and at least
+// minAttemptWindow, because a cancelled attempt's mark must also outlast
+// a first run that arrives late from a client that never re-sends.
+func attemptWindow(rdb redis.UniversalClient) time.Duration {
+	return max(replayWindow(rdb), minAttemptWindow)
+}
+
+// run runs script for the attempt id with n, the channel and the publish
+// command as its further arguments.
+func (k *counter) run(ctx context.Context, script *redis.Script, id string, n int) *redis.Cmd {
+	return k.c.eval(ctx, script, k.keys, id, k.window, n, k.channel, k.c.publishArg)
+}
+
+// get reads the counter: 0 when it does not exist.
+func (k *counter) get(ctx context.Context) (int, error) {
+	n, err := k.c.rdb.Get(ctx, k.key).Int()
+	if err == redis.Nil {
+		return 0, nil
+	}
+	return n, err
+}
+
+// trySet sets the counter to n unless it exists.
+func (k *counter) trySet(ctx context.Context, n int) (bool, error) {
+	res, err := k.run(ctx, counterSetScript, k.c.newToken(), n).Text()
+	if err != nil {
+		return false, err
+	}
+	return res == attemptSetReply, nil
+}
