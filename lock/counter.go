@@ -2,6 +2,8 @@ package lock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -59,10 +61,36 @@ func attemptWindow(rdb redis.UniversalClient) time.Duration {
 	return max(replayWindow(rdb), minAttemptWindow)
 }
 
-// run runs script for the attempt id with n, the channel and the publish
-// command as its further arguments.
-func (k *counter) run(ctx context.Context, script *redis.Script, id string, n int) *redis.Cmd {
-	return k.c.eval(ctx, script, k.keys, id, k.window, n, k.channel, k.c.publishArg)
+// run runs script for the attempt id with n, the channel, the publish
+// command and more as its further arguments.
+func (k *counter) run(ctx context.Context, script *redis.Script, id string, n any, more ...any) *redis.Cmd {
+	args := append([]any{id, k.window, n, k.channel, k.c.publishArg}, more...)
+	return k.c.eval(ctx, script, k.keys, args...)
+}
+
+// acquire runs try, with one attempt id for the whole call, until it
+// takes what it asks for, wait is spent (0: one try; negative: no limit)
+// or ctx ends, woken by the counter's channel or after the ttl try
+// reports (negative: none). It returns the attempt id. On an error the
+// attempt is given up by cancel: what it may have taken goes back, and a
+// run arriving late takes nothing.
+func (k *counter) acquire(ctx context.Context, wait time.Duration, try func(ctx context.Context, id string) (bool, time.Duration, error), cancel func(ctx context.Context, id string) error) (string, bool, error) {
+	c := k.c
+	id := c.newToken()
+	w := newWaker("")
+	defer c.subs.unsubscribe(k.channel, w.listener)
+	ok, err := c.waitFor(ctx, w, k.channel, time.Now(), wait, forever, func(ctx context.Context, _ bool) (bool, time.Duration, error) {
+		return try(ctx, id)
+	})
+	if err == nil {
+		return id, ok, nil
+	}
+	cctx, stop := c.cleanupContext(ctx)
+	defer stop()
+	if cerr := cancel(cctx, id); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("give the attempt up: %w", cerr))
+	}
+	return "", false, fmt.Errorf("lock: acquire from %q: %w", k.name, err)
 }
 
 // get reads the counter: 0 when it does not exist.

@@ -64,6 +64,7 @@
 //	~token:<key>                  a FencedMutex's fencing counter (FencingCounterKey)
 //	~attempts:<key>               a Semaphore's or CountDownLatch's attempt replies (below)
 //	~attempt_ends:<key>           when each of those replies ends
+//	~permits:<key>                a PermitExpirableSemaphore's taken permits and their leases' ends
 //
 // The examples (ExampleClient_Mutex, ExampleMutex_LockContext,
 // ExampleMutex_TryLock, ExampleClient_FencedMutex, ExampleNewRedLock,
@@ -191,7 +192,8 @@
 //
 // # Semaphores
 //
-// Client.Semaphore is Redisson's RSemaphore and Client.CountDownLatch its
+// Client.Semaphore is Redisson's RSemaphore, Client.PermitExpirableSemaphore
+// its RPermitExpirableSemaphore and Client.CountDownLatch its
 // RCountDownLatch: a number under the name's key (as a lock's), changed by
 // scripts that publish on "<key>:channel" when a waiter may go on. Their
 // waiters listen on the Client's shared pub/sub connection, try again on
@@ -226,6 +228,22 @@
 //	counter_set.lua         its reply           sets if still unset          set or not: read it
 //	countdown.lua           its reply: counts   counts                       counted or not: read
 //	                        once                                             Count
+//	expirable_acquire.lua   as semaphore_       as semaphore_acquire.lua     the caller's cancel
+//	                        acquire.lua                                      (expirable_release.lua
+//	                                                                         'cancel') gives the permit
+//	                                                                         back; a failed cancel
+//	                                                                         leaks it for its lease only
+//	expirable_release.lua   its reply: gives    gives back the permit if     given back or not: it
+//	                        back once           still taken                  comes back at its lease's
+//	                                                                         end anyway
+//	expirable_lease.lua     the lease set       sets the lease it carries    the lease may or may not
+//	(UpdateLeaseTime,       again from a later  if the permit is still taken be updated: call again
+//	AvailablePermits)       now: harmless       (not after a release)        (it is idempotent)
+//
+// A PermitExpirableSemaphore's leases end by Redis's clock: each of its
+// scripts first gives back the permits whose lease ended, and a waiter
+// sleeps at most until the first lease's end, so a permit whose holder
+// died is taken by a waiter within a round trip of its lease's end.
 //
 // A record ends with its window: a re-send that comes after it (a client
 // slower than go-redis's timeouts allow) runs as a first run.

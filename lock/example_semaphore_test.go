@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -71,4 +72,33 @@ func ExampleClient_CountDownLatch() {
 	fmt.Println("count after the wait:", n)
 	// Output:
 	// count after the wait: 0
+}
+
+// A PermitExpirableSemaphore leases its permits: a holder that dies before
+// Release leaks its permit only until the lease ends.
+func ExampleClient_PermitExpirableSemaphore() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locks := lock.New(rdb)
+	defer locks.Close()
+
+	s := locks.PermitExpirableSemaphore("stock:{sku-9}")
+	if _, err := s.TrySetPermits(ctx, 1); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx, 100*time.Millisecond); err != nil { // never released: its holder "crashed"
+		log.Fatal(err)
+	}
+	id, err := s.Acquire(ctx, time.Minute) // waits until the first lease ends
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("release:", s.Release(ctx, id))
+	left, _ := s.AvailablePermits(ctx)
+	fmt.Println("available:", left)
+	rdb.Del(ctx, "stock:{sku-9}")
+	// Output:
+	// release: <nil>
+	// available: 1
 }

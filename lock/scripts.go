@@ -3,6 +3,7 @@ package lock
 import (
 	"embed"
 	"io/fs"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -33,16 +34,17 @@ var (
 )
 
 // loadCounterScript is loadScript for the scripts of the semaphores and
-// the count-down latch, each run after attempts.lua, the attempt record
-// they share.
-func loadCounterScript(name string) *redis.Script {
-	prelude, err := scriptFiles.ReadFile("scripts/attempts.lua")
-	if err != nil {
-		panic("lock: missing embedded script attempts.lua")
+// the count-down latch: attempts.lua, the attempt record they share, then
+// the files named (a PermitExpirableSemaphore's begin with leases.lua).
+func loadCounterScript(names ...string) *redis.Script {
+	var src strings.Builder
+	for _, name := range append([]string{"attempts.lua"}, names...) {
+		part, err := scriptFiles.ReadFile("scripts/" + name)
+		if err != nil {
+			panic("lock: missing embedded script " + name)
+		}
+		src.Write(part)
+		src.WriteByte('\n')
 	}
-	body, err := scriptFiles.ReadFile("scripts/" + name)
-	if err != nil {
-		panic("lock: missing embedded script " + name)
-	}
-	return redis.NewScript(string(prelude) + "\n" + string(body))
+	return redis.NewScript(src.String())
 }

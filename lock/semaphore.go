@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -97,35 +96,16 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 	if n < 1 {
 		return false, ErrInvalidPermits
 	}
-	return s.k.acquire(ctx, n, wait, func(ctx context.Context, id string) (bool, error) {
-		res, err := s.k.run(ctx, semAcquireScript, id, n).Result()
-		if err != nil {
-			return false, err
-		}
-		return res == acquiredOK, nil
-	})
-}
-
-// acquire runs try, with one attempt id for the whole call, until it
-// takes what it asks for, wait is spent or ctx ends, woken by the
-// counter's channel. On an error the attempt is given up: what it may
-// have taken goes back, and a run arriving late takes nothing.
-func (k *counter) acquire(ctx context.Context, n int, wait time.Duration, try func(ctx context.Context, id string) (bool, error)) (bool, error) {
-	c := k.c
-	id := c.newToken()
-	w := newWaker("")
-	defer c.subs.unsubscribe(k.channel, w.listener)
-	ok, err := c.waitFor(ctx, w, k.channel, time.Now(), wait, forever, func(ctx context.Context, _ bool) (bool, time.Duration, error) {
-		ok, err := try(ctx, id)
-		return ok, -1, err
-	})
-	if err == nil {
-		return ok, nil
+	k := &s.k
+	try := func(ctx context.Context, id string) (bool, time.Duration, error) {
+		res, err := k.run(ctx, semAcquireScript, id, n).Result()
+		return res == acquiredOK, -1, err
 	}
-	cctx, cancel := c.cleanupContext(ctx)
-	defer cancel()
-	if cerr := k.run(cctx, semCancelScript, id, n).Err(); cerr != nil {
-		err = errors.Join(err, fmt.Errorf("give the attempt up: %w", cerr))
+	cancel := func(ctx context.Context, id string) error {
+		return k.run(ctx, semCancelScript, id, n).Err()
 	}
-	return false, fmt.Errorf("lock: acquire %d permits of %q: %w", n, k.name, err)
+	if _, ok, err := k.acquire(ctx, wait, try, cancel); err != nil || !ok {
+		return false, err
+	}
+	return true, nil
 }

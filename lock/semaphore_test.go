@@ -197,7 +197,8 @@ func TestSemaphoreRedissonCases(t *testing.T) {
 // EVALSHA a replyDropper can tell.
 func loadCounterScripts(t *testing.T, rdb redis.Cmdable) {
 	t.Helper()
-	for _, s := range []*redis.Script{counterSetScript, semAcquireScript, semAddScript, semCancelScript, semDrainScript, countDownScript} {
+	for _, s := range []*redis.Script{counterSetScript, semAcquireScript, semAddScript, semCancelScript, semDrainScript, countDownScript,
+		expAcquireScript, expReleaseScript, expLeaseScript} {
 		if err := s.Load(context.Background(), rdb).Err(); err != nil {
 			t.Fatal(err)
 		}
