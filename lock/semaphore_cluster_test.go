@@ -103,4 +103,3 @@ func latchWakesWaiter(t *testing.T, rdb redis.UniversalClient, name string) {
 	}
 	waitsUntil(t, done, 0, 5*time.Second)
 }
-
