@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -87,9 +86,9 @@ func (k *counter) acquire(ctx context.Context, wait time.Duration, try func(ctx 
 	}
 	cctx, stop := c.cleanupContext(ctx)
 	defer stop()
-	if cerr := cancel(cctx, id); cerr != nil {
-		err = errors.Join(err, fmt.Errorf("give the attempt up: %w", cerr))
-	}
+	// A cancel that fails leaves what the attempt took taken (doc.go,
+	// "Semaphores"): the attempt's error is the one to report.
+	_ = cancel(cctx, id)
 	return "", false, fmt.Errorf("lock: acquire from %q: %w", k.name, err)
 }
 

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -326,5 +327,35 @@ func TestAttemptRecordEnds(t *testing.T) {
 	}
 	if n, m := rdb.HLen(ctx, s.k.keys[1]).Val(), rdb.ZCard(ctx, s.k.keys[2]).Val(); n != 1 || m != 1 {
 		t.Fatalf("%d replies, %d ends after the window; want the last one", n, m)
+	}
+}
+
+// A counter's error names it once, on one line (as TestErrorsNameTheLockOnce).
+func TestCounterErrorsNameItOnce(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := New(rdb)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := ctxTimeout(t, 5*time.Second)
+	const name = "errtext-stock"
+	s, e, l := c.Semaphore(name), c.PermitExpirableSemaphore(name), c.CountDownLatch(name)
+	for _, tc := range []struct {
+		call string
+		err  error
+	}{
+		{"TryAcquire", func() error { _, err := s.TryAcquire(ctx, 1, 0); return err }()},
+		{"Release", s.Release(ctx, 1)},
+		{"Drain", func() error { _, err := s.Drain(ctx); return err }()},
+		{"expirable TryAcquire", func() error { _, _, err := e.TryAcquire(ctx, 0, time.Second); return err }()},
+		{"expirable Release", e.Release(ctx, "p")},
+		{"CountDown", l.CountDown(ctx)},
+		{"Await", l.Await(ctx)},
+	} {
+		if tc.err == nil {
+			t.Fatalf("%s against no Redis succeeded", tc.call)
+		}
+		if n := strings.Count(tc.err.Error(), name); n != 1 || strings.Contains(tc.err.Error(), "\n") {
+			t.Errorf("%s: %q names the semaphore %d times or spans lines", tc.call, tc.err, n)
+		}
 	}
 }
