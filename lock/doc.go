@@ -68,7 +68,9 @@
 //
 // The examples (ExampleClient_Mutex, ExampleMutex_LockContext,
 // ExampleMutex_TryLock, ExampleClient_FencedMutex, ExampleNewRedLock,
-// ExampleClient_RWMutex) run against a real Redis under go test; README.md
+// ExampleClient_RWMutex, ExampleClient_Semaphore,
+// ExampleClient_PermitExpirableSemaphore, ExampleClient_CountDownLatch) run
+// against a real Redis under go test; README.md
 // in this directory gives the package at a glance, and docs/lock.md at the
 // repository's root what a holder can rely on. checker_test.go checks the
 // guarantees under random faults; MUTANTS.md measures the tests (make
