@@ -77,7 +77,8 @@ func ExampleClient_CountDownLatch() {
 // A PermitExpirableSemaphore leases its permits: a holder that dies before
 // Release leaks its permit only until the lease ends.
 func ExampleClient_PermitExpirableSemaphore() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // bound every wait
+	defer cancel()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
 	locks := lock.New(rdb)
