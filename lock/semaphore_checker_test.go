@@ -20,9 +20,10 @@ import (
 // holders "crash" (never release). It checks, from the workers' own
 // clocks:
 //   - never more permits held than set: the holders between an
-//     acquisition's return and their release's call, plus the crashed
-//     permits whose lease cannot have ended yet (from the acquisition's
-//     call), are never more than the permits;
+//     acquisition's return and their release's call whose lease cannot
+//     have ended yet (counted from the acquisition's call, or the last
+//     UpdateLeaseTime's; a crashed holder's until then) are never more
+//     than the permits; a lease found ended before that is reported;
 //   - no waiter waits while permits are free beyond semBound: a monitor
 //     reads the free permits (for the expirable one, with the permits
 //     whose lease ended, read without giving them back) every 10 ms, and a
@@ -39,8 +40,10 @@ const semBound = time.Second
 type semChecker struct {
 	permits int
 	mu      sync.Mutex
-	held    int               // acquisition returned, release not called
-	crashed []time.Time       // the earliest a crashed permit's lease ends
+	// holds: a permit taken (acquisition returned, release not called)
+	// -> the earliest its lease may end (far off on a Semaphore; a
+	// crashed holder's is never released).
+	holds   map[*time.Time]struct{}
 	waiting map[int]time.Time // worker -> when its acquisition began
 	fails   []string
 	free    func(context.Context) (int, error) // the monitor's read
@@ -54,28 +57,38 @@ func (k *semChecker) fail(format string, args ...any) {
 	}
 }
 
-// took records an acquisition that returned; lease > 0: a crash, the
-// permit never released, whose lease began at the earliest at start.
-func (k *semChecker) took(worker int, start time.Time, crashLease time.Duration) {
+// took records an acquisition that returned, its permit held until
+// *until at least, and returns its hold for drop.
+func (k *semChecker) took(worker int, until time.Time) *time.Time {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.waiting, worker)
 	now := time.Now()
-	live := k.crashed[:0]
-	for _, end := range k.crashed {
-		if now.Before(end) {
-			live = append(live, end)
+	for h := range k.holds {
+		if !now.Before(*h) {
+			delete(k.holds, h)
 		}
 	}
-	k.crashed = live
-	if crashLease > 0 {
-		k.crashed = append(k.crashed, start.Add(crashLease))
-	} else {
-		k.held++
+	h := &until
+	k.holds[h] = struct{}{}
+	if n := len(k.holds); n > k.permits {
+		k.fails = append(k.fails, fmt.Sprintf("%d permits held at once of %d", n, k.permits))
 	}
-	if n := k.held + len(k.crashed); n > k.permits {
-		k.fails = append(k.fails, fmt.Sprintf("%d permits held at once of %d (%d by crashed holders)", n, k.permits, len(k.crashed)))
-	}
+	return h
+}
+
+// drop ends a hold as its release is called.
+func (k *semChecker) drop(h *time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.holds, h)
+}
+
+// leased moves a hold's earliest end, for a lease set at from.
+func (k *semChecker) leased(h *time.Time, from time.Time, lease time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	*h = from.Add(lease)
 }
 
 // monitor samples the free permits until ctx ends.
@@ -122,7 +135,7 @@ func (r semCheckerRun) check(t *testing.T, srv *redistest.Server) []string {
 	name := "checked-" + t.Name()
 	monitorRdb := srv.Client(t)
 	mon := newClient(t, srv)
-	k := &semChecker{permits: r.permits, waiting: make(map[int]time.Time)}
+	k := &semChecker{permits: r.permits, holds: make(map[*time.Time]struct{}), waiting: make(map[int]time.Time)}
 	var setup interface {
 		TrySetPermits(context.Context, int) (bool, error)
 	}
@@ -199,11 +212,9 @@ func (r semCheckerRun) plainOp(ctx context.Context, k *semChecker, s *Semaphore,
 		}
 		return
 	}
-	k.took(w, start, 0)
+	h := k.took(w, time.Now().Add(forever/2))
 	time.Sleep(hold)
-	k.mu.Lock()
-	k.held--
-	k.mu.Unlock()
+	k.drop(h)
 	if err := s.Release(ctx, 1); err != nil {
 		k.fail("worker %d: Release: %v", w, err)
 	}
@@ -220,21 +231,26 @@ func (r semCheckerRun) expirableOp(ctx context.Context, k *semChecker, s *Permit
 		}
 		return
 	}
+	h := k.took(w, start.Add(lease))
 	if rng.IntN(4) == 0 { // crashed: never released
-		k.took(w, start, lease)
 		return
 	}
-	k.took(w, start, 0)
 	time.Sleep(hold)
 	if rng.IntN(2) == 0 {
-		if ok, err := s.UpdateLeaseTime(ctx, id, lease); !ok || err != nil {
-			k.fail("worker %d: UpdateLeaseTime = %v, %v", w, ok, err)
+		from := time.Now()
+		ok, err := s.UpdateLeaseTime(ctx, id, lease)
+		switch {
+		case err != nil:
+			k.fail("worker %d: UpdateLeaseTime: %v", w, err)
+		case ok:
+			k.leased(h, from, lease)
+		case from.Before(*h): // a loaded machine may let a lease end
+			k.fail("worker %d: UpdateLeaseTime found no permit %v into its lease of %v", w, from.Sub(start), lease)
 		}
 	}
-	k.mu.Lock()
-	k.held--
-	k.mu.Unlock()
-	if err := s.Release(ctx, id); err != nil {
+	k.drop(h)
+	from := time.Now()
+	if err := s.Release(ctx, id); err != nil && !(errors.Is(err, ErrPermitNotHeld) && !from.Before(*h)) {
 		k.fail("worker %d: Release: %v", w, err)
 	}
 }
