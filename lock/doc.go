@@ -62,10 +62,15 @@
 //	~rwlock_timeout:<key>:<token>:<level>   the timeout of each level of a read hold
 //	~released:<key>               the release latch (below)
 //	~token:<key>                  a FencedMutex's fencing counter (FencingCounterKey)
+//	~attempts:<key>               a Semaphore's or CountDownLatch's attempt replies (below)
+//	~attempt_ends:<key>           when each of those replies ends
+//	~permits:<key>                a PermitExpirableSemaphore's taken permits and their leases' ends
 //
 // The examples (ExampleClient_Mutex, ExampleMutex_LockContext,
 // ExampleMutex_TryLock, ExampleClient_FencedMutex, ExampleNewRedLock,
-// ExampleClient_RWMutex) run against a real Redis under go test; README.md
+// ExampleClient_RWMutex, ExampleClient_Semaphore,
+// ExampleClient_PermitExpirableSemaphore, ExampleClient_CountDownLatch) run
+// against a real Redis under go test; README.md
 // in this directory gives the package at a glance, and docs/lock.md at the
 // repository's root what a holder can rely on. checker_test.go checks the
 // guarantees under random faults; MUTANTS.md measures the tests (make
@@ -186,4 +191,62 @@
 // scripts may run without it (above), and a release run twice then
 // answers ErrNotHeld although it released. A read level's timeout key is
 // named in ARGV with the lock's hash tag.
+//
+// # Semaphores
+//
+// Client.Semaphore is Redisson's RSemaphore, Client.PermitExpirableSemaphore
+// its RPermitExpirableSemaphore and Client.CountDownLatch its
+// RCountDownLatch: a number under the name's key (as a lock's), changed by
+// scripts that publish on "<key>:channel" when a waiter may go on. Their
+// waiters listen on the Client's shared pub/sub connection, try again on
+// each message and otherwise sleep: they never poll.
+//
+// Every call that changes the number has an attempt id, new per call and
+// the same for every try of one Acquire. The scripts keep each attempt's
+// reply in "~attempts:<key>" (a hash, id to reply) for as long as
+// go-redis may re-send it (the latch's window, 30 s at least), and drop
+// ended replies as they go ("~attempt_ends:<key>", a zset of end times of
+// Redis TIME); all three keys are declared and share the hash tag. So a
+// script run twice changes nothing the second time and answers as the
+// first did. An acquisition whose outcome its caller does not know (an
+// error, or its context ended while a try ran) is given up before
+// TryAcquire returns: semaphore_cancel.lua gives back what it took and
+// marks it, so a first run that arrives later takes nothing. The memory
+// is one small hash field and zset entry per call of the last window.
+//
+//	script                  twice               late                         reply lost
+//	semaphore_acquire.lua   its reply: takes    after a cancel: 'X', takes   the caller's cancel gives
+//	                        nothing more        nothing; else as on time     the permits back; a
+//	                                            (a live caller waits for it) failed cancel leaks them
+//	semaphore_add.lua       its reply: adds     adds (the caller wanted it)  the call errs; the
+//	(Release, AddPermits)   nothing more                                     permits may be back: read
+//	                                                                         AvailablePermits, do not
+//	                                                                         call again
+//	semaphore_cancel.lua    gives back nothing  marks a later first run      run with the caller's
+//	                        more                                             deadline; if it fails,
+//	                                                                         permits may stay taken
+//	semaphore_drain.lua     its count: drains   drains what is there         the permits are drained
+//	                        nothing more                                     and the count is lost
+//	counter_set.lua         its reply           sets if still unset          set or not: read it
+//	countdown.lua           its reply: counts   counts                       counted or not: read
+//	                        once                                             Count
+//	expirable_acquire.lua   as semaphore_       as semaphore_acquire.lua     the caller's cancel
+//	                        acquire.lua                                      (expirable_release.lua
+//	                                                                         'cancel') gives the permit
+//	                                                                         back; a failed cancel
+//	                                                                         leaks it for its lease only
+//	expirable_release.lua   its reply: gives    gives back the permit if     given back or not: it
+//	                        back once           still taken                  comes back at its lease's
+//	                                                                         end anyway
+//	expirable_lease.lua     the lease set       sets the lease it carries    the lease may or may not
+//	(UpdateLeaseTime,       again from a later  if the permit is still taken be updated: call again
+//	AvailablePermits)       now: harmless       (not after a release)        (it is idempotent)
+//
+// A PermitExpirableSemaphore's leases end by Redis's clock: each of its
+// scripts first gives back the permits whose lease ended, and a waiter
+// sleeps at most until the first lease's end, so a permit whose holder
+// died is taken by a waiter within a round trip of its lease's end.
+//
+// A record ends with its window: a re-send that comes after it (a client
+// slower than go-redis's timeouts allow) runs as a first run.
 package lock

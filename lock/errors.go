@@ -31,3 +31,16 @@ var (
 	// the slot). A waiting acquisition waits for that instead.
 	ErrCounterMoving = errors.New("lock: fencing counter not yet moved with the migrating slot; try again")
 )
+
+// ErrInvalidPermits is returned by a Semaphore or PermitExpirableSemaphore
+// call given a number of permits it cannot take or give: less than one.
+var ErrInvalidPermits = errors.New("lock: number of permits must be at least 1")
+
+// ErrPermitNotHeld is returned by PermitExpirableSemaphore's Release when
+// the permit is not taken: released already, its lease ended, or never
+// taken.
+var ErrPermitNotHeld = errors.New("lock: permit not held")
+
+// ErrInvalidLease is returned by a PermitExpirableSemaphore call given a
+// lease that is not positive.
+var ErrInvalidLease = errors.New("lock: lease must be positive")

@@ -3,6 +3,7 @@ package lock
 import (
 	"embed"
 	"io/fs"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -31,3 +32,19 @@ var (
 	releaseScript = loadScript("release.lua")
 	renewScript   = loadScript("renew.lua")
 )
+
+// loadCounterScript is loadScript for the scripts of the semaphores and
+// the count-down latch: attempts.lua, the attempt record they share, then
+// the files named (a PermitExpirableSemaphore's begin with leases.lua).
+func loadCounterScript(names ...string) *redis.Script {
+	var src strings.Builder
+	for _, name := range append([]string{"attempts.lua"}, names...) {
+		part, err := scriptFiles.ReadFile("scripts/" + name)
+		if err != nil {
+			panic("lock: missing embedded script " + name)
+		}
+		src.Write(part)
+		src.WriteByte('\n')
+	}
+	return redis.NewScript(src.String())
+}

@@ -1,0 +1,123 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The scripts of a PermitExpirableSemaphore.
+var (
+	expAcquireScript = loadCounterScript("leases.lua", "expirable_acquire.lua")
+	expReleaseScript = loadCounterScript("leases.lua", "expirable_release.lua")
+	expLeaseScript   = loadCounterScript("leases.lua", "expirable_lease.lua")
+)
+
+// PermitExpirableSemaphore is Redisson's RPermitExpirableSemaphore: a
+// semaphore whose permits are leased. Each permit taken has an id, which
+// Release gives back; a permit whose lease ends comes back by itself, so a
+// holder that crashed leaks nothing for longer than its lease. The leases
+// end by Redis's clock: the next acquisition or AvailablePermits after a
+// lease's end counts the permit free again, and a waiter sleeps no longer
+// than the first lease's end, so a waiter takes an expired permit within
+// one round trip of its lease's end.
+type PermitExpirableSemaphore struct {
+	k counter
+}
+
+// PermitExpirableSemaphore returns a handle on the semaphore called name,
+// which keys as a lock's name does (doc.go, "Keys"); its taken permits are
+// kept under "~permits:<key>".
+func (c *Client) PermitExpirableSemaphore(name string) *PermitExpirableSemaphore {
+	k := newCounter(c, name)
+	k.keys = append(k.keys, ownKey("permits", k.key))
+	return &PermitExpirableSemaphore{k: k}
+}
+
+// TrySetPermits sets the number of permits to n unless the semaphore
+// exists, and reports whether it did.
+func (s *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
+	ok, err := s.k.trySet(ctx, n)
+	if err != nil {
+		return false, fmt.Errorf("lock: set the permits of semaphore %q: %w", s.k.name, err)
+	}
+	return ok, nil
+}
+
+// AddPermits adds n permits (n < 0 removes them) and wakes the waiters.
+func (s *PermitExpirableSemaphore) AddPermits(ctx context.Context, n int) error {
+	if err := s.k.run(ctx, semAddScript, s.k.c.newToken(), n).Err(); err != nil {
+		return fmt.Errorf("lock: add %d permits to semaphore %q: %w", n, s.k.name, err)
+	}
+	return nil
+}
+
+// AvailablePermits is the number of permits neither taken nor leased;
+// the permits whose lease ended count as available (they come back now).
+func (s *PermitExpirableSemaphore) AvailablePermits(ctx context.Context) (int, error) {
+	n, err := s.k.run(ctx, expLeaseScript, "", 0, "").Int()
+	if err != nil {
+		return 0, fmt.Errorf("lock: read semaphore %q: %w", s.k.name, err)
+	}
+	return n, nil
+}
+
+// Acquire takes one permit leased for lease, waiting until it can or ctx
+// ends, and returns its id.
+func (s *PermitExpirableSemaphore) Acquire(ctx context.Context, lease time.Duration) (string, error) {
+	id, _, err := s.TryAcquire(ctx, -1, lease)
+	return id, err
+}
+
+// TryAcquire takes one permit leased for lease, waiting up to wait for it
+// (0: no wait; negative: until ctx ends), and returns its id and whether
+// it took one. On an error it took none: an attempt whose outcome is
+// unknown is given up before TryAcquire returns.
+func (s *PermitExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease time.Duration) (string, bool, error) {
+	if lease <= 0 {
+		return "", false, fmt.Errorf("lock: lease %v of semaphore %q: %w", lease, s.k.name, ErrInvalidLease)
+	}
+	k := &s.k
+	leaseMs := lease.Milliseconds()
+	try := func(ctx context.Context, id string) (bool, time.Duration, error) {
+		res, err := k.run(ctx, expAcquireScript, id, leaseMs).Result()
+		if err != nil {
+			return false, 0, err
+		}
+		if next, ok := res.(int64); ok {
+			return false, time.Duration(next) * time.Millisecond, nil
+		}
+		return res == acquiredOK, -1, nil
+	}
+	cancel := func(ctx context.Context, id string) error {
+		return k.run(ctx, expReleaseScript, id, 0, id, "cancel").Err()
+	}
+	return k.acquire(ctx, wait, try, cancel)
+}
+
+// Release gives the permit id back and wakes the waiters; ErrPermitNotHeld
+// when it is not taken (released already, or its lease ended). A request
+// go-redis sends again gives back once and answers as the first run.
+func (s *PermitExpirableSemaphore) Release(ctx context.Context, id string) error {
+	res, err := s.k.run(ctx, expReleaseScript, s.k.c.newToken(), 0, id, "release").Text()
+	if err != nil {
+		return fmt.Errorf("lock: release permit %s of semaphore %q: %w", id, s.k.name, err)
+	}
+	if res != "1" {
+		return fmt.Errorf("lock: release permit %s of semaphore %q: %w", id, s.k.name, ErrPermitNotHeld)
+	}
+	return nil
+}
+
+// UpdateLeaseTime leases the permit id for lease from now, and reports
+// whether it is still taken (false: released, or its lease ended).
+func (s *PermitExpirableSemaphore) UpdateLeaseTime(ctx context.Context, id string, lease time.Duration) (bool, error) {
+	if lease <= 0 {
+		return false, fmt.Errorf("lock: lease %v of semaphore %q: %w", lease, s.k.name, ErrInvalidLease)
+	}
+	n, err := s.k.run(ctx, expLeaseScript, "", lease.Milliseconds(), id).Int()
+	if err != nil {
+		return false, fmt.Errorf("lock: lease permit %s of semaphore %q: %w", id, s.k.name, err)
+	}
+	return n == 1, nil
+}
