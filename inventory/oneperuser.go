@@ -57,7 +57,7 @@ func (s *onePerUserStage) sell(ctx context.Context, sku, user string, qty int64,
 	if err != nil {
 		return Sale{}, err
 	}
-	return s.placeAfterDeduction(ctx, placing{order: o, hold: hold}, remaining, f)
+	return s.placeAfterDeduction(ctx, placing{order: o, proof: byTakenSet, hold: hold}, remaining, f)
 }
 
 // errNoBuyer is the answer of a per-user stage to a sale naming no buyer.
@@ -141,7 +141,7 @@ func (s *onePerUserLuaStage) sell(ctx context.Context, sku, user string, qty int
 		if err != nil {
 			return Sale{}, err
 		}
-		sale, err := s.placeAfterDeduction(ctx, placing{order: o, byBuyer: true}, remaining, f)
+		sale, err := s.placeAfterDeduction(ctx, placing{order: o, proof: byBuyer}, remaining, f)
 		if !errors.Is(err, errVoidedID) {
 			return sale, err
 		}
@@ -149,58 +149,26 @@ func (s *onePerUserLuaStage) sell(ctx context.Context, sku, user string, qty int
 	return Sale{}, fmt.Errorf("%w: the sales of this idempotency key were voided %d times: use a new key", ErrInvalid, maxGenerations)
 }
 
-// take runs the script for o and records the round it took the units in.
-// When the reply is lost it runs the script again with the same order id
-// (which recognises its own purchase, so a run that took the units takes
-// nothing more), until it answers or the sale's deadline nears; then the
-// sale's outcome is unknown, and the resolver gives back whatever the
-// script took, once Redis answers.
+// take runs one_per_user.lua for o (takeByID) and records the round it
+// took the units in.
 func (s *onePerUserLuaStage) take(ctx context.Context, o *orders.Order) (int64, error) {
 	k := s.store.keys(o.SKU)
 	keys := []string{k.stock(), k.sold(), k.buyers(), k.givenBack(), k.round()}
-	insertCtx, _, cancel := splitDeadline(ctx) // the insert's share of the deadline
-	defer cancel()
-	runCtx, stop := rerunWindow(insertCtx)
-	defer stop()
-	for wait := rerunWait; ; wait = min(2*wait, rerunWaitMax) {
-		res, err := s.store.run(runCtx, onePerUserScript, keys, o.Qty, o.User, o.ID).Int64Slice()
-		if err == nil && len(res) != 2 {
-			return 0, unavailable("one-per-user deduct", fmt.Errorf("reply %v", res))
-		}
-		if err != nil {
-			err = writeFailed("one-per-user deduct", err)
-			if !errors.Is(err, ErrOutcomeUnknown) {
-				return 0, err // refused: it ran nothing
-			}
-			if sleep(runCtx, wait) != nil {
-				s.resolveTake(*o)
-				return 0, fmt.Errorf("%w (the shop gives back what it may have taken once Redis answers)", err)
-			}
-			continue
-		}
-		o.Round = res[1]
-		switch n := res[0]; n {
-		case -1:
-			return 0, ErrSoldOut
-		case -2:
-			return 0, errNoStock
-		case -3:
-			return 0, fmt.Errorf("%w: %s is among the buyers of %s", ErrAlreadyBought, o.User, o.SKU)
-		case -4:
-			return 0, errVoidedID
-		default:
-			return n, nil
-		}
+	res, err := s.takeByID(ctx, "one-per-user deduct", onePerUserScript, keys, []any{o.Qty, o.User, o.ID}, *o, byBuyer)
+	if err != nil {
+		return 0, err
 	}
-}
-
-// resolveTake gives back, in the background, what a script run for o
-// whose reply was lost may have taken: the buyers hash shows it, and the
-// give-back marks the id so that a run still on its way takes nothing.
-// No order was sent, so none can land.
-func (s *onePerUserLuaStage) resolveTake(o orders.Order) {
-	s.resolver.resolve("give back order "+o.ID, func(ctx context.Context) (bool, error) {
-		err := s.giveBack(ctx, o, true)
-		return err == nil, err
-	})
+	o.Round = res[1]
+	switch n := res[0]; n {
+	case -1:
+		return 0, ErrSoldOut
+	case -2:
+		return 0, errNoStock
+	case -3:
+		return 0, fmt.Errorf("%w: %s is among the buyers of %s", ErrAlreadyBought, o.User, o.SKU)
+	case -4:
+		return 0, errVoidedID
+	default:
+		return n, nil
+	}
 }

@@ -255,7 +255,8 @@ func TestAnOrderThatMayStillLandKeepsItsGuardAndSaysOutcomeUnknown(t *testing.T)
 }
 
 // loseScriptReply runs each EVALSHA of the script with sha whose arguments
-// name user and then loses its reply (the script ran), while budget lasts.
+// name user (any, when user is empty) and then loses its reply (the script
+// ran), while budget lasts.
 type loseScriptReply struct {
 	sha, user string
 	budget    *atomic.Int32
@@ -267,7 +268,7 @@ func (l loseScriptReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		err := next(ctx, cmd)
 		args := cmd.Args()
 		if err == nil && cmd.Name() == "evalsha" && len(args) > 1 && args[1] == l.sha &&
-			containsArg(args, l.user) && l.budget.Add(-1) >= 0 {
+			(l.user == "" || containsArg(args, l.user)) && l.budget.Add(-1) >= 0 {
 			err = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 			cmd.SetErr(err)
 		}
@@ -360,6 +361,55 @@ func TestAnOnePerUserScriptWhoseRepliesAreLostIsGivenBack(t *testing.T) {
 	eventually(t, settled(inv, stage, 0, 10))
 	if _, err := inv.DeductFor(context.Background(), stage, "sku-1", "dora", 1); err != nil {
 		t.Fatalf("dora's sale once her lost one was given back: %v", err)
+	}
+}
+
+// The deduction of the one-per-user rungs whose guard is their buyer check
+// (order_deduct.lua) takes a unit and its reply is lost: once (the sale
+// runs it again with the same order id, which finds what it took, and
+// sells), or until the sale's deadline (the sale answers that its outcome
+// is unknown, and the resolver gives the unit back by the order id). The
+// order checker found the unit lost for good (seed 1: one-per-user-lock
+// undersold 6).
+func TestALostReplyOfTheOrderDeductionIsResolvedByItsOrderID(t *testing.T) {
+	lite, err := orders.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "orders.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lite.Close() })
+	rdb := redistest.Start(t).Client(t)
+	var budget atomic.Int32
+	rdb.AddHook(loseScriptReply{sha: loadedScript(t, rdb, "order_deduct.lua"), budget: &budget})
+	inv := newOrderInventory(t, rdb, lite, "r0")
+	for _, stage := range []string{"one-per-user-naive", "one-per-user-synchronized", "one-per-user-lock"} {
+		t.Run(stage, func(t *testing.T) {
+			if err := inv.Reset(context.Background(), stage, "sku-1", 10, 0); err != nil {
+				t.Fatal(err)
+			}
+			budget.Store(1)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if _, err := inv.DeductFor(ctx, stage, "sku-1", "erin", 1); err != nil {
+				t.Fatalf("sale whose first deduction reply was lost: %v", err)
+			}
+			if budget.Load() >= 1 {
+				t.Fatal("no reply was lost")
+			}
+			eventually(t, settled(inv, stage, 1, 9))
+
+			budget.Store(1 << 20)
+			ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			if _, err := inv.DeductFor(ctx, stage, "sku-1", "fred", 1); !errors.Is(err, inventory.ErrOutcomeUnknown) {
+				t.Fatalf("sale whose every deduction reply was lost: %v, want its outcome unknown", err)
+			}
+			budget.Store(0)
+			eventually(t, settled(inv, stage, 1, 9))
+			if _, err := inv.DeductFor(context.Background(), stage, "sku-1", "fred", 1); err != nil {
+				t.Fatalf("fred's sale once his lost one was given back: %v", err)
+			}
+			eventually(t, settled(inv, stage, 2, 8))
+		})
 	}
 }
 

@@ -61,6 +61,7 @@ type orderSeller struct {
 func (k stockKeys) buyers() string    { return string(k) + "buyers" }
 func (k stockKeys) givenBack() string { return string(k) + "given-back" }
 func (k stockKeys) conflicts() string { return string(k) + "conflicts" }
+func (k stockKeys) taken() string     { return string(k) + "taken" }
 
 // round is the SKU's reset round, which every reset of an order stage
 // moves on: an order's insert lands only in the round its units were
@@ -100,9 +101,8 @@ func (s *orderSeller) crashBeforeOrder(ctx context.Context, f Faults) error {
 // order.Round), and how to give them back.
 type placing struct {
 	order orders.Order
-	// byBuyer: the buyers hash shows whether the sale took its units
-	// (one-per-user-lua); otherwise the sale knows it took them.
-	byBuyer bool
+	// proof is what shows, when the units go back, that the sale took them.
+	proof takenProof
 	// stockInOrders: the units moved with the order, in its transaction
 	// (optimistic MySQL): a void leaves nothing to give back.
 	stockInOrders bool
@@ -111,6 +111,19 @@ type placing struct {
 	// while this order may still land.
 	hold *guardHold
 }
+
+// takenProof is what give_back.lua reads to learn whether a sale took its
+// units, and so whether it has any to give back.
+type takenProof int
+
+const (
+	// byRound: the sale knows it took them, in order.Round (optimistic-redis).
+	byRound takenProof = iota
+	// byBuyer: the buyers hash holds the order id (one-per-user-lua).
+	byBuyer
+	// byTakenSet: order_deduct.lua's taken set holds the order id.
+	byTakenSet
+)
 
 // guardHold is a guard's release that an order whose outcome is unknown
 // takes over: the sale then leaves it held, and the resolver releases it.
@@ -190,12 +203,12 @@ func (s *orderSeller) place(ctx context.Context, p placing) error {
 // why. A give-back that fails is retried by the resolver (it is the same
 // when run twice), so the units return once Redis answers.
 func (s *orderSeller) undo(ctx context.Context, p placing, why error) error {
-	err := s.giveBack(ctx, p.order, p.byBuyer)
+	err := s.giveBack(ctx, p.order, p.proof)
 	if err == nil {
 		return why
 	}
 	s.resolver.resolve("give back order "+p.order.ID, func(ctx context.Context) (bool, error) {
-		err := s.giveBack(ctx, p.order, p.byBuyer)
+		err := s.giveBack(ctx, p.order, p.proof)
 		return err == nil, err
 	})
 	return fmt.Errorf("%w (its units count as undersold until they go back, once Redis answers: %v)", why, err)
@@ -213,7 +226,7 @@ func (s *orderSeller) resolveOrder(p placing) {
 		case err != nil:
 			return false, err
 		case !p.stockInOrders:
-			if err := s.giveBack(ctx, p.order, p.byBuyer); err != nil {
+			if err := s.giveBack(ctx, p.order, p.proof); err != nil {
 				return false, err
 			}
 		}
@@ -248,37 +261,78 @@ func rerunWindow(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // giveBack returns the units of an order that was never placed, once:
-// those the buyers hash shows taken (byBuyer), or those taken in o.Round,
-// unless a reset replaced that round's stock since.
-func (s *orderSeller) giveBack(ctx context.Context, o orders.Order, byBuyer bool) error {
+// those proof shows taken (the buyers hash, the taken set), or those taken
+// in o.Round, unless a reset replaced that round's stock since.
+func (s *orderSeller) giveBack(ctx context.Context, o orders.Order, proof takenProof) error {
 	k := s.store.keys(o.SKU)
 	taken := strconv.FormatInt(o.Round, 10)
-	if byBuyer {
+	switch proof {
+	case byBuyer:
 		taken = "buyer"
+	case byTakenSet:
+		taken = "taken"
 	}
-	err := s.store.run(ctx, giveBackScript, []string{k.stock(), k.sold(), k.buyers(), k.givenBack(), k.round()}, o.Qty, o.User, o.ID, taken).Err()
-	if err != nil {
+	keys := []string{k.stock(), k.sold(), k.buyers(), k.givenBack(), k.round(), k.taken()}
+	if err := s.store.run(ctx, giveBackScript, keys, o.Qty, o.User, o.ID, taken).Err(); err != nil {
 		return unavailable("give units back", err)
 	}
 	return nil
 }
 
-// deductForOrder takes o's units with order_deduct.lua and records the
-// round they were taken in: the remaining stock, ErrSoldOut or errNoStock.
+// takeByID runs script, which takes o's units and recognises o's id (one
+// run takes at most once per id, and takes nothing once the id was given
+// back), until it answers: when its reply is lost it runs it again with
+// the same id, until it answers or the insert's share of the sale's
+// deadline ends. Then the sale's outcome is unknown, and the resolver
+// gives back whatever a run took (proof shows it), once Redis answers; the
+// give-back marks the id, so a run still on its way takes nothing. The
+// reply is {n, round}: n as the script answers, round the SKU's.
+func (s *orderSeller) takeByID(ctx context.Context, what string, script *redis.Script, keys []string, args []any, o orders.Order, proof takenProof) ([]int64, error) {
+	insertCtx, _, cancel := splitDeadline(ctx) // the insert's share of the deadline
+	defer cancel()
+	runCtx, stop := rerunWindow(insertCtx)
+	defer stop()
+	for wait := rerunWait; ; wait = min(2*wait, rerunWaitMax) {
+		res, err := s.store.run(runCtx, script, keys, args...).Int64Slice()
+		switch {
+		case err == nil && len(res) != 2:
+			return nil, unavailable(what, fmt.Errorf("reply %v", res))
+		case err == nil:
+			return res, nil
+		}
+		err = writeFailed(what, err)
+		if !errors.Is(err, ErrOutcomeUnknown) {
+			return nil, err // refused: it ran nothing
+		}
+		if sleep(runCtx, wait) != nil {
+			s.resolver.resolve("give back order "+o.ID, func(ctx context.Context) (bool, error) {
+				err := s.giveBack(ctx, o, proof)
+				return err == nil, err
+			})
+			return nil, fmt.Errorf("%w (the shop gives back what it may have taken once Redis answers)", err)
+		}
+	}
+}
+
+// deductForOrder takes o's units with order_deduct.lua, which records o's
+// id with them, and records the round they were taken in: the remaining
+// stock, ErrSoldOut or errNoStock.
 func (s *orderSeller) deductForOrder(ctx context.Context, o *orders.Order) (int64, error) {
 	k := s.store.keys(o.SKU)
-	res, err := s.store.run(ctx, orderDeductScript, []string{k.stock(), k.sold(), k.round()}, o.Qty).Int64Slice()
-	switch {
-	case err != nil:
-		return 0, writeFailed("order deduct", err)
-	case len(res) != 2:
-		return 0, unavailable("order deduct", fmt.Errorf("reply %v", res))
-	case res[0] == -1:
-		return 0, ErrSoldOut
-	case res[0] == -2:
-		return 0, errNoStock
+	keys := []string{k.stock(), k.sold(), k.round(), k.taken(), k.givenBack()}
+	res, err := s.takeByID(ctx, "order deduct", orderDeductScript, keys, []any{o.Qty, o.ID}, *o, byTakenSet)
+	if err != nil {
+		return 0, err
 	}
 	o.Round = res[1]
+	switch res[0] {
+	case -1:
+		return 0, ErrSoldOut
+	case -2:
+		return 0, errNoStock
+	case -4:
+		return 0, errVoidedID // a fresh id never is: a defect
+	}
 	return res[0], nil
 }
 
@@ -300,7 +354,7 @@ func (s *orderSeller) reset(ctx context.Context, sku string, stock int64, _ int)
 	k := s.store.keys(sku)
 	var round *redis.IntCmd
 	err := s.resetSKU(ctx, sku, stock, true, func(p redis.Pipeliner) {
-		p.Del(ctx, k.buyers(), k.givenBack(), k.conflicts())
+		p.Del(ctx, k.buyers(), k.givenBack(), k.taken(), k.conflicts())
 		round = p.Incr(ctx, k.round())
 	})
 	if err != nil {
