@@ -10,8 +10,9 @@
 // and workers have finished what they hold, it compares every answer the
 // buyers got with the order table, the payment table and Redis.
 //
-// The test files carry the build tag orderchecker, so go test ./... does not
-// run them; make check-orders does (CHECKER_TIME, CHECKER_SEED):
+// go test ./... runs it for its short default (defaultTime, a new seed
+// each run); make check-orders runs it longer (CHECKER_TIME, CHECKER_SEED),
+// and a failure prints the command that runs its seed again:
 //
-//	go test -tags orderchecker -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=N -checker.time=2m
+//	go test -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=N -checker.time=2m
 package orderchecker
