@@ -61,6 +61,35 @@ func TestOnePerUserScriptsRunTwiceTakeOnce(t *testing.T) {
 	}
 }
 
+// One-per-user-lua's script at the last unit: a sale that finds the stock
+// short takes nothing and leaves no buyer behind, so its buyer may buy
+// once a unit comes back.
+func TestOnePerUserScriptSoldOutTakesNothing(t *testing.T) {
+	ctx := context.Background()
+	s := &store{rdb: redistest.Start(t).Client(t), stage: "one-per-user-lua"}
+	if err := s.reset(ctx, "sku-1", 1, true); err != nil {
+		t.Fatal(err)
+	}
+	k := s.keys("sku-1")
+	keys := []string{k.stock(), k.sold(), k.buyers(), k.givenBack(), k.round()}
+	deduct := func(user, id string, want, wantStock int64) {
+		t.Helper()
+		res, err := s.run(ctx, onePerUserScript, keys, 1, user, id).Int64Slice()
+		if err != nil || len(res) != 2 || res[0] != want {
+			t.Fatalf("%s's sale %s: %v (%v), want %d", user, id, res, err, want)
+		}
+		if stock, err := s.stock(ctx, "sku-1"); err != nil || stock != wantStock {
+			t.Fatalf("after %s's sale %s: stock %d (%v), want %d", user, id, stock, err, wantStock)
+		}
+	}
+	deduct("alice", "o1", 0, 0)
+	deduct("bob", "o2", -1, 0) // sold out: nothing taken, bob not recorded
+	if n, err := s.run(ctx, giveBackScript, keys, 1, "alice", "o1", "buyer").Int64(); err != nil || n != 1 {
+		t.Fatalf("give back alice's o1: %d (%v), want 1", n, err)
+	}
+	deduct("bob", "o3", 0, 0) // bob buys the unit that came back
+}
+
 // The deduction of the guarded one-per-user rungs and its give-back, each
 // run twice for one order id, or late: order_deduct.lua records the id in
 // the taken set, so a second run takes nothing more, and a give-back by
