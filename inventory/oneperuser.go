@@ -53,11 +53,11 @@ func (s *onePerUserStage) sell(ctx context.Context, sku, user string, qty int64,
 		return Sale{}, err
 	}
 	o := s.newOrder(orders.NewID(), sku, user, qty, false)
-	remaining, err := s.initialised(ctx, sku, func() (int64, error) { return s.take(ctx, &o, tookByID, hold) })
+	remaining, err := s.initialised(ctx, sku, func() (int64, error) { return s.deductForOrder(ctx, &o) })
 	if err != nil {
 		return Sale{}, err
 	}
-	return s.placeAfterDeduction(ctx, placing{order: o, proof: tookByID, hold: hold}, remaining, f)
+	return s.placeAfterDeduction(ctx, placing{order: o, proof: byTakenSet, hold: hold}, remaining, f)
 }
 
 // errNoBuyer is the answer of a per-user stage to a sale naming no buyer.
@@ -134,17 +134,41 @@ func (s *onePerUserLuaStage) sell(ctx context.Context, sku, user string, qty int
 	}
 	for generation := range maxGenerations {
 		o := s.newOrder(s.orderID(ctx, sku, generation), sku, user, qty, true)
-		remaining, err := s.initialised(ctx, sku, func() (int64, error) { return s.take(ctx, &o, tookAsBuyer, nil) })
+		remaining, err := s.initialised(ctx, sku, func() (int64, error) { return s.take(ctx, &o) })
 		if errors.Is(err, errVoidedID) {
 			continue
 		}
 		if err != nil {
 			return Sale{}, err
 		}
-		sale, err := s.placeAfterDeduction(ctx, placing{order: o, proof: tookAsBuyer}, remaining, f)
+		sale, err := s.placeAfterDeduction(ctx, placing{order: o, proof: byBuyer}, remaining, f)
 		if !errors.Is(err, errVoidedID) {
 			return sale, err
 		}
 	}
 	return Sale{}, fmt.Errorf("%w: the sales of this idempotency key were voided %d times: use a new key", ErrInvalid, maxGenerations)
+}
+
+// take runs one_per_user.lua for o (takeByID) and records the round it
+// took the units in.
+func (s *onePerUserLuaStage) take(ctx context.Context, o *orders.Order) (int64, error) {
+	k := s.store.keys(o.SKU)
+	keys := []string{k.stock(), k.sold(), k.buyers(), k.givenBack(), k.round()}
+	res, err := s.takeByID(ctx, "one-per-user deduct", onePerUserScript, keys, []any{o.Qty, o.User, o.ID}, *o, byBuyer)
+	if err != nil {
+		return 0, err
+	}
+	o.Round = res[1]
+	switch n := res[0]; n {
+	case -1:
+		return 0, ErrSoldOut
+	case -2:
+		return 0, errNoStock
+	case -3:
+		return 0, fmt.Errorf("%w: %s is among the buyers of %s", ErrAlreadyBought, o.User, o.SKU)
+	case -4:
+		return 0, errVoidedID
+	default:
+		return n, nil
+	}
 }

@@ -61,6 +61,89 @@ func TestOnePerUserScriptsRunTwiceTakeOnce(t *testing.T) {
 	}
 }
 
+// One-per-user-lua's script at the last unit: a sale that finds the stock
+// short takes nothing and leaves no buyer behind, so its buyer may buy
+// once a unit comes back.
+func TestOnePerUserScriptSoldOutTakesNothing(t *testing.T) {
+	ctx := context.Background()
+	s := &store{rdb: redistest.Start(t).Client(t), stage: "one-per-user-lua"}
+	if err := s.reset(ctx, "sku-1", 1, true); err != nil {
+		t.Fatal(err)
+	}
+	k := s.keys("sku-1")
+	keys := []string{k.stock(), k.sold(), k.buyers(), k.givenBack(), k.round()}
+	deduct := func(user, id string, want, wantStock int64) {
+		t.Helper()
+		res, err := s.run(ctx, onePerUserScript, keys, 1, user, id).Int64Slice()
+		if err != nil || len(res) != 2 || res[0] != want {
+			t.Fatalf("%s's sale %s: %v (%v), want %d", user, id, res, err, want)
+		}
+		if stock, err := s.stock(ctx, "sku-1"); err != nil || stock != wantStock {
+			t.Fatalf("after %s's sale %s: stock %d (%v), want %d", user, id, stock, err, wantStock)
+		}
+	}
+	deduct("alice", "o1", 0, 0)
+	deduct("bob", "o2", -1, 0) // sold out: nothing taken, bob not recorded
+	if n, err := s.run(ctx, giveBackScript, keys, 1, "alice", "o1", "buyer").Int64(); err != nil || n != 1 {
+		t.Fatalf("give back alice's o1: %d (%v), want 1", n, err)
+	}
+	deduct("bob", "o3", 0, 0) // bob buys the unit that came back
+}
+
+// The deduction of the guarded one-per-user rungs and its give-back, each
+// run twice for one order id, or late: order_deduct.lua records the id in
+// the taken set, so a second run takes nothing more, and a give-back by
+// that proof returns the units once and fences a run arriving late.
+func TestOrderDeductRunTwiceTakesOnce(t *testing.T) {
+	ctx := context.Background()
+	s := &store{rdb: redistest.Start(t).Client(t), stage: "one-per-user-lock"}
+	if err := s.reset(ctx, "sku-1", 2, true); err != nil {
+		t.Fatal(err)
+	}
+	k := s.keys("sku-1")
+	deduct := func(id string) int64 {
+		t.Helper()
+		res, err := s.run(ctx, orderDeductScript, []string{k.stock(), k.sold(), k.round(), k.taken(), k.givenBack()}, 1, id).Int64Slice()
+		if err != nil || len(res) != 2 {
+			t.Fatal(res, err)
+		}
+		return res[0]
+	}
+	giveBack := func(id string) int64 {
+		t.Helper()
+		n, err := s.run(ctx, giveBackScript, []string{k.stock(), k.sold(), k.buyers(), k.givenBack(), k.round(), k.taken()}, 1, "", id, "taken").Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for i, step := range []struct {
+		run       func(id string) int64
+		id        string
+		want      int64
+		wantStock int64
+	}{
+		{deduct, "o1", 1, 1},
+		{deduct, "o1", 1, 1}, // the same sale again: no second unit
+		{deduct, "o2", 0, 0},
+		{deduct, "o3", -1, 0},   // sold out: o3 took nothing...
+		{giveBack, "o3", -1, 0}, // ...so gives nothing back
+		{giveBack, "o1", 1, 1},
+		{giveBack, "o1", 0, 1},  // given back once
+		{deduct, "o1", -4, 1},   // a run of o1 arriving late takes nothing
+		{giveBack, "o4", -1, 1}, // o4's script never ran: nothing to give back...
+		{deduct, "o4", -4, 1},   // ...and it never takes anything later
+		{deduct, "o5", 0, 0},
+	} {
+		if got := step.run(step.id); got != step.want {
+			t.Fatalf("step %d (%s): %d, want %d", i, step.id, got, step.want)
+		}
+		if stock, err := s.stock(ctx, "sku-1"); err != nil || stock != step.wantStock {
+			t.Fatalf("step %d: stock %d (%v), want %d", i, stock, err, step.wantStock)
+		}
+	}
+}
+
 // The give-back of a sale whose units came from a round's stock gives
 // nothing back once a reset replaced that stock (the units belonged to it).
 func TestAGiveBackOfAnEarlierRoundGivesNothing(t *testing.T) {

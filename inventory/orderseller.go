@@ -59,9 +59,9 @@ type orderSeller struct {
 }
 
 func (k stockKeys) buyers() string    { return string(k) + "buyers" }
-func (k stockKeys) taken() string     { return string(k) + "taken" }
 func (k stockKeys) givenBack() string { return string(k) + "given-back" }
 func (k stockKeys) conflicts() string { return string(k) + "conflicts" }
+func (k stockKeys) taken() string     { return string(k) + "taken" }
 
 // round is the SKU's reset round, which every reset of an order stage
 // moves on: an order's insert lands only in the round its units were
@@ -97,37 +97,12 @@ func (s *orderSeller) crashBeforeOrder(ctx context.Context, f Faults) error {
 	return s.crashIfArmed(ctx, "", f, func(context.Context) error { return nil })
 }
 
-// takeProof is what shows, to a give-back, that a sale took its units.
-type takeProof int
-
-const (
-	// tookInRound: the sale saw its take's reply; the units are those of
-	// its order's round (optimistic-redis).
-	tookInRound takeProof = iota
-	// tookAsBuyer: the buyers hash holds the buyer's entry with the order's
-	// id (one_per_user.lua).
-	tookAsBuyer
-	// tookByID: the SKU's taken set holds the order id (order_deduct.lua).
-	tookByID
-)
-
-// record is the key of the record the proof reads (give_back.lua's
-// KEYS[3]), and the proof as give_back.lua's ARGV[4] names it.
-func (p takeProof) record(k stockKeys, round int64) (key, arg string) {
-	switch p {
-	case tookAsBuyer:
-		return k.buyers(), "buyer"
-	case tookByID:
-		return k.taken(), "taken"
-	}
-	return k.buyers(), strconv.FormatInt(round, 10)
-}
-
 // placing is an order whose units a sale took from the Redis stock (in
 // order.Round), and how to give them back.
 type placing struct {
 	order orders.Order
-	proof takeProof
+	// proof is what shows, when the units go back, that the sale took them.
+	proof takenProof
 	// stockInOrders: the units moved with the order, in its transaction
 	// (optimistic MySQL): a void leaves nothing to give back.
 	stockInOrders bool
@@ -136,6 +111,19 @@ type placing struct {
 	// while this order may still land.
 	hold *guardHold
 }
+
+// takenProof is what give_back.lua reads to learn whether a sale took its
+// units, and so whether it has any to give back.
+type takenProof int
+
+const (
+	// byRound: the sale knows it took them, in order.Round (optimistic-redis).
+	byRound takenProof = iota
+	// byBuyer: the buyers hash holds the order id (one-per-user-lua).
+	byBuyer
+	// byTakenSet: order_deduct.lua's taken set holds the order id.
+	byTakenSet
+)
 
 // guardHold is a guard's release that an order whose outcome is unknown
 // takes over: the sale then leaves it held, and the resolver releases it.
@@ -272,84 +260,80 @@ func rerunWindow(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, voidTimeout)
 }
 
-// giveBack returns the units of an order that was never placed, once, and
-// only those proof shows the sale took (give_back.lua).
-func (s *orderSeller) giveBack(ctx context.Context, o orders.Order, proof takeProof) error {
+// giveBack returns the units of an order that was never placed, once:
+// those proof shows taken (the buyers hash, the taken set), or those taken
+// in o.Round, unless a reset replaced that round's stock since.
+func (s *orderSeller) giveBack(ctx context.Context, o orders.Order, proof takenProof) error {
 	k := s.store.keys(o.SKU)
-	record, taken := proof.record(k, o.Round)
-	err := s.store.run(ctx, giveBackScript, []string{k.stock(), k.sold(), record, k.givenBack(), k.round()}, o.Qty, o.User, o.ID, taken).Err()
-	if err != nil {
+	taken := strconv.FormatInt(o.Round, 10)
+	switch proof {
+	case byBuyer:
+		taken = "buyer"
+	case byTakenSet:
+		taken = "taken"
+	}
+	keys := []string{k.stock(), k.sold(), k.buyers(), k.givenBack(), k.round(), k.taken()}
+	if err := s.store.run(ctx, giveBackScript, keys, o.Qty, o.User, o.ID, taken).Err(); err != nil {
 		return unavailable("give units back", err)
 	}
 	return nil
 }
 
-// take runs the script of proof (one_per_user.lua, order_deduct.lua),
-// which takes o's units under o.ID, and records the round it took them in.
-// When the reply is lost it runs the script again with the same order id
-// (which recognises its own take, so a run that took the units takes
-// nothing more), until it answers or the sale's deadline nears; then the
-// sale's outcome is unknown, and the resolver gives back whatever the
-// script took, once Redis answers, keeping hold (the buyer's guard; nil:
-// none) until then.
-func (s *orderSeller) take(ctx context.Context, o *orders.Order, proof takeProof, hold *guardHold) (int64, error) {
-	k := s.store.keys(o.SKU)
-	record, _ := proof.record(k, 0)
-	script, what := orderDeductScript, "order deduct"
-	if proof == tookAsBuyer {
-		script, what = onePerUserScript, "one-per-user deduct"
-	}
-	keys := []string{k.stock(), k.sold(), record, k.givenBack(), k.round()}
+// takeByID runs script, which takes o's units and recognises o's id (one
+// run takes at most once per id, and takes nothing once the id was given
+// back), until it answers: when its reply is lost it runs it again with
+// the same id, until it answers or the insert's share of the sale's
+// deadline ends. Then the sale's outcome is unknown, and the resolver
+// gives back whatever a run took (proof shows it), once Redis answers; the
+// give-back marks the id, so a run still on its way takes nothing. The
+// reply is {n, round}: n as the script answers, round the SKU's.
+func (s *orderSeller) takeByID(ctx context.Context, what string, script *redis.Script, keys []string, args []any, o orders.Order, proof takenProof) ([]int64, error) {
 	insertCtx, _, cancel := splitDeadline(ctx) // the insert's share of the deadline
 	defer cancel()
 	runCtx, stop := rerunWindow(insertCtx)
 	defer stop()
 	for wait := rerunWait; ; wait = min(2*wait, rerunWaitMax) {
-		res, err := s.store.run(runCtx, script, keys, o.Qty, o.User, o.ID).Int64Slice()
-		if err == nil && len(res) != 2 {
-			return 0, unavailable(what, fmt.Errorf("reply %v", res))
+		res, err := s.store.run(runCtx, script, keys, args...).Int64Slice()
+		switch {
+		case err == nil && len(res) != 2:
+			return nil, unavailable(what, fmt.Errorf("reply %v", res))
+		case err == nil:
+			return res, nil
 		}
-		if err != nil {
-			err = writeFailed(what, err)
-			if !errors.Is(err, ErrOutcomeUnknown) {
-				return 0, err // refused: it ran nothing
-			}
-			if sleep(runCtx, wait) != nil {
-				s.resolveTake(*o, proof, hold)
-				return 0, fmt.Errorf("%w (the shop gives back what it may have taken once Redis answers)", err)
-			}
-			continue
+		err = writeFailed(what, err)
+		if !errors.Is(err, ErrOutcomeUnknown) {
+			return nil, err // refused: it ran nothing
 		}
-		o.Round = res[1]
-		switch n := res[0]; n {
-		case -1:
-			return 0, ErrSoldOut
-		case -2:
-			return 0, errNoStock
-		case -3:
-			return 0, fmt.Errorf("%w: %s is among the buyers of %s", ErrAlreadyBought, o.User, o.SKU)
-		case -4:
-			return 0, errVoidedID
-		default:
-			return n, nil
+		if sleep(runCtx, wait) != nil {
+			s.resolver.resolve("give back order "+o.ID, func(ctx context.Context) (bool, error) {
+				err := s.giveBack(ctx, o, proof)
+				return err == nil, err
+			})
+			return nil, fmt.Errorf("%w (the shop gives back what it may have taken once Redis answers)", err)
 		}
 	}
 }
 
-// resolveTake gives back, in the background, what a script run for o
-// whose reply was lost may have taken: its record shows it, and the
-// give-back marks the id so that a run still on its way takes nothing.
-// No order was sent, so none can land; the buyer's guard (hold) is
-// released once the give-back is done.
-func (s *orderSeller) resolveTake(o orders.Order, proof takeProof, hold *guardHold) {
-	hold.keep()
-	s.resolver.resolve("give back order "+o.ID, func(ctx context.Context) (bool, error) {
-		if err := s.giveBack(ctx, o, proof); err != nil {
-			return false, err
-		}
-		hold.done()
-		return true, nil
-	})
+// deductForOrder takes o's units with order_deduct.lua, which records o's
+// id with them, and records the round they were taken in: the remaining
+// stock, ErrSoldOut or errNoStock.
+func (s *orderSeller) deductForOrder(ctx context.Context, o *orders.Order) (int64, error) {
+	k := s.store.keys(o.SKU)
+	keys := []string{k.stock(), k.sold(), k.round(), k.taken(), k.givenBack()}
+	res, err := s.takeByID(ctx, "order deduct", orderDeductScript, keys, []any{o.Qty, o.ID}, *o, byTakenSet)
+	if err != nil {
+		return 0, err
+	}
+	o.Round = res[1]
+	switch res[0] {
+	case -1:
+		return 0, ErrSoldOut
+	case -2:
+		return 0, errNoStock
+	case -4:
+		return 0, errVoidedID // a fresh id never is: a defect
+	}
+	return res[0], nil
 }
 
 // countConflict records a sale an optimistic lock refused.
@@ -370,7 +354,7 @@ func (s *orderSeller) reset(ctx context.Context, sku string, stock int64, _ int)
 	k := s.store.keys(sku)
 	var round *redis.IntCmd
 	err := s.resetSKU(ctx, sku, stock, true, func(p redis.Pipeliner) {
-		p.Del(ctx, k.buyers(), k.taken(), k.givenBack(), k.conflicts())
+		p.Del(ctx, k.buyers(), k.givenBack(), k.taken(), k.conflicts())
 		round = p.Incr(ctx, k.round())
 	})
 	if err != nil {

@@ -218,9 +218,12 @@ func TestBuyComparesAndSetsTheStockRow(t *testing.T) {
 			if err := s.Reset(ctx, "st", "sku-1", 2, 0); err != nil {
 				t.Fatal(err)
 			}
-			// The version check: a sale that read 5 finds 2 and writes nothing.
-			if _, err := s.Buy(ctx, order("erin", false), orders.SameStock, 5); !errors.Is(err, orders.ErrConflict) {
-				t.Fatalf("stale version: %v, want ErrConflict", err)
+			// The version check: a sale that read 5, or 1 (a void gave a unit
+			// back since), finds 2 and writes nothing.
+			for _, read := range []int64{5, 1} {
+				if _, err := s.Buy(ctx, order("erin", false), orders.SameStock, read); !errors.Is(err, orders.ErrConflict) {
+					t.Fatalf("stale version %d: %v, want ErrConflict", read, err)
+				}
 			}
 			o := order("erin", false)
 			for range 2 { // the COMMIT's reply lost: the retry takes nothing more
@@ -273,6 +276,68 @@ func TestAPaymentArrivingAsItsRowIsOpenedIsPaid(t *testing.T) {
 			}
 			if status, err := p.Status(ctx, o.ID, o.User); err != nil || status != orders.PaymentPaid {
 				t.Errorf("answered paid, the payment is %q (%v)", status, err)
+			}
+		})
+	}
+}
+
+// TestOnlyItsBuyerPaysAnOrder: a payment naming another buyer finds no
+// order and leaves the payment unpaid.
+func TestOnlyItsBuyerPaysAnOrder(t *testing.T) {
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			p, err := s.(*orders.SQLStore).Payments(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := order("user-1", true)
+			o.Stage = "async-stream"
+			if err := s.Insert(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Open(ctx, o, time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Pay(ctx, o.ID, "user-2"); !errors.Is(err, orders.ErrNoOrder) {
+				t.Fatalf("user-2 pays user-1's order: %v, want ErrNoOrder", err)
+			}
+			if status, err := p.Status(ctx, o.ID, o.User); err != nil || status != orders.PaymentUnpaid {
+				t.Errorf("after another buyer's payment the payment is %q (%v), want unpaid", status, err)
+			}
+		})
+	}
+}
+
+// TestTheSweepersCancelRechecksTheDeadline: the sweeper lists the expired
+// payments, then cancels each with a compare-and-set; a payment whose row
+// the set finds not expired (a reset deleted the listed row and a late
+// Open wrote it again since) is not cancelled.
+func TestTheSweepersCancelRechecksTheDeadline(t *testing.T) {
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			p, err := s.(*orders.SQLStore).Payments(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := order("user-1", true)
+			o.Stage = "async-stream"
+			if err := s.Insert(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(time.Hour)
+			if err := p.Open(ctx, o, deadline); err != nil {
+				t.Fatal(err)
+			}
+			if cancelled, err := p.CancelOne(ctx, o, deadline.Add(-time.Minute)); err != nil || cancelled {
+				t.Fatalf("cancel before the deadline: %v (%v), want nothing cancelled", cancelled, err)
+			}
+			if status, err := p.Status(ctx, o.ID, o.User); err != nil || status != orders.PaymentUnpaid {
+				t.Fatalf("payment %q (%v), want unpaid", status, err)
+			}
+			if cancelled, err := p.CancelOne(ctx, o, deadline.Add(time.Minute)); err != nil || !cancelled {
+				t.Fatalf("cancel past the deadline: %v (%v), want cancelled", cancelled, err)
 			}
 		})
 	}

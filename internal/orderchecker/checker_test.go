@@ -60,7 +60,7 @@ var (
 	checkerFaults     = flag.String("checker.faults", "all", "the faults the order checker injects, comma separated: "+strings.Join(allFaults, ","))
 )
 
-const defaultTime = 30 * time.Second
+const defaultTime = 15 * time.Second
 
 // allFaults are the injector's faults.
 var allFaults = []string{
@@ -128,7 +128,24 @@ func TestOrderChecker(t *testing.T) {
 	}
 	t.Logf("order checker: seed %d, %s of sales, faults %s; again with:\n\tgo test -tags orderchecker -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=%d -checker.time=%s",
 		seed, d, strings.Join(faults, ","), seed, d)
-	e := startEnv(t, seed)
+	h, vs := runOrderChecker(t, seed, d, faults, "")
+	for i, v := range vs {
+		if i < maxStories {
+			t.Errorf("VIOLATION: %s\n%s", v.what, h.story(v))
+		} else {
+			t.Errorf("VIOLATION: %s", v.what)
+		}
+	}
+	if len(vs) > 0 {
+		t.Errorf("%d violations; seed %d: go test -tags orderchecker -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=%d -checker.time=%s",
+			len(vs), seed, seed, d)
+	}
+}
+
+// runOrderChecker sells for d under faults, with the shops and workers
+// built with overlay, and returns the history and what it found.
+func runOrderChecker(t *testing.T, seed uint64, d time.Duration, faults []string, overlay string) (*history, []violation) {
+	e := startEnv(t, seed, overlay)
 	for _, rung := range rungs {
 		if err := e.reset(rung); err != nil {
 			t.Fatal(err)
@@ -163,17 +180,7 @@ func TestOrderChecker(t *testing.T) {
 	}
 	vs := check(h, s)
 	summarize(t, h, s)
-	for i, v := range vs {
-		if i < maxStories {
-			t.Errorf("VIOLATION: %s\n%s", v.what, h.story(v))
-		} else {
-			t.Errorf("VIOLATION: %s", v.what)
-		}
-	}
-	if len(vs) > 0 {
-		t.Errorf("%d violations; seed %d: go test -tags orderchecker -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=%d -checker.time=%s",
-			len(vs), seed, seed, d)
-	}
+	return h, vs
 }
 
 // reset gives rung its initial stock (and empties its orders).

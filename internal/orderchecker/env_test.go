@@ -124,20 +124,26 @@ type env struct {
 	db       *sql.DB // direct, not through the proxy: the checker's own reads
 }
 
-// build compiles a command of this module into dir.
-func build(t *testing.T, dir, pkg string) string {
+// build compiles a command of this module into dir, with the files of
+// overlay (go build -overlay; "": none) in place of the module's.
+func build(t *testing.T, dir, pkg, overlay string) string {
 	t.Helper()
 	bin := filepath.Join(dir, filepath.Base(pkg))
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/lockstep/lockstep/"+pkg).CombinedOutput(); err != nil {
+	args := []string{"build", "-o", bin}
+	if overlay != "" {
+		args = append(args, "-overlay", overlay)
+	}
+	if out, err := exec.Command("go", append(args, "github.com/lockstep/lockstep/"+pkg)...).CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin
 }
 
-func startEnv(t *testing.T, seed uint64) *env {
+// startEnv starts the checker's world, its commands built with overlay.
+func startEnv(t *testing.T, seed uint64, overlay string) *env {
 	t.Helper()
 	dir := t.TempDir()
-	shopBin, workerBin := build(t, dir, "cmd/shop"), build(t, dir, "cmd/orderworker")
+	shopBin, workerBin := build(t, dir, "cmd/shop", overlay), build(t, dir, "cmd/orderworker", overlay)
 	e := &env{t: t}
 	// Every write fsynced: a restart loses nothing Redis acknowledged, so
 	// what the checker finds after one is the shop's doing, not the AOF's.
