@@ -12,13 +12,21 @@ import (
 // client and the packages above a part are what a part must not reach.
 func TestPackagesKeepTheirImportRules(t *testing.T) {
 	const mod = "github.com/lockstep/lockstep/"
-	stores := []string{mod + "inventory", mod + "orders", mod + "asyncorders", mod + "segments", "github.com/redis/go-redis/v9", mod + "internal/redisclient"}
+	var (
+		stores  = []string{mod + "inventory", mod + "orders", mod + "asyncorders", mod + "segments"}
+		clients = []string{"github.com/redis/go-redis/v9", mod + "internal/redisclient", "github.com/tsenart/vegeta/v12/lib"}
+		runner  = mod + "internal/loadgen"
+	)
+	all := func(sets ...[]string) []string { return slices.Concat(sets...) }
 	for _, tc := range []struct {
 		pkg       string
 		forbidden []string
 	}{
-		{"attack", append(slices.Clone(stores), mod+"internal/loadgen", mod+"internal/loadgen/expect")},
-		{"expect", append(slices.Clone(stores), mod+"internal/loadgen", mod+"internal/loadgen/attack")},
+		// plan reads the shop's limits from inventory and segments for now.
+		{"plan", all(clients, []string{"net/http", runner, runner + "/attack", runner + "/expect", runner + "/report"})},
+		{"attack", all(stores, clients[:2], []string{runner, runner + "/expect"})},
+		{"expect", all(stores, clients, []string{runner, runner + "/attack"})},
+		{"report", all(clients, []string{"net/http", runner, runner + "/attack", runner + "/expect"})},
 	} {
 		out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, "./"+tc.pkg).Output()
 		if err != nil {
