@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -17,5 +18,13 @@ func TestAnOrdersDownStepNeedsItsDurations(t *testing.T) {
 		if err := tc.step.validate(); (err == nil) != tc.ok {
 			t.Errorf("%+v: %v, want ok %v", tc.step, err, tc.ok)
 		}
+	}
+}
+
+// A fault knob written under fault: (the fault step) for faults: says so.
+func TestAFaultKnobUnderFaultNamesFaults(t *testing.T) {
+	_, err := Parse([]byte("runs:\n  - stage: naive\n    fault:\n      work: 2ms\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), `"work" is a fault knob, which goes under faults:`) {
+		t.Fatalf("err = %v, want one naming faults:", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -160,6 +161,9 @@ func Parse(data []byte, check RunCheck) (*Scenario, error) {
 	dec.KnownFields(true)
 	var sc Scenario
 	if err := dec.Decode(&sc); err != nil {
+		if knob := faultKnobIn(err); knob != "" {
+			return nil, fmt.Errorf("parse: %w: %q is a fault knob, which goes under faults: (fault: is a fault step, with a kind)", err, knob)
+		}
 		return nil, fmt.Errorf("parse: %w", err)
 	}
 	if sc.SKU == "" {
@@ -307,4 +311,27 @@ func (sc *Scenario) validate(check RunCheck) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// faultKnobIn names the knob of Faults that a decoding error found in a
+// fault step (a "fault:" written for "faults:"), or "".
+func faultKnobIn(err error) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return ""
+	}
+	for _, msg := range te.Errors {
+		_, rest, ok := strings.Cut(msg, "field ")
+		field, typ, _ := strings.Cut(rest, " not found in type ")
+		if !ok || typ != "plan.FaultStep" {
+			continue
+		}
+		faults := reflect.TypeFor[Faults]()
+		for i := range faults.NumField() {
+			if tag, _, _ := strings.Cut(faults.Field(i).Tag.Get("yaml"), ","); tag == field {
+				return field
+			}
+		}
+	}
+	return ""
 }
