@@ -128,7 +128,7 @@ func (f *fakeShop) handler(name string) http.Handler {
 	mux.HandleFunc("GET /healthz", withReplica(func(w http.ResponseWriter, r *http.Request) { reply(w, 200, map[string]string{"status": "ok"}) }))
 	mux.HandleFunc("GET /api/stages", withReplica(func(w http.ResponseWriter, r *http.Request) {
 		infos := []StageInfo{
-			{ID: "racy", Title: "GET then SET", Article: "000 §1.1", Mechanism: "GET/SET", Defect: "oversells", Available: true},
+			{ID: "racy", Title: "GET then SET", Article: "《关于分布式锁(Redisson)的原理分析》 案例1", Mechanism: "GET/SET", Defect: "oversells", Available: true},
 			{ID: "atomic", Title: "atomic", Available: true},
 			{ID: "stuck", Title: "stuck", Available: true},
 			{ID: "expiring", Title: "expiring", Available: true},
