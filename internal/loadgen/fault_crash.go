@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/attack"
 )
 
 // crashFault: the victim sale takes the lock on the first replica and works
@@ -55,7 +57,7 @@ func (crashFault) run(ctx context.Context, st *faultState) error {
 	}
 	st.mark(time.Now(), "reset")
 	a := r.shop.sale(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
-	sold := a.err == nil && classify(uint16(a.status)) == outcomeSale
+	sold := a.err == nil && attack.Classify(uint16(a.status)) == attack.Sale
 	st.rep.SaleAfterReset = &sold
 	st.tl.add(a.end, sold)
 	return nil

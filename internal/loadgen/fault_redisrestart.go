@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/attack"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
@@ -100,17 +101,17 @@ func outage(st *faultState, dataKept bool) *report.OutageReport {
 	o := &report.OutageReport{Persistence: fs.Persistence, DownMS: report.MS(st.healAt.Sub(st.faultAt)), AuditSold: a.Sold, AuditInitial: a.Initial}
 	st.mu.Lock()
 	for _, res := range st.results {
-		if classify(res.Code) == outcomeSale {
+		if attack.Classify(res.Code) == attack.Sale {
 			o.SalesAcked++
 		}
 		if !res.Timestamp.Before(st.faultAt) && res.Timestamp.Before(st.healAt) {
 			o.Answers++
-			if classify(res.Code) != outcomeSale {
+			if attack.Classify(res.Code) != attack.Sale {
 				o.Failures++
 				o.MaxFailMS = max(o.MaxFailMS, report.MS(res.Latency))
 			}
 		}
-		if classify(res.Code) == outcomeSale && res.End().Before(st.faultAt) {
+		if attack.Classify(res.Code) == attack.Sale && res.End().Before(st.faultAt) {
 			o.SalesBefore++
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/attack"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
@@ -41,7 +42,7 @@ func longestGap(st *faultState) float64 {
 	st.mu.Lock()
 	ends := []time.Time{st.faultAt, st.healAt}
 	for _, res := range st.results {
-		if end := res.End(); classify(res.Code) == outcomeSale && end.After(st.faultAt) && end.Before(st.healAt) {
+		if end := res.End(); attack.Classify(res.Code) == attack.Sale && end.After(st.faultAt) && end.Before(st.healAt) {
 			ends = append(ends, end)
 		}
 	}

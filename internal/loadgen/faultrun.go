@@ -14,6 +14,7 @@ import (
 	"github.com/lockstep/lockstep/segments"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/lockstep/lockstep/internal/loadgen/attack"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
@@ -155,7 +156,7 @@ func (st *faultState) victim(ctx context.Context, name string) <-chan saleAnswer
 		a := st.r.shop.sale(ctx, url, st.run.Stage, st.r.cfg.Scenario.SKU)
 		res := a.result()
 		st.record(res)
-		st.tl.add(a.end, classify(res.Code) == outcomeSale)
+		st.tl.add(a.end, attack.Classify(res.Code) == attack.Sale)
 		out <- a
 	}()
 	return out
@@ -198,7 +199,7 @@ func (st *faultState) saleOnceUp(ctx context.Context, name string) <-chan saleAn
 			a := st.r.shop.sale(ctx, url, st.run.Stage, st.r.cfg.Scenario.SKU)
 			res := a.result()
 			st.record(res)
-			st.tl.add(a.end, classify(res.Code) == outcomeSale)
+			st.tl.add(a.end, attack.Classify(res.Code) == attack.Sale)
 			if a.status != http.StatusServiceUnavailable || time.Now().After(deadline) || sleep.For(ctx, retryUnavailable) != nil {
 				out <- a
 				return
@@ -235,11 +236,11 @@ func (st *faultState) background(ctx context.Context, d plan.Duration, sku strin
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		attack(ctx, attackSpec{
-			name: st.run.Stage + "-" + fs.Kind, url: urls[0], also: urls[1:],
-			rate: fs.Rate, workers: fs.Workers, duration: d.D(),
-			timeout: st.run.Timeout.D(), onResult: record, buyers: st.run.Buyers,
-		}, st.tl, st.r.progress.answer)
+		attack.Run(ctx, attack.Spec{
+			Name: st.run.Stage + "-" + fs.Kind, URL: urls[0], Also: urls[1:],
+			Rate: fs.Rate, Workers: fs.Workers, Duration: d.D(),
+			Timeout: st.run.Timeout.D(), Buyers: st.run.Buyers,
+		}, attack.ObserverFunc(func(res attack.Result) { record(res.Result) }), st.tl, st.r.progress)
 	}()
 	return func() { <-done }
 }
@@ -296,15 +297,15 @@ func (st *faultState) measure() {
 		if end.After(last) {
 			last = end
 		}
-		if classify(res.Code) == outcomeSale && !end.After(st.faultAt) && end.After(lastSaleBefore) {
+		if attack.Classify(res.Code) == attack.Sale && !end.After(st.faultAt) && end.After(lastSaleBefore) {
 			lastSaleBefore = end
 		}
 		if res.Timestamp.Before(st.faultAt) {
 			continue
 		}
 		rep.Requests++
-		switch classify(res.Code) {
-		case outcomeSale:
+		switch attack.Classify(res.Code) {
+		case attack.Sale:
 			rep.Sales++
 			if firstAfterFault.IsZero() || end.Before(firstAfterFault) {
 				firstAfterFault = end
@@ -312,9 +313,9 @@ func (st *faultState) measure() {
 			if !res.Timestamp.Before(st.healAt) && (firstAfterHeal.IsZero() || end.Before(firstAfterHeal)) {
 				firstAfterHeal = end
 			}
-		case outcomeBusy:
+		case attack.Busy:
 			rep.Busy++
-		case outcomeError:
+		case attack.Error:
 			rep.Errors++
 		}
 	}
@@ -340,14 +341,14 @@ func (st *faultState) fillRow() {
 	st.mu.Lock()
 	results := slices.Clone(st.results)
 	st.mu.Unlock()
-	t := &tally{replicas: map[string]struct{}{}, errorSamples: map[string]int{}}
+	t := attack.NewTally(time.Time{}, 0)
 	for i := range results {
-		if t.started.IsZero() || results[i].Timestamp.Before(t.started) {
-			t.started = results[i].Timestamp
+		if t.Started.IsZero() || results[i].Timestamp.Before(t.Started) {
+			t.Started = results[i].Timestamp
 		}
-		t.add(&results[i])
+		t.Add(&results[i])
 	}
-	t.sort()
+	t.Done()
 	fillFromTally(st.row, t)
 	stuck := st.rep.Stuck
 	st.row.Stuck, st.row.RecoveryMS = &stuck, st.rep.RecoveryMS

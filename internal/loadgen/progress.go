@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/loadgen/attack"
 )
 
 // IsTerminal reports whether w is a character device, where progress can
@@ -56,8 +58,9 @@ func (p *progress) phase(prefix string, planned time.Duration) {
 	p.oversold.Store(0)
 }
 
-// answer is called for every answer; it redraws at most every p.every.
-func (p *progress) answer(t *tally) {
+// Observe is called for every answer; it redraws at most every p.every.
+func (p *progress) Observe(r attack.Result) {
+	t := r.SoFar
 	if p.w == nil {
 		return
 	}
@@ -69,7 +72,7 @@ func (p *progress) answer(t *tally) {
 	}
 	p.last = now
 	line := fmt.Sprintf("%s  %4.1fs/%s  requests %d  sales %d  sold-out %d  busy %d  already-bought %d  errors %d  oversold so far %d",
-		p.prefix, now.Sub(p.started).Seconds(), p.planned, t.requests, t.sales, t.soldOut, t.busy, t.alreadyBought, t.errors, p.oversold.Load())
+		p.prefix, now.Sub(p.started).Seconds(), p.planned, t.Requests, t.Sales, t.SoldOut, t.Busy, t.AlreadyBought, t.Errors, p.oversold.Load())
 	if p.interactive {
 		fmt.Fprintf(p.w, "\r\033[K%s", line)
 		p.drawn = true

@@ -10,9 +10,12 @@
 //   - report (internal/loadgen/report) holds the records a run fills
 //     (Report, its StageRun rows and what each part of a run saw) and the
 //     writers: report.json, report.html with its SVG, the terminal tables;
+//   - attack (internal/loadgen/attack) sends the sales with vegeta
+//     (targets, buyers, pacing) and hands each result to its observers
+//     (attack.Observer) after its own Tally;
 //   - this package walks the scenario (run.go: reset → faults → attack →
-//     audit → drain → payment or crash step), runs the attacks
-//     (attack.go), follows them (timeline, progress, trace, shards, stream
+//     audit → drain → payment or crash step), follows the attacks with
+//     observers and pollers (timeline, progress, trace, shards, stream
 //     figures, the live page), carries out the fault steps (fault*.go)
 //     through the Injector the workshop provides.
 //
@@ -37,12 +40,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/attack"
 	"github.com/lockstep/lockstep/internal/loadgen/expect"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
-	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // Config is what Run needs to know about the set-up.
@@ -333,25 +336,24 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	peak := streamPeak(run.Stage)
 	stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, shards, peak)
 	var payers *loadPayers
-	var onSale func(*vegeta.Result)
+	observers := []attack.Observer{tl, r.progress}
 	if run.Payment != nil && run.Payment.DuringLoad {
 		// The payers end with the run, whichever way it ends.
 		payCtx, cancelPayers := context.WithCancel(ctx)
 		payers = newLoadPayers(payCtx, r.shop, base, *run.Payment)
 		defer func() { cancelPayers(); payers.wait() }()
-		onSale = payers.onSale
+		observers = append(observers, attack.ObserverFunc(func(res attack.Result) { payers.onSale(res.Result) }))
 	}
-	t := attack(ctx, attackSpec{
-		name:          run.Stage,
-		url:           deductURL(base, run.Stage, sku),
-		rate:          run.AttackRate(),
-		workers:       run.Workers,
-		duration:      run.Duration.D(),
-		stopAtSoldOut: run.StopsWhenSoldOut(),
-		timeout:       run.Timeout.D(),
-		buyers:        run.Buyers,
-		onResult:      onSale,
-	}, tl, r.progress.answer)
+	t := attack.Run(ctx, attack.Spec{
+		Name:          run.Stage,
+		URL:           deductURL(base, run.Stage, sku),
+		Rate:          run.AttackRate(),
+		Workers:       run.Workers,
+		Duration:      run.Duration.D(),
+		StopAtSoldOut: run.StopsWhenSoldOut(),
+		Timeout:       run.Timeout.D(),
+		Buyers:        run.Buyers,
+	}, observers...)
 	if payers != nil {
 		payers.loadDone()
 	}
@@ -406,9 +408,9 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 }
 
 // fillFromTally fills the row from the records the attack's tally owns.
-func fillFromTally(row *report.StageRun, t *tally) {
-	row.Replicas = len(t.replicas)
-	row.Answers, row.Latency = t.answers(), t.latency()
+func fillFromTally(row *report.StageRun, t *attack.Tally) {
+	row.Replicas = t.Replicas()
+	row.Answers, row.Latency = t.Answers(), t.Latency()
 }
 
 // crashStep makes a replica exit while holding the stage's lock and watches
@@ -457,23 +459,23 @@ func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, r
 
 	r.live.setPhase("after the crash")
 	r.progress.phase(fmt.Sprintf("      %s after the crash", run.Stage), run.Crash.Observe.D())
-	t := attack(ctx, attackSpec{
-		name:     run.Stage + "-after-crash",
-		url:      deductURL(base, run.Stage, sku),
-		rate:     run.Crash.Rate,
-		workers:  run.Crash.Workers,
-		duration: run.Crash.Observe.D(),
-		timeout:  run.Timeout.D(),
-		buyers:   run.Buyers,
-	}, tl, r.progress.answer)
-	crash.Requests, crash.Sales, crash.Busy, crash.AlreadyBought, crash.Errors = t.requests, t.sales, t.busy, t.alreadyBought, t.errors
-	crash.ObserveMS = report.MS(t.elapsed())
-	stuck := t.requests > 0 && t.sales == 0
+	t := attack.Run(ctx, attack.Spec{
+		Name:     run.Stage + "-after-crash",
+		URL:      deductURL(base, run.Stage, sku),
+		Rate:     run.Crash.Rate,
+		Workers:  run.Crash.Workers,
+		Duration: run.Crash.Observe.D(),
+		Timeout:  run.Timeout.D(),
+		Buyers:   run.Buyers,
+	}, tl, r.progress)
+	crash.Requests, crash.Sales, crash.Busy, crash.AlreadyBought, crash.Errors = t.Requests, t.Sales, t.Busy, t.AlreadyBought, t.Errors
+	crash.ObserveMS = report.MS(t.Elapsed())
+	stuck := t.Requests > 0 && t.Sales == 0
 	row.Stuck = &stuck
-	if t.sales > 0 {
-		recovery := report.MS(t.firstSale.Sub(crashAt))
+	if t.Sales > 0 {
+		recovery := report.MS(t.FirstSale.Sub(crashAt))
 		row.RecoveryMS = &recovery
-		tl.mark(t.firstSale, "first sale")
+		tl.mark(t.FirstSale, "first sale")
 	}
 	if err := r.undersoldAfterCrash(ctx, base, run.Stage, crash); err != nil {
 		return err
@@ -494,7 +496,7 @@ func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, r
 	}
 	tl.mark(time.Now(), "reset")
 	status, err = r.shop.deduct(ctx, base, run.Stage, sku, crashBuyer(run, 0))
-	sold := err == nil && classify(uint16(status)) == outcomeSale
+	sold := err == nil && attack.Classify(uint16(status)) == attack.Sale
 	crash.SaleAfterReset = &sold
 	tl.add(time.Now(), sold)
 	return nil
@@ -534,7 +536,7 @@ func crashBuyer(run plan.RunSpec, n int) string {
 func (r *runner) triggerCrash(ctx context.Context, base string, run plan.RunSpec, sku string) (int, error) {
 	for attempt := 1; ; attempt++ {
 		status, err := r.shop.deduct(ctx, base, run.Stage, sku, crashBuyer(run, attempt))
-		if err != nil || classify(uint16(status)) != outcomeSale || attempt == triggerCrashAttempts {
+		if err != nil || attack.Classify(uint16(status)) != attack.Sale || attempt == triggerCrashAttempts {
 			return status, err
 		}
 		select {

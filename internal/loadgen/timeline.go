@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/attack"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
@@ -22,7 +23,7 @@ type timelineBuilder struct {
 	events   []report.Event
 	oversold []report.OversoldSample
 	// outcomes counts the attacks' answers by outcome, for the live page.
-	outcomes [outcomeError + 1]int
+	outcomes [attack.NumOutcomes]int
 }
 
 func newTimeline(start time.Time) *timelineBuilder {
@@ -52,11 +53,11 @@ func (b *timelineBuilder) add(at time.Time, sale bool) {
 	}
 }
 
-// answer counts one attack answer: on the timeline, and by its outcome.
-func (b *timelineBuilder) answer(at time.Time, o outcome) {
-	b.add(at, o == outcomeSale)
+// Observe counts one attack answer: on the timeline, and by its outcome.
+func (b *timelineBuilder) Observe(r attack.Result) {
+	b.add(r.End(), r.Outcome == attack.Sale)
 	b.mu.Lock()
-	b.outcomes[o]++
+	b.outcomes[r.Outcome]++
 	b.mu.Unlock()
 }
 
@@ -86,7 +87,7 @@ func (b *timelineBuilder) build() report.Timeline {
 
 // snapshot copies the timeline so far and the answers by outcome, while
 // the attacks still add to it.
-func (b *timelineBuilder) snapshot() (report.Timeline, [outcomeError + 1]int) {
+func (b *timelineBuilder) snapshot() (report.Timeline, [attack.NumOutcomes]int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return report.Timeline{

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/attack"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/inventory"
@@ -85,9 +86,9 @@ func (l *LiveStage) Snapshot() LiveSnapshot {
 	if tl == nil {
 		return s
 	}
-	var byOutcome [outcomeError + 1]int
+	var byOutcome [attack.NumOutcomes]int
 	s.Timeline, byOutcome = tl.snapshot()
-	s.Sales, s.SoldOut, s.Busy, s.AlreadyBought, s.Errors = byOutcome[outcomeSale], byOutcome[outcomeSoldOut], byOutcome[outcomeBusy], byOutcome[outcomeAlreadyBought], byOutcome[outcomeError]
+	s.Sales, s.SoldOut, s.Busy, s.AlreadyBought, s.Errors = byOutcome[attack.Sale], byOutcome[attack.SoldOut], byOutcome[attack.Busy], byOutcome[attack.AlreadyBought], byOutcome[attack.Error]
 	s.Requests = s.Sales + s.SoldOut + s.Busy + s.AlreadyBought + s.Errors
 	return s
 }

@@ -1,4 +1,4 @@
-package loadgen
+package attack
 
 import (
 	"math/rand/v2"
@@ -9,7 +9,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
-	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"time"
 )
 
 // userOf is the buyer a target names.
@@ -71,24 +71,23 @@ func TestBuyersAreDrawnFromThePopulationWithEagerBursts(t *testing.T) {
 func TestAnAlreadyBoughtAnswerIsARefusalNotSoldOut(t *testing.T) {
 	for _, tc := range []struct {
 		body string
-		want outcome
+		want Outcome
 	}{
-		{`{"error":"already_bought","message":"…"}`, outcomeAlreadyBought},
-		{`{"error":"sold_out","message":"…"}`, outcomeSoldOut},
+		{`{"error":"already_bought","message":"…"}`, AlreadyBought},
+		{`{"error":"sold_out","message":"…"}`, SoldOut},
 	} {
-		if got := outcomeOf(&vegeta.Result{Code: 409, Body: []byte(tc.body)}); got != tc.want {
+		if got := OutcomeOf(&vegeta.Result{Code: 409, Body: []byte(tc.body)}); got != tc.want {
 			t.Errorf("409 %s: outcome %d, want %d", tc.body, got, tc.want)
 		}
 	}
-	tl := &tally{replicas: map[string]struct{}{}, errorSamples: map[string]int{}}
+	tl := NewTally(time.Time{}, 0)
 	for _, r := range []vegeta.Result{
 		{Code: 200}, {Code: 423}, {Code: 409, Body: []byte(`{"error":"sold_out"}`)},
 		{Code: 409, Body: []byte(`{"error":"already_bought"}`)}, {Code: 409, Body: []byte(`{"error":"already_bought"}`)},
 	} {
-		tl.add(&r)
+		tl.Add(&r)
 	}
-	var row report.StageRun
-	fillFromTally(&row, tl)
+	row := tl.Answers()
 	if row.Requests != 5 || row.Sales != 1 || row.Busy != 1 || row.SoldOut != 1 || row.AlreadyBought != 2 {
 		t.Errorf("counted %d requests: %d sales, %d busy, %d sold out, %d already bought; want 5: 1, 1, 1, 2",
 			row.Requests, row.Sales, row.Busy, row.SoldOut, row.AlreadyBought)

@@ -1,7 +1,6 @@
-package loadgen
+package attack
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -39,10 +38,4 @@ func buyerTargeter(deduct string, b plan.Buyers, rng *rand.Rand) vegeta.Targeter
 		t.Method, t.URL, t.Body, t.Header = http.MethodPost, deduct+"&user="+url.QueryEscape(name), nil, nil
 		return nil
 	}
-}
-
-// alreadyBought tells a one-per-user refusal (409 already_bought) from a
-// sold out (409 sold_out) by the answer's error code.
-func alreadyBought(r *vegeta.Result) bool {
-	return r.Code == http.StatusConflict && bytes.Contains(r.Body, []byte(`"already_bought"`))
 }
