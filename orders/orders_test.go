@@ -257,15 +257,9 @@ func TestAPaymentArrivingAsItsRowIsOpenedIsPaid(t *testing.T) {
 	ctx := context.Background()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
-			p, err := s.(*orders.SQLStore).Payments(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
 			o := order("user-1", true)
 			o.Stage = "async-stream"
-			if err := s.Insert(ctx, o); err != nil {
-				t.Fatal(err)
-			}
+			p := paymentsOfInserted(t, s, o)
 			p.SetBetweenPayAndRead(func() {
 				if err := p.Open(ctx, o, time.Now().Add(time.Hour)); err != nil {
 					t.Error(err)
@@ -287,15 +281,9 @@ func TestOnlyItsBuyerPaysAnOrder(t *testing.T) {
 	ctx := context.Background()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
-			p, err := s.(*orders.SQLStore).Payments(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
 			o := order("user-1", true)
 			o.Stage = "async-stream"
-			if err := s.Insert(ctx, o); err != nil {
-				t.Fatal(err)
-			}
+			p := paymentsOfInserted(t, s, o)
 			if err := p.Open(ctx, o, time.Now().Add(time.Hour)); err != nil {
 				t.Fatal(err)
 			}
@@ -317,15 +305,9 @@ func TestTheSweepersCancelRechecksTheDeadline(t *testing.T) {
 	ctx := context.Background()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
-			p, err := s.(*orders.SQLStore).Payments(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
 			o := order("user-1", true)
 			o.Stage = "async-stream"
-			if err := s.Insert(ctx, o); err != nil {
-				t.Fatal(err)
-			}
+			p := paymentsOfInserted(t, s, o)
 			deadline := time.Now().Add(time.Hour)
 			if err := p.Open(ctx, o, deadline); err != nil {
 				t.Fatal(err)
@@ -353,14 +335,8 @@ func TestTheLedgerIsOneSnapshot(t *testing.T) {
 	ctx := context.Background()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
-			p, err := s.(*orders.SQLStore).Payments(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
 			o := order("ann", true)
-			if err := s.Insert(ctx, o); err != nil {
-				t.Fatal(err)
-			}
+			p := paymentsOfInserted(t, s, o)
 			if err := p.Open(ctx, o, time.Now().Add(-time.Second)); err != nil {
 				t.Fatal(err)
 			}
@@ -387,4 +363,18 @@ func TestTheLedgerIsOneSnapshot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// paymentsOfInserted inserts o into s and opens s's payment table.
+func paymentsOfInserted(t *testing.T, s orders.Store, o orders.Order) *orders.Payments {
+	t.Helper()
+	ctx := context.Background()
+	p, err := s.(*orders.SQLStore).Payments(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Insert(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
