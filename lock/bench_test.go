@@ -71,12 +71,7 @@ func benchUncontendedSideBySide(b *testing.B, rdb *redis.Client) {
 	bare := redis.NewScript("return 1")
 	m := c.Mutex("bench-side-by-side")
 	scriptKeys := newCohort(c, "{bench-side-by-side-scripts}", "").keys
-	type variant struct {
-		name  string
-		op    func() error
-		taken []time.Duration
-	}
-	variants := []*variant{
+	variants := []*sideBySide{
 		{name: "2evalsha", op: func() error {
 			if err := bare.Run(ctx, rdb, nil).Err(); err != nil {
 				return err
@@ -104,7 +99,23 @@ func benchUncontendedSideBySide(b *testing.B, rdb *redis.Client) {
 			return m.Unlock(ctx)
 		}},
 	}
-	const sideBySideBlock = 50
+	runSideBySide(b, variants)
+}
+
+// sideBySide is one contender of a side-by-side benchmark: op is one
+// operation; taken collects how long each took.
+type sideBySide struct {
+	name  string
+	op    func() error
+	taken []time.Duration
+}
+
+// runSideBySide warms each contender, then times them in the same
+// iterations, in blocks of 50, each going first in turn, and reports each
+// one's mean µs and its mean and median ratio to the first (the floor).
+func runSideBySide(b *testing.B, variants []*sideBySide) {
+	b.Helper()
+	const block = 50
 	for _, v := range variants { // warm: scripts loaded, connection open
 		if err := v.op(); err != nil {
 			b.Fatalf("%s: %v", v.name, err)
@@ -115,7 +126,7 @@ func benchUncontendedSideBySide(b *testing.B, rdb *redis.Client) {
 		turn++
 		for i := range variants {
 			v := variants[(turn+i)%len(variants)] // each goes first in turn
-			for range sideBySideBlock {
+			for range block {
 				start := time.Now()
 				if err := v.op(); err != nil {
 					b.Fatalf("%s: %v", v.name, err)

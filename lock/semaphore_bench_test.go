@@ -35,12 +35,7 @@ func BenchmarkSemaphoreUncontendedSideBySide(b *testing.B) {
 	if _, err := e.TrySetPermits(ctx, 1); err != nil {
 		b.Fatal(err)
 	}
-	type variant struct {
-		name  string
-		op    func() error
-		taken []time.Duration
-	}
-	variants := []*variant{
+	variants := []*sideBySide{
 		{name: "2evalsha", op: func() error {
 			if err := bare.Run(ctx, rdb, []string{"{bench-sem}"}).Err(); err != nil {
 				return err
@@ -61,46 +56,7 @@ func BenchmarkSemaphoreUncontendedSideBySide(b *testing.B) {
 			return e.Release(ctx, id)
 		}},
 	}
-	const block = 50
-	for _, v := range variants {
-		if err := v.op(); err != nil {
-			b.Fatalf("%s: %v", v.name, err)
-		}
-	}
-	turn := 0
-	for b.Loop() {
-		turn++
-		for i := range variants {
-			v := variants[(turn+i)%len(variants)]
-			for range block {
-				start := time.Now()
-				if err := v.op(); err != nil {
-					b.Fatalf("%s: %v", v.name, err)
-				}
-				v.taken = append(v.taken, time.Since(start))
-			}
-		}
-	}
-	b.StopTimer()
-	mean := func(d []time.Duration) float64 {
-		var sum time.Duration
-		for _, x := range d {
-			sum += x
-		}
-		return float64(sum) / float64(len(d))
-	}
-	median := func(d []time.Duration) float64 {
-		slices.Sort(d)
-		return float64(d[len(d)/2])
-	}
-	baseMean, baseMedian := mean(variants[0].taken), median(variants[0].taken)
-	for _, v := range variants {
-		b.ReportMetric(mean(v.taken)/1e3, v.name+"-µs")
-		if v != variants[0] {
-			b.ReportMetric(mean(v.taken)/baseMean, v.name+"-x")
-			b.ReportMetric(median(v.taken)/baseMedian, v.name+"-p50-x")
-		}
-	}
+	runSideBySide(b, variants)
 }
 
 // BenchmarkSemaphoreContended is 64 goroutines of one process sharing 8
