@@ -51,7 +51,9 @@ type live struct {
 	served chan struct{}
 	quit   chan struct{} // closed on close: ends the event streams
 	step   bool
-	// run takes a "run this stage" (a click or Enter) while a stage waits.
+	// run holds one "run this stage" click for the stage that waits:
+	// buffered, so a click that lands between the stage saying it waits
+	// and its select is not refused.
 	run chan struct{}
 	// enters are the Enters on the terminal (readEnters), which run a
 	// waiting stage too; nil without --step.
@@ -113,7 +115,7 @@ func startLive(addr, scenario string, runs int, step bool, roomToken string, log
 	}
 	l := &live{
 		url: "http://" + ln.Addr().String() + "/", served: make(chan struct{}), quit: make(chan struct{}),
-		step: step, run: make(chan struct{}), log: log, scenario: scenario, runs: runs,
+		step: step, run: make(chan struct{}, 1), log: log, scenario: scenario, runs: runs,
 		renewals: newRenewalCounter(), token: randomToken(), frames: newFrames(),
 	}
 	if roomToken != "" {
@@ -211,6 +213,10 @@ func (l *live) finish(rep *report.Report, reportPath string, runErr error) {
 func (l *live) StageStarting(ctx context.Context, s loadgen.StageStart, stage *loadgen.LiveStage) error {
 	if l.step {
 		l.mu.Lock()
+		select {
+		case <-l.run: // a click meant for a stage that Enter started
+		default:
+		}
 		l.waiting, l.current = &s, nil
 		l.mu.Unlock()
 		l.log.Info(fmt.Sprintf("next: [%d/%d] %s; press Enter here, or \"run this stage\" on %s", s.Index+1, s.Runs, s.Label, l.url))
@@ -247,11 +253,17 @@ func (l *live) runStage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, msg, http.StatusForbidden)
 		return
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.waiting == nil {
+		http.Error(w, "no stage is waiting to run", http.StatusConflict)
+		return
+	}
 	select {
 	case l.run <- struct{}{}:
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		http.Error(w, "no stage is waiting to run", http.StatusConflict)
+		http.Error(w, "this stage was already asked to run", http.StatusConflict)
 	}
 }
 

@@ -59,6 +59,27 @@ func postRun(t *testing.T, lv *live, token string) int {
 	return res.StatusCode
 }
 
+// A click that lands after the stage says it waits but before it selects
+// (CI caught a 409 there) is kept for that stage, and a second one is
+// refused rather than left to start the stage after it.
+func TestAClickBeforeTheStageSelectsIsKept(t *testing.T) {
+	lv := startTestLive(t, true)
+	lv.mu.Lock()
+	lv.waiting = &loadgen.StageStart{Stage: "naive", Label: "naive", Runs: 1}
+	lv.mu.Unlock()
+	if status := postRun(t, lv, lv.pageToken()); status != http.StatusNoContent {
+		t.Fatalf("POST /run while the stage waits = %d, want 204", status)
+	}
+	if status := postRun(t, lv, lv.pageToken()); status != http.StatusConflict {
+		t.Fatalf("a second POST /run for the same stage = %d, want 409", status)
+	}
+	select {
+	case <-lv.run:
+	default:
+		t.Fatal("the click was not kept for the waiting stage")
+	}
+}
+
 // With --step, "run this stage" takes the run's token, which only the live
 // page itself carries: a POST /run from any other page (it cannot read the
 // page, nor send the header without a preflight the page does not allow)
