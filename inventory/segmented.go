@@ -288,10 +288,14 @@ func (s *segmentedStage) sellFromAll(ctx context.Context, all []string, picked [
 	return Sale{Remaining: left, Segments: picked}, nil
 }
 
+// allHeldKey carries the held contexts whileAllHeld joined, for
+// leaseLeftToWrite.
+type allHeldKey struct{}
+
 // whileAllHeld is a context that ends when the first of helds ends, with
 // its cause: a sale across segments needs every lock until its write.
 func whileAllHeld(ctx context.Context, helds []context.Context) (context.Context, func()) {
-	all, cancel := context.WithCancelCause(ctx)
+	all, cancel := context.WithCancelCause(context.WithValue(ctx, allHeldKey{}, helds))
 	stops := make([]func() bool, len(helds))
 	for i, held := range helds {
 		stops[i] = context.AfterFunc(held, func() { cancel(context.Cause(held)) })

@@ -223,10 +223,35 @@ func (s *seller) work(ctx, held context.Context, f Faults) error {
 	if held.Err() != nil {
 		return heldError(ctx, context.Cause(held))
 	}
+	if err := leaseLeftToWrite(held, f); err != nil {
+		return heldError(ctx, err)
+	}
 	if err := s.pauseIfArmed(ctx, f); err != nil {
 		return err
 	}
 	return beforeWrite(ctx)
+}
+
+// leaseLeftToWrite refuses a write under a lock with less than a renewal
+// interval (a third) of its lease certainly left: a holder starved between
+// this check and its write (a loaded machine stalls a process for tens of
+// milliseconds) would write after its lock passed to another and lose
+// another sale's update. Renewals on time keep two thirds or more left. A
+// longer stall still gets through: that is the pause fault's lesson, which
+// only the fencing token closes. A sale across segments checks each lock
+// (whileAllHeld).
+func leaseLeftToWrite(held context.Context, f Faults) error {
+	holds, ok := held.Value(allHeldKey{}).([]context.Context)
+	if !ok {
+		holds = []context.Context{held}
+	}
+	need := f.lockTTL(watchdogTimeout) / 3
+	for _, h := range holds {
+		if left, ok := lock.Remaining(h); ok && left < need {
+			return fmt.Errorf("%v of the lock's lease left, less than the %v a write needs", left.Round(time.Millisecond), need)
+		}
+	}
+	return nil
 }
 
 // heldError explains why a sale stopped before its write: the request

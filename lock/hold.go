@@ -32,6 +32,11 @@ type hold struct {
 	expiry   *time.Timer
 	deadline time.Time
 
+	// certain is when the lock may expire in Redis (unix nanoseconds),
+	// for Remaining: the deadline of a lease hold, the expiry of a
+	// watchdog hold, moved on by the same events that move them.
+	certain atomic.Int64
+
 	// A watchdog hold's. expires is its renewals' (one at a time); the
 	// rest is guarded by the Client's renewalQueue.
 	expires    time.Time // the lock is certainly held until then
@@ -63,11 +68,13 @@ func (c *Client) newHold(name, token string, sent time.Time, lease time.Duration
 	h := &hold{c: c, name: name, owner: owner, token: token, lease: lease}
 	if lease > 0 {
 		h.deadline = sent.Add(lease)
+		h.certain.Store(h.deadline.UnixNano())
 		h.expiry = time.AfterFunc(time.Until(h.deadline), h.expire)
 		return h
 	}
 	h.lease, h.watchdog = c.opts.watchdogTimeout, true
 	h.expires = sent.Add(h.lease)
+	h.certain.Store(h.expires.UnixNano())
 	c.renewals.add(h)
 	return h
 }
@@ -130,6 +137,7 @@ func (h *hold) extend(sent time.Time, ttl time.Duration) bool {
 		return false // expiring: the timer's callback waits for mu
 	}
 	h.deadline = sent.Add(ttl)
+	h.certain.Store(h.deadline.UnixNano())
 	h.expiry.Reset(time.Until(h.deadline))
 	return true
 }
@@ -193,6 +201,7 @@ func (h *hold) renew() {
 	switch {
 	case err == nil && renewed:
 		h.expires = sent.Add(h.lease)
+		h.certain.Store(h.expires.UnixNano())
 		c.renewalObserved(h.name, nil)
 		c.renewals.add(h)
 	case err == nil:
@@ -312,13 +321,13 @@ func (q *renewalQueue) stop() {
 	}
 }
 
-// heldContext gives a holder a context that carries ctx's values and ends
-// with ErrClosed when c closes. The lock that made it ends it with the hold:
-// at release, and at eviction after a loss, under the mutex it was made
-// under, so that no loss goes untold.
-func heldContext(ctx context.Context, c *Client) (context.Context, func(cause error)) {
+// heldContext gives the holder of h a context that carries ctx's values
+// and ends with ErrClosed when c closes. The lock that made it ends it with
+// the hold: at release, and at eviction after a loss, under the mutex it
+// was made under, so that no loss goes untold.
+func heldContext(ctx context.Context, c *Client, h *hold) (context.Context, func(cause error)) {
 	held, cancel := context.WithCancelCause(c.life)
-	return valuesFrom{Context: held, values: ctx}, cancel
+	return valuesFrom{Context: held, values: ctx, hold: h}, cancel
 }
 
 // releaseCause is the cause a held context ends with at its holder's
@@ -344,9 +353,13 @@ func endedContext(ctx context.Context, cause error) context.Context {
 type valuesFrom struct {
 	context.Context
 	values context.Context
+	hold   *hold // the hold a held context ends with (Remaining); nil once ended
 }
 
 func (v valuesFrom) Value(key any) any {
+	if _, ok := key.(holdKey); ok && v.hold != nil {
+		return v.hold
+	}
 	if val := v.Context.Value(key); val != nil {
 		return val
 	}

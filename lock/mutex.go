@@ -77,7 +77,7 @@ func (m *Mutex) TryLockContext(ctx context.Context, wait, lease time.Duration) (
 		return endedContext(ctx, ErrLockLost), true, nil
 	}
 	if m.held == nil {
-		m.held, m.stopHeld = heldContext(ctx, m.c)
+		m.held, m.stopHeld = heldContext(ctx, m.c, co.hold)
 	}
 	return m.held, true, nil
 }

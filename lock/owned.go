@@ -83,7 +83,7 @@ func (o *ownedLock) TryLockContext(ctx context.Context, wait, lease time.Duratio
 		return endedContext(ctx, ErrLockLost), true, nil
 	}
 	if o.held == nil {
-		o.held, o.stopHeld = heldContext(ctx, o.c)
+		o.held, o.stopHeld = heldContext(ctx, o.c, o.hold)
 	}
 	return o.held, true, nil
 }
