@@ -30,14 +30,31 @@ const stock = 1_000_000_000
 // and audited at the end.
 var measuredStages = []string{"atomic", "watchdog"}
 
-// env is one run's processes: redis-server, the shop and nginx.
+// env is one run's processes: redis-server, and the shops measured on it,
+// each with its own nginx.
 type env struct {
-	redis    *redistest.Server
-	shop     *child
-	nginx    *child // nil with -no-nginx
-	shopURL  string
+	redis *redistest.Server
+	shops []*shop
+}
+
+// shop is one shop process, and the nginx in front of it (nil with
+// -no-nginx).
+type shop struct {
+	label    string // "" for the shop measured, "baseline" for -baseline's
+	bin      string
+	proc     *child
+	nginx    *child
+	url      string
 	pprofURL string
-	nginxURL string
+	frontURL string
+}
+
+// name suffixes a workload's name with the shop's label.
+func (s *shop) name(workload string) string {
+	if s.label == "" {
+		return workload
+	}
+	return workload + "@" + s.label
 }
 
 // child is a process the run started; it dies with the run however it ends
@@ -116,29 +133,37 @@ func startEnv(ctx context.Context, cfg config, dir string) (*env, error) {
 	if e.redis, err = redistest.StartMain(dir); err != nil {
 		return nil, err
 	}
-	shopAddr, pprofAddr := freeAddr(), freeAddr()
-	e.shopURL, e.pprofURL = "http://"+shopAddr, "http://"+pprofAddr
-	e.shop, err = startChild("shop", filepath.Join(dir, "shop.log"), syscall.SIGKILL, cfg.shopBin,
-		"--addr", shopAddr, "--pprof-addr", pprofAddr, "--redis-addr", e.redis.Addr, "--replica", "shopcpu", "--log-level", "warn")
-	if err != nil {
-		e.redis.Stop()
-		return nil, err
+	bins := []*shop{{bin: cfg.shopBin}}
+	if cfg.baseline != "" {
+		bins = append(bins, &shop{label: "baseline", bin: cfg.baseline})
 	}
-	if err := e.startRest(ctx, cfg, dir); err != nil {
-		return nil, errors.Join(err, e.stop())
+	for _, s := range bins {
+		if err := e.startShop(ctx, cfg, dir, s); err != nil {
+			return nil, errors.Join(err, e.stop())
+		}
 	}
 	return e, nil
 }
 
-// startRest waits for the shop, resets the stages and starts nginx.
-func (e *env) startRest(ctx context.Context, cfg config, dir string) error {
-	if err := waitOK(ctx, e.shopURL+"/readyz"); err != nil {
-		log, _ := os.ReadFile(e.shop.log)
-		return fmt.Errorf("shop: %w\n%s", err, log)
+// startShop starts s on the run's Redis, resets the measured stages
+// (again for a second shop: harmless), and starts its nginx.
+func (e *env) startShop(ctx context.Context, cfg config, dir string, s *shop) error {
+	addr, pprofAddr := freeAddr(), freeAddr()
+	s.url, s.pprofURL = "http://"+addr, "http://"+pprofAddr
+	var err error
+	s.proc, err = startChild(s.name("shop"), filepath.Join(dir, s.name("shop")+".log"), syscall.SIGKILL, s.bin,
+		"--addr", addr, "--pprof-addr", pprofAddr, "--redis-addr", e.redis.Addr, "--replica", s.name("shopcpu"), "--log-level", "warn")
+	if err != nil {
+		return err
+	}
+	e.shops = append(e.shops, s)
+	if err := waitOK(ctx, s.url+"/readyz"); err != nil {
+		log, _ := os.ReadFile(s.proc.log)
+		return fmt.Errorf("%s: %w\n%s", s.proc.name, err, log)
 	}
 	for _, stage := range measuredStages {
 		body := fmt.Sprintf(`{"stock":%d}`, stock)
-		if _, err := call(ctx, http.MethodPost, e.shopURL+"/api/stages/"+stage+"/reset", body); err != nil {
+		if _, err := call(ctx, http.MethodPost, s.url+"/api/stages/"+stage+"/reset", body); err != nil {
 			return err
 		}
 	}
@@ -151,7 +176,7 @@ func (e *env) startRest(ctx context.Context, cfg config, dir string) error {
 			return fmt.Errorf("nginx: %w (or -no-nginx)", err)
 		}
 	}
-	prefix := filepath.Join(dir, "nginx")
+	prefix := filepath.Join(dir, s.name("nginx"))
 	for _, d := range []string{"logs", "tmp", "conf.d"} {
 		if err := os.MkdirAll(filepath.Join(prefix, d), 0o755); err != nil {
 			return err
@@ -159,31 +184,33 @@ func (e *env) startRest(ctx context.Context, cfg config, dir string) error {
 	}
 	listen := freeAddr()
 	var conf bytes.Buffer
-	if err := nginx.Render(&conf, nginx.Config{Listen: listen, Upstreams: []string{strings.TrimPrefix(e.shopURL, "http://")}, WorkerProcesses: cfg.nginxWorkers}); err != nil {
+	if err := nginx.Render(&conf, nginx.Config{Listen: listen, Upstreams: []string{addr}, WorkerProcesses: cfg.nginxWorkers}); err != nil {
 		return err
 	}
 	confPath := filepath.Join(prefix, "nginx.conf")
 	if err := os.WriteFile(confPath, conf.Bytes(), 0o644); err != nil {
 		return err
 	}
-	if e.nginx, err = startChild("nginx", filepath.Join(prefix, "logs", "stdout.log"), syscall.SIGTERM, bin,
+	if s.nginx, err = startChild(s.name("nginx"), filepath.Join(prefix, "logs", "stdout.log"), syscall.SIGTERM, bin,
 		"-p", prefix, "-c", confPath, "-g", "daemon off;"); err != nil {
 		return err
 	}
-	e.nginxURL = "http://" + listen
-	if err := waitOK(ctx, e.nginxURL+"/healthz"); err != nil {
+	s.frontURL = "http://" + listen
+	if err := waitOK(ctx, s.frontURL+"/healthz"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(prefix, "logs", "error.log"))
-		return fmt.Errorf("nginx: %w\n%s", err, log)
+		return fmt.Errorf("%s: %w\n%s", s.nginx.name, err, log)
 	}
 	return nil
 }
 
 func (e *env) stop() error {
 	var errs []error
-	if e.nginx != nil {
-		errs = append(errs, e.nginx.stop())
+	for _, s := range e.shops {
+		if s.nginx != nil {
+			errs = append(errs, s.nginx.stop())
+		}
+		errs = append(errs, s.proc.stop())
 	}
-	errs = append(errs, e.shop.stop())
 	e.redis.Stop()
 	return errors.Join(errs...)
 }
@@ -199,7 +226,7 @@ func (e *env) redisCPU() (time.Duration, error) {
 func (e *env) audit(ctx context.Context) error {
 	var errs []error
 	for _, stage := range measuredStages {
-		body, err := call(ctx, http.MethodGet, e.shopURL+"/api/stages/"+stage+"/audit", "")
+		body, err := call(ctx, http.MethodGet, e.shops[0].url+"/api/stages/"+stage+"/audit", "")
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -12,7 +12,8 @@
 // and, with -profile, one profile per workload):
 //
 //	go run ./bench/shopcpu -rounds 3 -round 3s
-//	go run ./bench/shopcpu -rounds 1 -profile /tmp/shopcpu   # then go tool pprof -top
+//	go run ./bench/shopcpu -rounds 1 -profile /tmp/shopcpu   # and the profiles' breakdown
+//	go run ./bench/shopcpu -shop /tmp/shop-after -baseline /tmp/shop-before
 //
 // It needs wrk, redis-server and nginx on PATH (scripts/install-deps.sh).
 package main
@@ -35,6 +36,7 @@ type config struct {
 	round        time.Duration
 	warmup       time.Duration
 	shopBin      string
+	baseline     string
 	nginxWorkers int
 	noNginx      bool
 	profileDir   string
@@ -47,10 +49,11 @@ func main() {
 	flag.DurationVar(&cfg.round, "round", 3*time.Second, "length of one workload's wrk run")
 	flag.DurationVar(&cfg.warmup, "warmup", time.Second, "wrk run of each workload before the measured rounds")
 	flag.StringVar(&cfg.shopBin, "shop", "", "shop binary to measure (empty: go build ./cmd/shop from the current directory)")
+	flag.StringVar(&cfg.baseline, "baseline", "", "a second shop binary, measured in the same rounds as the first (each workload on one, then the other), for a before/after comparison inside one run")
 	flag.IntVar(&cfg.nginxWorkers, "nginx-workers", 1, "nginx worker processes (the workshop runs 1)")
 	flag.BoolVar(&cfg.noNginx, "no-nginx", false, "skip the rounds through nginx")
 	flag.StringVar(&cfg.profileDir, "profile", "", "after the rounds, write a CPU profile of the shop under each direct workload into this directory")
-	flag.DurationVar(&cfg.profileTime, "profile-time", 5*time.Second, "length of each profile")
+	flag.DurationVar(&cfg.profileTime, "profile-time", 15*time.Second, "length of each profile (whole seconds)")
 	flag.Parse()
 	if cfg.rounds < 1 || cfg.round < time.Second {
 		fmt.Fprintln(os.Stderr, "shopcpu: -rounds at least 1 and -round at least 1s")
@@ -83,23 +86,31 @@ func run(ctx context.Context, cfg config) (err error) {
 	defer func() { err = errors.Join(err, env.stop()) }()
 
 	fmt.Printf("shopcpu %s, %s; load average %s\n", time.Now().UTC().Format("2006-01-02 15:04:05 UTC"), revision(), loadAverage())
-	fmt.Printf("one shop (pid %d) on its own redis-server (pid %d); %d rounds of %v per workload, warm-up %v\n\n",
-		env.shop.pid(), env.redis.Pid(), cfg.rounds, cfg.round, cfg.warmup)
+	for _, s := range env.shops {
+		fmt.Printf("%s: %s, pid %d\n", s.name("shop"), s.bin, s.proc.pid())
+	}
+	fmt.Printf("on their own redis-server (pid %d); %d rounds of %v per workload, warm-up %v\n\n", env.redis.Pid(), cfg.rounds, cfg.round, cfg.warmup)
 
-	direct := directWorkloads(env.shopURL)
+	direct := directWorkloads(env.shops)
 	if err := measure(ctx, cfg, env, direct, directLoad); err != nil {
 		return err
 	}
-	printDirect(direct)
+	printDirect(direct, env.shops)
 	if !cfg.noNginx {
-		viaNginx := nginxWorkloads(env.nginxURL)
+		viaNginx := nginxWorkloads(env.shops)
 		if err := measure(ctx, cfg, env, viaNginx, nginxLoad); err != nil {
 			return err
 		}
-		printNginx(viaNginx, cfg.nginxWorkers)
+		printNginx(viaNginx, env.shops, cfg.nginxWorkers)
 	}
 	if cfg.profileDir != "" {
-		if err := profileAll(ctx, cfg, env, direct); err != nil {
+		var own []*workload // the measured shop's: the profiles are of it
+		for _, w := range direct {
+			if w.shop == env.shops[0] {
+				own = append(own, w)
+			}
+		}
+		if err := profileAll(ctx, cfg, env, own); err != nil {
 			return err
 		}
 	}
