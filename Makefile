@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test deps vet bench fuzz-short check-lock check-orders mutate mutate-orders
+.PHONY: test deps vet bench bench-shop fuzz-short check-lock check-orders mutate mutate-orders
 
 ARTIFACTS ?= $(CURDIR)/out/test-artifacts
 
@@ -26,6 +26,13 @@ vet:
 # Library benchmarks (see BENCHMARKS.md for the recorded figures).
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./lock/
+
+# One shop's CPU per sale under wrk, direct and through nginx, with the
+# ratios to /healthz (bench/shopcpu); SHOPCPU_ARGS='-profile DIR' adds a
+# CPU profile of each workload.
+SHOPCPU_ARGS ?= -rounds 3 -round 3s
+bench-shop: deps
+	$(GO) run ./bench/shopcpu $(SHOPCPU_ARGS)
 
 # Fuzzes each parser for FUZZTIME (their seed corpora in testdata/fuzz/ run
 # with every go test). Longer, by hand: make fuzz-short FUZZTIME=10m, or one

@@ -9,6 +9,8 @@ command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 # The workshop's failover scenario runs three Sentinels.
 command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
+# bench/shopcpu loads one shop with wrk (issue 37's measure of CPU per sale).
+command -v wrk >/dev/null 2>&1 || need+=(wrk)
 # Headless Chromium opens the workshop's report.html in cmd/workshop's test;
 # a font so the screenshot it keeps shows text.
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need+=(chromium)

@@ -49,6 +49,9 @@ type options struct {
 	limiter                           string
 	limitBuyer, limitGlobal           int
 	limitBuyerBurst, limitGlobalBurst int
+	// pprofAddr, optional, serves net/http/pprof (bench/shopcpu profiles
+	// the shop under load through it).
+	pprofAddr string
 }
 
 func parseFlags(args []string, getenv func(string) string) (options, error) {
@@ -83,6 +86,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.IntVar(&o.limitBuyerBurst, "limit-buyer-burst", 1, "burst of the per-buyer limit")
 	fs.IntVar(&o.limitGlobal, "limit-global", 0, "requests per second of all buyers together, per limiter (0: no global limit)")
 	fs.IntVar(&o.limitGlobalBurst, "limit-global-burst", 1, "burst of the global limit")
+	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "loopback address of the Go profiler's endpoints (/debug/pprof/); empty: none")
 	if err := flagenv.Parse(fs, args, getenv); err != nil {
 		return o, err
 	}
@@ -97,6 +101,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 func (o options) check() error {
 	return errors.Join(
 		flagenv.HostPort("addr", o.addr),
+		checkPprofAddr(o.pprofAddr),
 		flagenv.HostPorts("redis-addr", o.redisAddr),
 		flagenv.HostPorts("redis-sentinel", o.redisSentinel),
 		flagenv.HostPorts("redis-cluster", o.redisCluster),
@@ -118,6 +123,22 @@ func (o options) check() error {
 		flagenv.Check(o.shutdownTimeout >= 0, "shutdown-timeout", "at least 0"),
 		flagenv.LogLevel("log-level", o.logLevel),
 	)
+}
+
+// checkPprofAddr refuses a --pprof-addr off loopback: the profiler shows
+// the process's memory and stacks to whoever reaches it. Empty passes.
+func checkPprofAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	if err := flagenv.HostPort("pprof-addr", addr); err != nil {
+		return err
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--pprof-addr %q: must be a loopback address (127.0.0.1:PORT)", addr)
+	}
+	return nil
 }
 
 // checkDSN refuses a --mysql-dsn the driver cannot read; empty passes.
@@ -166,6 +187,13 @@ func run(args []string) error {
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return errors.Join(err, s.Close())
+	}
+	if o.pprofAddr != "" {
+		stopPprof, err := servePprof(o.pprofAddr)
+		if err != nil {
+			return errors.Join(err, ln.Close(), s.Close())
+		}
+		defer stopPprof()
 	}
 	srv := httpapi.NewHTTPServer(s.Handler(), o.requestTimeout)
 	srv.ConnState = s.Metrics.HTTPConns()

@@ -58,3 +58,24 @@ func TestBadEnvironmentIsAnError(t *testing.T) {
 		t.Fatal("LOCKSTEP_LOCK_WAIT=soon accepted")
 	}
 }
+
+func TestPprofAddrMustBeLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		ok   bool
+	}{
+		{"", true},
+		{"127.0.0.1:6060", true},
+		{"localhost:6060", true},
+		{"[::1]:6060", true},
+		{":6060", false}, // every interface
+		{"0.0.0.0:6060", false},
+		{"10.0.0.1:6060", false},
+		{"127.0.0.1", false},
+	} {
+		_, err := parseFlags([]string{"--pprof-addr", tc.addr}, func(string) string { return "" })
+		if (err == nil) != tc.ok {
+			t.Errorf("--pprof-addr %q: err = %v, want ok %v", tc.addr, err, tc.ok)
+		}
+	}
+}

@@ -59,6 +59,10 @@ func TestLazyTimeoutBehavesAsWithTimeout(t *testing.T) {
 		{name: "deadline reached", child: true, run: func(_ context.CancelFunc, _ context.CancelCauseFunc, ctx context.Context) {
 			<-ctx.Done()
 		}},
+		{name: "asked before the deadline, then reached", run: func(_ context.CancelFunc, _ context.CancelCauseFunc, ctx context.Context) {
+			_ = ctx.Err()
+			time.Sleep(11 * time.Second)
+		}},
 		{name: "deadline reached, no one waiting", run: func(_ context.CancelFunc, _ context.CancelCauseFunc, _ context.Context) {
 			time.Sleep(11 * time.Second)
 		}},
@@ -107,6 +111,19 @@ func TestLazyTimeoutBehavesAsWithTimeout(t *testing.T) {
 				t.Errorf("WithTimeout:     %+v\nwithLazyTimeout: %+v", got[0], got[1])
 			}
 		})
+	}
+}
+
+// A sale asks Err right before its stock write: while nothing ended, that
+// must set up no timer, or every deduct pays for one.
+func TestLazyTimeoutErrSetsNothingUpWhileLive(t *testing.T) {
+	ctx := withLazyTimeout(context.Background(), time.Minute)
+	defer ctx.cancel()
+	if err := ctx.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.timed != nil {
+		t.Error("Err set up the timed context while nothing had ended")
 	}
 }
 

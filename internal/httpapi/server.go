@@ -579,6 +579,11 @@ func (s *Server) decodeBody(c *gin.Context, v any) bool {
 // readBody reads the whole body, refusing one over MaxBodyBytes with 413
 // payload_too_large; it answers the failure itself.
 func (s *Server) readBody(c *gin.Context) ([]byte, bool) {
+	if c.Request.Body == http.NoBody {
+		// What the server gives a request that declared no body: most
+		// deducts. io.ReadAll would still allocate its buffer.
+		return nil, true
+	}
 	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, MaxBodyBytes))
 	var tooLarge *http.MaxBytesError
 	switch {
