@@ -68,7 +68,12 @@ func startZooKeeper(ctx context.Context, dir string, n int) (*ZooKeeper, error) 
 		}
 		z.Servers = append(z.Servers, loopback(ports[i]))
 		logPath := filepath.Join(dir, name+".log")
+		// An election whose notifications went unanswered (a loaded
+		// machine) waits twice as long before it sends them again, up to
+		// 60 s by default: CI saw a leader elected 85 s after the old one
+		// died. Capped at 1 s, and election connections time out as fast.
 		z.members = append(z.members, &member{name: name, bin: java, logPath: logPath, args: []string{"-Xmx128m", "-XX:+UseSerialGC",
+			"-Dzookeeper.fastleader.maxNotificationInterval=1000", "-Dzookeeper.cnxTimeout=1000",
 			"-cp", zookeeperJar, "-Dzookeeper.log.dir=" + dir, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath}})
 	}
 	if err := startMembers(ctx, "zookeeper", z.members, func(i int) func(context.Context) error { return serving(z.Servers[i]) }); err != nil {
