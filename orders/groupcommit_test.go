@@ -167,8 +167,8 @@ func TestAGroupCommitRefusesADuplicateBuyerAlone(t *testing.T) {
 			if landed != 3 || refused != 1 {
 				t.Fatalf("%d landed and %d refused, want 3 and u2's second refused", landed, refused)
 			}
-			if n := liveOrders(t, s, "dup"); n != 2+3 {
-				t.Fatalf("%d orders, want the 2 blockers' and 3", n)
+			if n := liveOrders(t, s, "dup"); n != int64(len(blockers))+3 {
+				t.Fatalf("%d orders, want the %d blockers' and 3", n, len(blockers))
 			}
 		})
 	}
@@ -232,8 +232,8 @@ func TestAGroupCommitNeverLosesOrDoublesAnOrder(t *testing.T) {
 					if err := s.Void(context.Background(), o); err != nil {
 						t.Fatalf("void of an order given up while queued: %v, want nil (never sent)", err)
 					}
-					if n := liveOrders(t, s, sku); n != 2 {
-						t.Fatalf("%d orders, want the 2 blockers'", n)
+					if n := liveOrders(t, s, sku); n != int64(len(blockers)) {
+						t.Fatalf("%d orders, want the %d blockers'", n, len(blockers))
 					}
 				}},
 				{"the sale gives up while its batch is on the wire", func(t *testing.T, sku string) {
@@ -279,7 +279,9 @@ func TestAGroupCommitNeverLosesOrDoublesAnOrder(t *testing.T) {
 						t.Fatalf("void of late's order before its batch ran: %v", err)
 					}
 					close(b.release)
-					close(blockers[1].release)
+					for _, b := range blockers[1:] {
+						close(b.release)
+					}
 					releaseAll(t, h)
 					if err := answer(t, "waiting", waitingCh); err != nil {
 						t.Fatalf("waiting's order, in the batch that met late's void: %v, want nil", err)
@@ -287,8 +289,8 @@ func TestAGroupCommitNeverLosesOrDoublesAnOrder(t *testing.T) {
 					if err := s.Insert(context.Background(), late); !errors.Is(err, orders.ErrVoided) {
 						t.Fatalf("late's order: %v, want ErrVoided", err)
 					}
-					if n := liveOrders(t, s, sku); n != 2+1 {
-						t.Fatalf("%d orders, want the 2 blockers' and waiting's", n)
+					if n := liveOrders(t, s, sku); n != int64(len(blockers))+1 {
+						t.Fatalf("%d orders, want the %d blockers' and waiting's", n, len(blockers))
 					}
 				}},
 				{"a reset moved the round", func(t *testing.T, sku string) {
