@@ -36,7 +36,7 @@ type BatchStore interface {
 }
 
 // GroupCommit is a Store whose Insert writes the orders of concurrent
-// sales together: what queued while the previous batches were on the wire
+// sales together: what queued while the previous batch was on the wire
 // goes out as one InsertBatch (one multi-row INSERT, one commit) per
 // stage, SKU and round, up to maxGroup orders, one batch on the wire at a
 // time. Each Insert answers only once its own row committed, and with its
