@@ -111,6 +111,7 @@ func writeRows(b *testing.B, e env, stage string, n, writers, batch int) float64
 	}
 	defer func() { _ = db.Close() }()
 	db.SetMaxOpenConns(writers)
+	db.SetMaxIdleConns(writers) // each writer keeps its connection, rather than dial one per INSERT
 	query := `INSERT INTO lockstep_orders (id, stage, sku, user_id, qty, replica, created_at, status, one_per_user) VALUES ` +
 		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", batch), ", ")
 	var wg sync.WaitGroup

@@ -2,6 +2,7 @@ package inventory_test
 
 import (
 	"context"
+	"database/sql"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockstep/lockstep/internal/lockserver"
 	"github.com/lockstep/lockstep/internal/lockserver/lockservertest"
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/inventory"
@@ -33,28 +35,66 @@ const (
 	benchSlice   = time.Second
 )
 
+// ceilingBatch is the rows of one of the ceiling's INSERTs: the batch
+// benchWorkers concurrent sales of one-per-user-lua make through the
+// group commit (15.9 orders on average: while one batch is on the wire,
+// about half the sales run their script).
+const ceilingBatch = benchWorkers / 2
+
 // BenchmarkOrderSalesSideBySide compares, on one Redis and one MariaDB,
 // atomic's script, one-per-user-lua's script without the order insert,
-// one-per-user-lua with it (one INSERT per sale, autocommit, no batching),
-// and those inserts alone: 32 goroutines, each sale a new buyer, stock that
-// never runs out. b.N is the number of rounds; each reports its median
-// per second and the ratios to atomic.
+// one-per-user-lua with it as the shop sells (orders.GroupCommit), the
+// same with one autocommit INSERT per sale (the path before group
+// commit), those one-row inserts alone, and the order database's ceiling:
+// a plain Go client writing the same rows as multi-row INSERTs of
+// ceilingBatch rows from 32 writers. 32 goroutines, each sale a new buyer,
+// stock that never runs out. b.N is the number of rounds; each reports its
+// median per second and the ratios to atomic, and one-per-user-lua's to
+// the ceiling.
 //
 //	go test -run '^$' -bench BenchmarkOrderSalesSideBySide -benchtime 5x ./inventory/
 func BenchmarkOrderSalesSideBySide(b *testing.B) {
 	rdb := redistest.Start(b).Client(b)
-	store := mariaDBOrders(b, lockservertest.MariaDB(b))
+	m := lockservertest.MariaDB(b)
+	store := mariaDBOrders(b, m)
+	group := orders.NewGroupCommit(store.(*orders.SQLStore))
+	b.Cleanup(func() { _ = group.Close() })
 	nextUser := newBuyers()
 	sale := func(stage string, s orders.Store) func() error { return benchSale(b, rdb, s, stage, nextUser) }
+	const ceiling = "ceiling"
 	sideBySide(b, []*contender{
 		{name: "atomic", server: rdb, op: sale("atomic", store)},
 		{name: "one-per-user-lua-script", server: rdb, op: sale("one-per-user-lua", noOrders{store})},
-		{name: "one-per-user-lua+insert", server: rdb, op: sale("one-per-user-lua", store)},
+		{name: "one-per-user-lua+insert", server: rdb, op: sale("one-per-user-lua", group), versus: ceiling},
+		{name: "one-per-user-lua+insert-one-row", server: rdb, op: sale("one-per-user-lua", store), versus: ceiling},
 		{name: "insert-alone", server: rdb, op: func() error {
 			o := orders.Order{ID: orders.NewID(), Stage: "bench", SKU: "sku-1", User: nextUser(), Qty: 1, Replica: "r0"}
 			return store.Insert(context.Background(), o)
 		}},
+		{name: ceiling, server: rdb, rows: ceilingBatch, op: multiRowInserts(b, m, nextUser)},
 	})
+}
+
+// multiRowInserts is the ceiling's op: one INSERT of ceilingBatch new
+// buyers' orders by a plain client of m, autocommit.
+func multiRowInserts(b *testing.B, m *lockserver.MariaDB, nextUser func() string) func() error {
+	db, err := sql.Open("mysql", m.DSN("lockstep"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	db.SetMaxIdleConns(benchWorkers)
+	query := `INSERT INTO lockstep_orders (id, stage, sku, user_id, qty, replica, created_at, status, one_per_user) VALUES ` +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", ceilingBatch), ", ")
+	return func() error {
+		args := make([]any, 0, 9*ceilingBatch)
+		for range ceilingBatch {
+			user := nextUser()
+			args = append(args, orders.NewID(), "ceiling", "sku-1", user, 1, "r0", time.Now().UnixMicro(), orders.StatusLive, user)
+		}
+		_, err := db.ExecContext(context.Background(), query, args...)
+		return err
+	}
 }
 
 // newBuyers names a new buyer at each call.
@@ -83,6 +123,10 @@ type contender struct {
 	op   func() error
 	// server is the Redis op's sales run on, whose CPU is counted.
 	server redis.UniversalClient
+	// rows each op writes (the ceiling's multi-row INSERT); 0 is one.
+	rows int
+	// versus names the contender this one's rate is also compared with.
+	versus string
 	rates  []float64
 	// clientCPU is this process's CPU (user and system) per sale, redisCPU
 	// the redis-server main thread's, in µs: what throughput the sale can
@@ -100,6 +144,9 @@ func sideBySide(b *testing.B, contenders []*contender) {
 		for _, c := range contenders {
 			client, server := processCPU(b), redisCPU(b, c.server)
 			rate, sales := perSecond(b, c.op)
+			if c.rows > 1 {
+				rate, sales = rate*float64(c.rows), sales*int64(c.rows)
+			}
 			c.rates = append(c.rates, rate)
 			c.clientCPU = append(c.clientCPU, perSale(processCPU(b)-client, sales))
 			c.redisCPU = append(c.redisCPU, perSale(redisCPU(b, c.server)-server, sales))
@@ -113,6 +160,11 @@ func sideBySide(b *testing.B, contenders []*contender) {
 	for _, c := range contenders {
 		b.ReportMetric(median(c.rates), c.name+"/s")
 		b.ReportMetric(median(c.rates)/base, c.name+"/"+contenders[0].name)
+		for _, v := range contenders {
+			if v.name == c.versus {
+				b.ReportMetric(median(c.rates)/median(v.rates), c.name+"/"+v.name)
+			}
+		}
 		b.ReportMetric(median(c.clientCPU), c.name+"-client-cpu-us/sale")
 		b.ReportMetric(median(c.redisCPU), c.name+"-redis-cpu-us/sale")
 	}

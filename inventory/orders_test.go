@@ -54,6 +54,9 @@ func mariaDBOrders(t testing.TB, m *lockserver.MariaDB) orders.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
+	// As the shop's pool: concurrent sales keep their connections rather
+	// than dial one per insert (database/sql keeps 2 idle by default).
+	db.SetMaxIdleConns(benchWorkers)
 	store, err := orders.OpenMySQL(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,9 @@ package orders
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -16,13 +18,22 @@ import (
 // payment table must exist). Either every order is live when it commits,
 // or nothing is written: ErrBatchRefused when a row cannot land as a new
 // live order (Insert tells which and why), ErrUnavailable when the
-// database did not answer.
+// database did not answer. Without deadlines it is one statement, which
+// commits on its own.
 func (s *SQLStore) InsertBatch(ctx context.Context, os []Order, deadlines []time.Time) error {
 	if len(os) == 0 {
 		return nil
 	}
 	if deadlines != nil && len(deadlines) != len(os) {
 		return fmt.Errorf("orders: insert batch: %d deadlines for %d orders", len(deadlines), len(os))
+	}
+	for _, o := range os {
+		if o.Stage != os[0].Stage || o.SKU != os[0].SKU || o.Round != os[0].Round {
+			return fmt.Errorf("%w: orders of more than one stage, SKU or round", ErrBatchRefused)
+		}
+	}
+	if deadlines == nil {
+		return s.insertBatch(ctx, s.db, os)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -32,10 +43,8 @@ func (s *SQLStore) InsertBatch(ctx context.Context, os []Order, deadlines []time
 	if err := s.insertBatch(ctx, tx, os); err != nil {
 		return err
 	}
-	if deadlines != nil {
-		if err := s.openBatch(ctx, tx, os, deadlines); err != nil {
-			return err
-		}
+	if err := s.openBatch(ctx, tx, os, deadlines); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return s.unavailable("commit batch", err)
@@ -43,38 +52,46 @@ func (s *SQLStore) InsertBatch(ctx context.Context, os []Order, deadlines []time
 	return nil
 }
 
-func (s *SQLStore) insertBatch(ctx context.Context, tx *sql.Tx, os []Order) error {
-	lock := ""
-	if s.d.name == "mysql" {
-		// As insertInRound's INSERT ... SELECT: a reset's round change
-		// waits for the batch, or the batch for the reset.
-		lock = " LOCK IN SHARE MODE"
+// insertBatch writes os with one INSERT, which lands only in their round
+// (insertInRound's guard). A duplicate key is a batch run again or a
+// refusal: only then are the ids read, and the orders not live yet
+// inserted, unless one of them has another row (a void) or none is live
+// (the duplicate is a buyer's).
+func (s *SQLStore) insertBatch(ctx context.Context, x execer, os []Order) error {
+	err := s.insertRows(ctx, x, os)
+	if !errors.Is(err, errDuplicateKey) {
+		return err
 	}
-	var stale int
-	o0 := os[0]
-	for _, o := range os {
-		if o.Stage != o0.Stage || o.SKU != o0.SKU || o.Round != o0.Round {
-			return fmt.Errorf("%w: orders of more than one stage, SKU or round", ErrBatchRefused)
-		}
-	}
-	err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM lockstep_rounds WHERE stage = ? AND sku = ? AND round_no <> ?"+lock,
-		o0.Stage, o0.SKU, o0.Round).Scan(&stale)
-	if err != nil {
-		return s.unavailable("read round", err)
-	}
-	if stale > 0 {
-		return fmt.Errorf("%w: %w: round %d", ErrBatchRefused, ErrStaleRound, o0.Round)
-	}
-	live, err := s.found(ctx, tx, os)
+	live, err := s.found(ctx, x, os)
 	if err != nil {
 		return err
 	}
-	var values strings.Builder
-	args := make([]any, 0, 9*len(os))
-	for _, o := range os {
-		if live[o.ID] {
-			continue
-		}
+	rest := slices.DeleteFunc(slices.Clone(os), func(o Order) bool { return live[o.ID] })
+	switch {
+	case len(rest) == 0:
+		return nil // the whole batch landed before
+	case len(rest) == len(os):
+		return fmt.Errorf("orders: %s: insert batch: %w: a duplicate buyer", s.d.name, ErrBatchRefused)
+	}
+	if err := s.insertRows(ctx, x, rest); errors.Is(err, errDuplicateKey) {
+		return fmt.Errorf("orders: %s: insert batch: %w: %w", s.d.name, ErrBatchRefused, err)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// errDuplicateKey is insertRows' duplicate key, which insertBatch reads
+// the ids to explain.
+var errDuplicateKey = errors.New("duplicate key")
+
+// insertRows is one INSERT ... SELECT of os that writes nothing once the
+// stage's round is no longer theirs (a locking read on MySQL, as in
+// insertInRound).
+func (s *SQLStore) insertRows(ctx context.Context, x execer, os []Order) error {
+	var rows strings.Builder
+	args := make([]any, 0, 9*len(os)+3)
+	for i, o := range os {
 		if o.Created.IsZero() {
 			o.Created = time.Now()
 		}
@@ -82,21 +99,29 @@ func (s *SQLStore) insertBatch(ctx context.Context, tx *sql.Tx, os []Order) erro
 		if o.OnePerUser {
 			onePerUser = sql.NullString{String: o.User, Valid: true}
 		}
-		if len(args) > 0 {
-			values.WriteString(", ")
+		if i > 0 {
+			rows.WriteString(" UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?")
 		}
-		values.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
 		args = append(args, o.ID, o.Stage, o.SKU, o.User, o.Qty, o.Replica, o.Created.UnixMicro(), StatusLive, onePerUser)
 	}
-	if len(args) == 0 {
-		return nil
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO lockstep_orders (id, stage, sku, user_id, qty, replica, created_at, status, one_per_user)
-VALUES `+values.String(), args...)
+	args = append(args, os[0].Stage, os[0].SKU, os[0].Round)
+	res, err := x.ExecContext(ctx, `INSERT INTO lockstep_orders (id, stage, sku, user_id, qty, replica, created_at, status, one_per_user)
+SELECT * FROM (SELECT ? AS id, ? AS stage, ? AS sku, ? AS user_id, ? AS qty, ? AS replica, ? AS created_at, ? AS status, ? AS one_per_user`+
+		rows.String()+`) AS batch
+WHERE NOT EXISTS (SELECT 1 FROM lockstep_rounds WHERE stage = ? AND sku = ? AND round_no <> ?)`, args...)
 	switch {
 	case err == nil:
+		n, err := res.RowsAffected()
+		if err != nil {
+			return s.unavailable("insert batch", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: %w: round %d", ErrBatchRefused, ErrStaleRound, os[0].Round)
+		}
 		return nil
-	case s.d.refused(err) || s.d.duplicate(err):
+	case s.d.duplicate(err):
+		return fmt.Errorf("orders: %s: insert batch: %w: %w", s.d.name, errDuplicateKey, err)
+	case s.d.refused(err):
 		return fmt.Errorf("orders: %s: insert batch: %w: %w", s.d.name, ErrBatchRefused, err)
 	}
 	return s.unavailable("insert batch", err)
@@ -104,12 +129,12 @@ VALUES `+values.String(), args...)
 
 // found is which ids of os are live orders already; any other row of one
 // of them (void, cancelled) refuses the batch.
-func (s *SQLStore) found(ctx context.Context, tx *sql.Tx, os []Order) (map[string]bool, error) {
+func (s *SQLStore) found(ctx context.Context, x execer, os []Order) (map[string]bool, error) {
 	args := make([]any, len(os))
 	for i, o := range os {
 		args[i] = o.ID
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT id, status FROM lockstep_orders WHERE id IN (?"+strings.Repeat(", ?", len(os)-1)+")", args...)
+	rows, err := x.QueryContext(ctx, "SELECT id, status FROM lockstep_orders WHERE id IN (?"+strings.Repeat(", ?", len(os)-1)+")", args...)
 	if err != nil {
 		return nil, s.unavailable("read batch ids", err)
 	}

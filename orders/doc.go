@@ -68,6 +68,19 @@
 //	         | orders of the round again         |                                          |
 //	HasOrder | a read                            | a read                                   | a read: the sale fails, nothing taken
 //
+// GroupCommit.Insert sends a sale's order in a batch (InsertBatch: one
+// transaction) with the other sales' queued at the same time; each case
+// above is then the batch's, and each sale gets its own answer:
+//
+//	batch    | runs twice                        | runs late                                | ran, reply lost
+//	---------+-----------------------------------+------------------------------------------+----------------------------------------
+//	Group-   | not sent twice: a sale whose ctx  | after a sale of it gave up (ErrUnavail-  | every sale of it gets ErrUnavailable,
+//	Commit   | ends while its order is queued    | able) and voided its id: the void row    | as a one-row Insert whose reply was
+//	Insert   | takes it out (never sent); a      | refuses the batch (ErrBatchRefused,      | lost, and voids its id: ErrOrdered
+//	         | refused batch's sales insert      | nothing written); each sale still        | means its row landed. A sale whose ctx
+//	         | alone, each finding its own row   | waiting inserts alone, the voided one    | ends while its batch is on the wire
+//	         | if a run landed it                | gets ErrVoided                           | leaves the same way
+//
 // On MySQL an INSERT held in the network is serialized with the void by
 // the id's primary key: whichever InnoDB sees first wins, and the other
 // learns it (ErrOrdered or ErrVoided). On SQLite every write is a

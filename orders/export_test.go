@@ -15,3 +15,13 @@ func (p *Payments) SetBetweenLedgerReads(f func()) { p.betweenLedgerReads = f }
 func (p *Payments) CancelOne(ctx context.Context, o Order, now time.Time) (bool, error) {
 	return p.cancel(ctx, o, now)
 }
+
+// GroupsInFlight is how many batches a group commit has on the wire at once.
+const GroupsInFlight = groupsInFlight
+
+// Queued counts the orders waiting for a batch (withdrawn ones included).
+func (g *GroupCommit) Queued() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queue)
+}

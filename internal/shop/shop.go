@@ -272,18 +272,27 @@ func (s *Shop) openOrders(cfg Config, inv *inventory.Config) error {
 			cfg.Logger.Warn("order stages unavailable: cannot create the order table", "err", err)
 			return nil
 		}
-		inv.Orders = tracedOrders{Store: store, db: "mysql"}
+		inv.Orders = tracedOrders{Store: s.groupCommit(store), db: "mysql"}
 		inv.Payments = openPayments(ctx, store, cfg.Logger)
 	case cfg.OrdersSQLite != "":
 		store, err := orders.OpenSQLite(ctx, cfg.OrdersSQLite)
 		if err != nil {
 			return err
 		}
-		s.closers = append(s.closers, store)
-		inv.Orders = tracedOrders{Store: store, db: "sqlite"}
+		inv.Orders = tracedOrders{Store: s.groupCommit(store), db: "sqlite"}
 		inv.Payments = openPayments(ctx, store, cfg.Logger)
 	}
 	return nil
+}
+
+// groupCommit writes the orders of the sales that insert at the same time
+// together (orders.GroupCommit), each sale still answered by its own row.
+// Its Close, first of the closers (before the MySQL pool it writes with),
+// writes what is queued and closes store.
+func (s *Shop) groupCommit(store *orders.SQLStore) orders.Store {
+	g := orders.NewGroupCommit(store)
+	s.closers = append([]io.Closer{g}, s.closers...)
+	return g
 }
 
 // openPayments gives the async stages their payments table; without it
