@@ -59,6 +59,6 @@ func (crashFault) run(ctx context.Context, st *faultState) error {
 	a := r.shop.sale(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
 	sold := a.err == nil && attack.Classify(uint16(a.status)) == attack.Sale
 	st.rep.SaleAfterReset = &sold
-	st.tl.add(a.end, sold)
+	st.tl.Add(a.end, sold)
 	return nil
 }

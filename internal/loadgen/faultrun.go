@@ -17,6 +17,7 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/attack"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/loadgen/timeline"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
@@ -78,7 +79,7 @@ type faultState struct {
 	r   *runner
 	run plan.RunSpec
 	row *report.StageRun
-	tl  *timelineBuilder
+	tl  *timeline.Builder
 	rep *report.FaultReport
 
 	faultAt, healAt time.Time
@@ -92,7 +93,7 @@ type faultState struct {
 }
 
 // faultStep runs run's fault step and fills row; see the Fault* kinds.
-func (r *runner) faultStep(ctx context.Context, run plan.RunSpec, row *report.StageRun, tl *timelineBuilder) error {
+func (r *runner) faultStep(ctx context.Context, run plan.RunSpec, row *report.StageRun, tl *timeline.Builder) error {
 	st := &faultState{r: r, run: run, row: row, tl: tl, rep: &report.FaultReport{Kind: run.Fault.Kind}}
 	row.Fault = st.rep
 	defer st.undo()
@@ -156,7 +157,7 @@ func (st *faultState) victim(ctx context.Context, name string) <-chan saleAnswer
 		a := st.r.shop.sale(ctx, url, st.run.Stage, st.r.cfg.Scenario.SKU)
 		res := a.result()
 		st.record(res)
-		st.tl.add(a.end, attack.Classify(res.Code) == attack.Sale)
+		st.tl.Add(a.end, attack.Classify(res.Code) == attack.Sale)
 		out <- a
 	}()
 	return out
@@ -199,7 +200,7 @@ func (st *faultState) saleOnceUp(ctx context.Context, name string) <-chan saleAn
 			a := st.r.shop.sale(ctx, url, st.run.Stage, st.r.cfg.Scenario.SKU)
 			res := a.result()
 			st.record(res)
-			st.tl.add(a.end, attack.Classify(res.Code) == attack.Sale)
+			st.tl.Add(a.end, attack.Classify(res.Code) == attack.Sale)
 			if a.status != http.StatusServiceUnavailable || time.Now().After(deadline) || sleep.For(ctx, retryUnavailable) != nil {
 				out <- a
 				return
@@ -257,7 +258,7 @@ func (st *faultState) recordElsewhere(res *vegeta.Result) {
 	st.elsewhere = append(st.elsewhere, *res)
 }
 
-func (st *faultState) mark(at time.Time, label string) { st.tl.mark(at, label) }
+func (st *faultState) mark(at time.Time, label string) { st.tl.Mark(at, label) }
 
 func (st *faultState) note(format string, args ...any) {
 	st.rep.Notes = append(st.rep.Notes, fmt.Sprintf(format, args...))
@@ -287,7 +288,7 @@ func (st *faultState) conclude(ctx context.Context) error {
 // soon one did after the fault healed.
 func (st *faultState) measure() {
 	rep, tl := st.rep, st.tl
-	rep.AtMS, rep.HealedAtMS = tl.since(st.faultAt), tl.since(st.healAt)
+	rep.AtMS, rep.HealedAtMS = tl.Since(st.faultAt), tl.Since(st.healAt)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	var last, lastSaleBefore time.Time
@@ -328,7 +329,7 @@ func (st *faultState) measure() {
 	rep.StuckMS = report.MS(last.Sub(stuckFrom))
 	if !rep.Stuck {
 		rep.StuckMS = report.MS(firstAfterFault.Sub(stuckFrom))
-		tl.mark(firstAfterFault, "first sale")
+		tl.Mark(firstAfterFault, "first sale")
 	}
 	if !firstAfterHeal.IsZero() {
 		recovery := report.MS(firstAfterHeal.Sub(st.healAt))

@@ -44,6 +44,7 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/expect"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/loadgen/timeline"
 	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
 )
@@ -293,7 +294,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	}
 	if run.Fault != nil {
 		start := time.Now()
-		tl := newTimeline(start)
+		tl := timeline.New(start)
 		r.live.follow(tl)
 		r.live.setPhase(run.Fault.Kind + " step")
 		r.progress.phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.Name(), run.Fault.Kind), run.Fault.Window())
@@ -302,7 +303,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		err := r.faultStep(ctx, run, &row, tl)
 		stopPolling()
 		row.StreamWhileRunning = peak
-		row.Timeline = tl.build()
+		row.Timeline = tl.Build()
 		if err != nil {
 			return fail(fmt.Errorf("%s step: %w", run.Fault.Kind, err))
 		}
@@ -327,7 +328,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		row.WorkersHeld = true
 	}
 	start := time.Now()
-	tl := newTimeline(start)
+	tl := timeline.New(start)
 	r.live.follow(tl)
 	r.live.setPhase("load")
 	r.progress.phase(fmt.Sprintf("[%d/%d] %s via %s", index+1, len(r.cfg.Scenario.Runs), run.Stage, run.Via), run.Duration.D())
@@ -393,17 +394,17 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	judgeConsistency(&row)
 	if run.Payment != nil && ctx.Err() == nil {
 		if row.Payment, err = r.paymentStep(ctx, run, base, sku, payers); err != nil {
-			row.Timeline = tl.build()
+			row.Timeline = tl.Build()
 			return fail(fmt.Errorf("payment step: %w", err))
 		}
 	}
 	if run.Crash != nil && ctx.Err() == nil {
 		if err := r.crashStep(ctx, run, base, &row, tl); err != nil {
-			row.Timeline = tl.build()
+			row.Timeline = tl.Build()
 			return fail(fmt.Errorf("crash step: %w", err))
 		}
 	}
-	row.Timeline = tl.build()
+	row.Timeline = tl.Build()
 	return row
 }
 
@@ -415,7 +416,7 @@ func fillFromTally(row *report.StageRun, t *attack.Tally) {
 
 // crashStep makes a replica exit while holding the stage's lock and watches
 // whether, and when, sales resume. See CrashStep.
-func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, row *report.StageRun, tl *timelineBuilder) error {
+func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, row *report.StageRun, tl *timeline.Builder) error {
 	sku := r.cfg.Scenario.SKU
 	r.live.setPhase("crash step")
 	if err := r.waitAllReady(ctx); err != nil {
@@ -454,8 +455,8 @@ func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, r
 	if !crash.Triggered {
 		return nil
 	}
-	crash.AtMS = tl.since(crashAt)
-	tl.mark(crashAt, "crash")
+	crash.AtMS = tl.Since(crashAt)
+	tl.Mark(crashAt, "crash")
 
 	r.live.setPhase("after the crash")
 	r.progress.phase(fmt.Sprintf("      %s after the crash", run.Stage), run.Crash.Observe.D())
@@ -475,7 +476,7 @@ func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, r
 	if t.Sales > 0 {
 		recovery := report.MS(t.FirstSale.Sub(crashAt))
 		row.RecoveryMS = &recovery
-		tl.mark(t.FirstSale, "first sale")
+		tl.Mark(t.FirstSale, "first sale")
 	}
 	if err := r.undersoldAfterCrash(ctx, base, run.Stage, crash); err != nil {
 		return err
@@ -494,11 +495,11 @@ func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, r
 	if err := r.shop.reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
 		return fmt.Errorf("reset after crash: %w", err)
 	}
-	tl.mark(time.Now(), "reset")
+	tl.Mark(time.Now(), "reset")
 	status, err = r.shop.deduct(ctx, base, run.Stage, sku, crashBuyer(run, 0))
 	sold := err == nil && attack.Classify(uint16(status)) == attack.Sale
 	crash.SaleAfterReset = &sold
-	tl.add(time.Now(), sold)
+	tl.Add(time.Now(), sold)
 	return nil
 }
 
@@ -623,7 +624,7 @@ func (r *runner) lockKeys(ctx context.Context, stage string) ([]report.LockKey, 
 // live page each master's load every second (on a cluster), keeps in peak
 // (an async stage's, else nil) the most its stream reached, until the
 // returned stop function is called.
-func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *timelineBuilder, shards *shardSampler, peak *report.StreamView) (stop func()) {
+func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *timeline.Builder, shards *shardSampler, peak *report.StreamView) (stop func()) {
 	if r.cfg.Progress == nil && r.cfg.Watch == nil && peak == nil {
 		return func() {}
 	}
@@ -642,7 +643,7 @@ func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *time
 					r.progress.oversold.Store(int64(a.Oversold))
 					live.audited(a)
 					peak.Most(a.Stream)
-					tl.sampleOversold(time.Now(), a.Oversold)
+					tl.SampleOversold(time.Now(), a.Oversold)
 				}
 				if live != nil && n%4 == 1 { // once a second
 					live.sharded(shards.soFar(ctx))

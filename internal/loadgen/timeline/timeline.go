@@ -1,4 +1,9 @@
-package loadgen
+// Package timeline is the observer that draws a stage run's sales over
+// time: answers counted in fixed buckets, the fault steps' and crash
+// steps' marks, and the audit's oversold figure sampled while the load
+// runs. Its record is report.Timeline. It imports no store, no Redis
+// client and nothing of the runner above it.
+package timeline
 
 import (
 	"slices"
@@ -12,9 +17,9 @@ import (
 // timelineBucket is the resolution of the sales-over-time chart.
 const timelineBucket = 100 * time.Millisecond
 
-// timelineBuilder counts answers into fixed buckets from the start of a
+// Builder counts answers into fixed buckets from the start of a
 // stage run. A fault step feeds it from several goroutines.
-type timelineBuilder struct {
+type Builder struct {
 	start time.Time
 
 	mu       sync.Mutex
@@ -26,11 +31,12 @@ type timelineBuilder struct {
 	outcomes [attack.NumOutcomes]int
 }
 
-func newTimeline(start time.Time) *timelineBuilder {
-	return &timelineBuilder{start: start}
+// New starts a timeline at start.
+func New(start time.Time) *Builder {
+	return &Builder{start: start}
 }
 
-func (b *timelineBuilder) bucket(at time.Time) int {
+func (b *Builder) bucket(at time.Time) int {
 	i := int(at.Sub(b.start) / timelineBucket)
 	if i < 0 {
 		i = 0
@@ -42,7 +48,8 @@ func (b *timelineBuilder) bucket(at time.Time) int {
 	return i
 }
 
-func (b *timelineBuilder) add(at time.Time, sale bool) {
+// Add counts one answer that ended at at.
+func (b *Builder) Add(at time.Time, sale bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	i := b.bucket(at)
@@ -54,40 +61,42 @@ func (b *timelineBuilder) add(at time.Time, sale bool) {
 }
 
 // Observe counts one attack answer: on the timeline, and by its outcome.
-func (b *timelineBuilder) Observe(r attack.Result) {
-	b.add(r.End(), r.Outcome == attack.Sale)
+func (b *Builder) Observe(r attack.Result) {
+	b.Add(r.End(), r.Outcome == attack.Sale)
 	b.mu.Lock()
 	b.outcomes[r.Outcome]++
 	b.mu.Unlock()
 }
 
-// sampleOversold records the audit's oversold figure at a moment.
-func (b *timelineBuilder) sampleOversold(at time.Time, n int) {
+// SampleOversold records the audit's oversold figure at a moment.
+func (b *Builder) SampleOversold(at time.Time, n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.bucket(at)
 	b.oversold = append(b.oversold, report.OversoldSample{AtMS: report.MS(at.Sub(b.start)), Oversold: n})
 }
 
-// mark records an event and extends the timeline to cover it.
-func (b *timelineBuilder) mark(at time.Time, label string) {
+// Mark records an event and extends the timeline to cover it.
+func (b *Builder) Mark(at time.Time, label string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.bucket(at)
 	b.events = append(b.events, report.Event{AtMS: report.MS(at.Sub(b.start)), Label: label})
 }
 
-func (b *timelineBuilder) since(at time.Time) float64 { return report.MS(at.Sub(b.start)) }
+// Since is at in milliseconds from the start.
+func (b *Builder) Since(at time.Time) float64 { return report.MS(at.Sub(b.start)) }
 
-func (b *timelineBuilder) build() report.Timeline {
+// Build is the record: the buckets, marks and samples so far.
+func (b *Builder) Build() report.Timeline {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return report.Timeline{BucketMS: int(timelineBucket / time.Millisecond), Sales: b.sales, Failures: b.failures, Events: b.events, Oversold: b.oversold}
 }
 
-// snapshot copies the timeline so far and the answers by outcome, while
+// Snapshot copies the timeline so far and the answers by outcome, while
 // the attacks still add to it.
-func (b *timelineBuilder) snapshot() (report.Timeline, [attack.NumOutcomes]int) {
+func (b *Builder) Snapshot() (report.Timeline, [attack.NumOutcomes]int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return report.Timeline{
