@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
@@ -82,18 +83,18 @@ func admitted(st *faultState) map[string]bool {
 // order no row holds.
 func drainAndCount(ctx context.Context, st *faultState, rep *report.AsyncOutageReport) error {
 	r := st.r
-	drained, took, err := r.drainAsync(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, st.row.Audit)
+	drained, took, err := r.shop.Drain(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, st.row.Audit)
 	if err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
 	st.row.Audit, st.row.DrainMS = drained, report.MS(took)
 	st.row.Oversold, st.row.Consistent = drained.Oversold, drained.Consistent
-	list, err := r.shop.orders(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
+	list, err := r.shop.Orders(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
 	if err != nil {
 		return fmt.Errorf("list the orders: %w", err)
 	}
-	if len(list) >= maxPaymentOrders {
-		return fmt.Errorf("%d orders or more: too many to tell which sales have one", maxPaymentOrders)
+	if len(list) >= shopapi.MaxOrders {
+		return fmt.Errorf("%d orders or more: too many to tell which sales have one", shopapi.MaxOrders)
 	}
 	rows := make(map[string]bool, len(list))
 	for _, o := range list {
@@ -118,7 +119,7 @@ func drainAndCount(ctx context.Context, st *faultState, rep *report.AsyncOutageR
 // and records the answer: whether Redis still knows the buyer.
 func rebuy(ctx context.Context, st *faultState, rep *report.AsyncOutageReport) error {
 	r := st.r
-	list, err := r.shop.orders(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
+	list, err := r.shop.Orders(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
 	if err != nil {
 		return fmt.Errorf("list the orders: %w", err)
 	}
@@ -126,7 +127,7 @@ func rebuy(ctx context.Context, st *faultState, rep *report.AsyncOutageReport) e
 		return nil // no order before the fault: the check says so
 	}
 	rep.Rebuyer = list[0].User
-	if rep.RebuyStatus, err = r.shop.buy(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, rep.Rebuyer); err != nil {
+	if rep.RebuyStatus, err = r.shop.Buy(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, rep.Rebuyer); err != nil {
 		return fmt.Errorf("buy again as %s: %w", rep.Rebuyer, err)
 	}
 	return nil

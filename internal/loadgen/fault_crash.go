@@ -52,13 +52,13 @@ func (crashFault) run(ctx context.Context, st *faultState) error {
 		}
 		st.rep.LockKeys = keys
 	}
-	if err := r.shop.reset(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, st.run.Stock, st.run.Segments); err != nil {
+	if err := r.shop.Reset(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, st.run.Stock, st.run.Segments); err != nil {
 		return fmt.Errorf("reset after the crash: %w", err)
 	}
 	st.mark(time.Now(), "reset")
-	a := r.shop.sale(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
-	sold := a.err == nil && attack.Classify(uint16(a.status)) == attack.Sale
+	a := r.shop.Sale(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
+	sold := a.Err == nil && attack.Classify(uint16(a.Status)) == attack.Sale
 	st.rep.SaleAfterReset = &sold
-	st.tl.Add(a.end, sold)
+	st.tl.Add(a.End, sold)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/lockstep/lockstep/internal/keyslot"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
@@ -53,7 +54,7 @@ func masterFailover(ctx context.Context, st *faultState) error {
 	if err != nil {
 		return err
 	}
-	if err := r.shop.reset(ctx, r.cfg.Target, st.run.Stage, loadSKU, failoverLoadStock, st.run.Segments); err != nil {
+	if err := r.shop.Reset(ctx, r.cfg.Target, st.run.Stage, loadSKU, failoverLoadStock, st.run.Segments); err != nil {
 		return fmt.Errorf("reset %s: %w", loadSKU, err)
 	}
 	if err := inj.HoldReplication(ctx); err != nil {
@@ -71,7 +72,7 @@ func masterFailover(ctx context.Context, st *faultState) error {
 	first, second := r.names[0], r.names[1]
 	answerA := st.victim(ctx, first)
 	_, err = st.waitStopped(ctx, answerA)
-	var aDone *saleAnswer
+	var aDone *shopapi.Answer
 	switch {
 	case errors.Is(err, errAnsweredFirst):
 		a := <-answerA
@@ -111,7 +112,7 @@ func masterFailover(ctx context.Context, st *faultState) error {
 	// The shops still run with the pause armed until they re-read the
 	// faults from the promoted master, which never had it: wait until
 	// they do (one may still be dialling the dead master).
-	if err := r.awaitFaults(ctx, r.urlsOf(r.livingReplicas(aDone == nil, first)), st.run.Stage, st.run.Faults); err != nil {
+	if err := r.shop.AwaitFaults(ctx, r.urlsOf(r.livingReplicas(aDone == nil, first)), st.run.Stage, st.run.Faults); err != nil {
 		return err
 	}
 	answerB := st.saleOnceUp(ctx, second)

@@ -25,7 +25,7 @@ func leaderFailover(ctx context.Context, st *faultState) error {
 		return err
 	}
 	loadSKU := r.cfg.Scenario.SKU + "-load"
-	if err := r.shop.reset(ctx, r.cfg.Target, stage, loadSKU, failoverLoadStock, st.run.Segments); err != nil {
+	if err := r.shop.Reset(ctx, r.cfg.Target, stage, loadSKU, failoverLoadStock, st.run.Segments); err != nil {
 		return fmt.Errorf("reset %s: %w", loadSKU, err)
 	}
 	first, second := r.names[0], r.names[1]

@@ -68,11 +68,11 @@ func workerCrash(ctx context.Context, st *faultState, at string) error {
 		return err
 	}
 	loadDone()
-	down, err := r.shop.audit(ctx, r.cfg.Target, st.run.Stage, sku)
+	down, err := r.shop.Audit(ctx, r.cfg.Target, st.run.Stage, sku)
 	if err != nil {
 		return fmt.Errorf("audit while %s is down: %w", worker, err)
 	}
-	if down, _, err = r.drainAsync(ctx, r.cfg.Target, st.run.Stage, sku, down); err != nil {
+	if down, _, err = r.shop.Drain(ctx, r.cfg.Target, st.run.Stage, sku, down); err != nil {
 		return fmt.Errorf("drain while %s is down: %w", worker, err)
 	}
 	if down.Stream != nil {
@@ -92,7 +92,7 @@ func workerCrash(ctx context.Context, st *faultState, at string) error {
 	if err := st.conclude(ctx); err != nil {
 		return err
 	}
-	drained, took, err := r.drainAsync(ctx, r.cfg.Target, st.run.Stage, sku, st.row.Audit)
+	drained, took, err := r.shop.Drain(ctx, r.cfg.Target, st.run.Stage, sku, st.row.Audit)
 	if err != nil {
 		return fmt.Errorf("drain after %s's restart: %w", worker, err)
 	}
@@ -112,7 +112,7 @@ func heldRows(ctx context.Context, st *faultState, sku, worker string) (held, ro
 	if err != nil {
 		return 0, 0, err
 	}
-	written, err := st.r.shop.orders(ctx, st.r.cfg.Target, st.run.Stage, sku)
+	written, err := st.r.shop.Orders(ctx, st.r.cfg.Target, st.run.Stage, sku)
 	if err != nil {
 		return 0, 0, fmt.Errorf("list the orders %s held entries of: %w", worker, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/attack"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 	"github.com/lockstep/lockstep/internal/loadgen/timeline"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
@@ -126,7 +127,7 @@ func (st *faultState) lockState(ctx context.Context) string {
 // resetWith resets the stage's stock and sets faults on every replica.
 func (st *faultState) resetWith(ctx context.Context, f plan.Faults) error {
 	r := st.r
-	if err := r.shop.reset(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, st.run.Stock, st.run.Segments); err != nil {
+	if err := r.shop.Reset(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, st.run.Stock, st.run.Segments); err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
 	if err := r.applyFaults(ctx, r.cfg.Target, st.run.Stage, f); err != nil {
@@ -139,10 +140,10 @@ func (st *faultState) resetWith(ctx context.Context, f plan.Faults) error {
 // another may be dead or stopped.
 func (st *faultState) setFaults(ctx context.Context, f plan.Faults, names []string) error {
 	urls := st.r.urlsOf(names)
-	if err := st.r.shop.setFaults(ctx, urls[0], st.run.Stage, f); err != nil {
+	if err := st.r.shop.SetFaults(ctx, urls[0], st.run.Stage, f); err != nil {
 		return fmt.Errorf("faults: %w", err)
 	}
-	if err := st.r.awaitFaults(ctx, urls, st.run.Stage, f); err != nil {
+	if err := st.r.shop.AwaitFaults(ctx, urls, st.run.Stage, f); err != nil {
 		return fmt.Errorf("faults: %w", err)
 	}
 	return nil
@@ -150,14 +151,14 @@ func (st *faultState) setFaults(ctx context.Context, f plan.Faults, names []stri
 
 // victim sends one sale to the named replica; its answer is recorded and
 // lands in the returned channel.
-func (st *faultState) victim(ctx context.Context, name string) <-chan saleAnswer {
+func (st *faultState) victim(ctx context.Context, name string) <-chan shopapi.Answer {
 	url := st.r.urlsOf([]string{name})[0]
-	out := make(chan saleAnswer, 1)
+	out := make(chan shopapi.Answer, 1)
 	go func() {
-		a := st.r.shop.sale(ctx, url, st.run.Stage, st.r.cfg.Scenario.SKU)
-		res := a.result()
+		a := st.r.shop.Sale(ctx, url, st.run.Stage, st.r.cfg.Scenario.SKU)
+		res := a.Result()
 		st.record(res)
-		st.tl.Add(a.end, attack.Classify(res.Code) == attack.Sale)
+		st.tl.Add(a.End, attack.Classify(res.Code) == attack.Sale)
 		out <- a
 	}()
 	return out
@@ -165,7 +166,7 @@ func (st *faultState) victim(ctx context.Context, name string) <-chan saleAnswer
 
 // slowVictimHolding resets the stage with the victim's long work, starts
 // the victim sale on the first replica and waits until it holds the lock.
-func (st *faultState) slowVictimHolding(ctx context.Context) (string, <-chan saleAnswer, error) {
+func (st *faultState) slowVictimHolding(ctx context.Context) (string, <-chan shopapi.Answer, error) {
 	victim := st.r.names[0]
 	slow := st.run.Faults
 	slow.Work, slow.WorkMax = st.run.Fault.VictimWork, 0
@@ -178,7 +179,7 @@ func (st *faultState) slowVictimHolding(ctx context.Context) (string, <-chan sal
 
 // continueVictim sends SIGCONT to the stopped replica name and waits for
 // its sale's answer; it returns when the signal was sent.
-func (st *faultState) continueVictim(name string, answer <-chan saleAnswer) (time.Time, error) {
+func (st *faultState) continueVictim(name string, answer <-chan shopapi.Answer) (time.Time, error) {
 	at := time.Now()
 	if err := st.r.cfg.Injector.ContinueReplica(name); err != nil {
 		return at, err
@@ -191,17 +192,17 @@ func (st *faultState) continueVictim(name string, answer <-chan saleAnswer) (tim
 // saleOnceUp sends sales to the named replica until one is not refused
 // with 503 (the replica may not have seen the new master yet), for at most
 // holdTimeout; every answer is recorded, the last lands in the channel.
-func (st *faultState) saleOnceUp(ctx context.Context, name string) <-chan saleAnswer {
+func (st *faultState) saleOnceUp(ctx context.Context, name string) <-chan shopapi.Answer {
 	url := st.r.urlsOf([]string{name})[0]
-	out := make(chan saleAnswer, 1)
+	out := make(chan shopapi.Answer, 1)
 	go func() {
 		deadline := time.Now().Add(holdTimeout)
 		for {
-			a := st.r.shop.sale(ctx, url, st.run.Stage, st.r.cfg.Scenario.SKU)
-			res := a.result()
+			a := st.r.shop.Sale(ctx, url, st.run.Stage, st.r.cfg.Scenario.SKU)
+			res := a.Result()
 			st.record(res)
-			st.tl.Add(a.end, attack.Classify(res.Code) == attack.Sale)
-			if a.status != http.StatusServiceUnavailable || time.Now().After(deadline) || sleep.For(ctx, retryUnavailable) != nil {
+			st.tl.Add(a.End, attack.Classify(res.Code) == attack.Sale)
+			if a.Status != http.StatusServiceUnavailable || time.Now().After(deadline) || sleep.For(ctx, retryUnavailable) != nil {
 				out <- a
 				return
 			}
@@ -210,10 +211,10 @@ func (st *faultState) saleOnceUp(ctx context.Context, name string) <-chan saleAn
 	return out
 }
 
-func (st *faultState) victimAnswered(a saleAnswer) {
-	st.rep.VictimAnswer, st.rep.VictimStatus = a.String(), a.status
+func (st *faultState) victimAnswered(a shopapi.Answer) {
+	st.rep.VictimAnswer, st.rep.VictimStatus = a.String(), a.Status
 	if !st.faultAt.IsZero() {
-		after := report.MS(a.end.Sub(st.faultAt))
+		after := report.MS(a.End.Sub(st.faultAt))
 		st.rep.VictimAnswerMS = &after
 	}
 }
@@ -228,7 +229,7 @@ func (st *faultState) background(ctx context.Context, d plan.Duration, sku strin
 		urls = st.r.urlsOf(replicas)
 	}
 	for i, u := range urls {
-		urls[i] = deductURL(u, st.run.Stage, sku)
+		urls[i] = shopapi.DeductURL(u, st.run.Stage, sku)
 	}
 	record := st.record
 	if sku != st.r.cfg.Scenario.SKU {
@@ -273,7 +274,7 @@ func (st *faultState) undo() {
 // conclude measures the step from its answers and reads the audit.
 func (st *faultState) conclude(ctx context.Context) error {
 	st.measure()
-	audit, err := st.r.auditPatiently(ctx, st.r.cfg.Target, st.run.Stage, st.r.cfg.Scenario.SKU)
+	audit, err := st.r.shop.AuditPatiently(ctx, st.r.cfg.Target, st.run.Stage, st.r.cfg.Scenario.SKU)
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 	"time"
 )
 
@@ -13,11 +14,11 @@ var errAnsweredFirst = errors.New("the sale answered before it held the lock")
 
 // waitHolding waits until the named replica has a sale inside the critical
 // section (track_holders), or its sale answered.
-func (st *faultState) waitHolding(ctx context.Context, name string, answered <-chan saleAnswer) error {
+func (st *faultState) waitHolding(ctx context.Context, name string, answered <-chan shopapi.Answer) error {
 	return st.waitHoldingWithin(ctx, name, answered, holdTimeout)
 }
 
-func (st *faultState) waitHoldingWithin(ctx context.Context, name string, answered <-chan saleAnswer, limit time.Duration) error {
+func (st *faultState) waitHoldingWithin(ctx context.Context, name string, answered <-chan shopapi.Answer, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	key := st.holdersKey()
@@ -28,7 +29,7 @@ func (st *faultState) waitHoldingWithin(ctx context.Context, name string, answer
 }
 
 // waitStopped waits until a replica is stopped and returns its name.
-func (st *faultState) waitStopped(ctx context.Context, answered <-chan saleAnswer) (string, error) {
+func (st *faultState) waitStopped(ctx context.Context, answered <-chan shopapi.Answer) (string, error) {
 	var name string
 	err := st.poll(ctx, answered, func() bool {
 		if stopped := st.r.cfg.Injector.StoppedReplicas(); len(stopped) > 0 {
@@ -62,7 +63,7 @@ func (st *faultState) waitOtherHolder(ctx context.Context, except string) bool {
 
 // poll checks cond until it holds, answered delivers (errAnsweredFirst,
 // without taking the answer), or holdTimeout passes.
-func (st *faultState) poll(ctx context.Context, answered <-chan saleAnswer, cond func() bool, what string) error {
+func (st *faultState) poll(ctx context.Context, answered <-chan shopapi.Answer, cond func() bool, what string) error {
 	ctx, cancel := context.WithTimeout(ctx, holdTimeout)
 	defer cancel()
 	tick := time.NewTicker(pollEvery)

@@ -27,6 +27,10 @@ func TestPackagesKeepTheirImportRules(t *testing.T) {
 		{"attack", all(stores, clients[:2], []string{runner, runner + "/expect"})},
 		{"expect", all(stores, clients, []string{runner, runner + "/attack"})},
 		{"report", all(clients, []string{"net/http", runner, runner + "/attack", runner + "/expect"})},
+		{"timeline", all(stores, clients, []string{runner, runner + "/expect", runner + "/shopapi"})},
+		// shopapi decodes the API's answers into the stores' result types
+		// (orders.Order) and nothing else of theirs.
+		{"shopapi", all(stores[:1], stores[2:], clients[:2], []string{runner, runner + "/attack", runner + "/expect"})},
 	} {
 		out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, "./"+tc.pkg).Output()
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
@@ -33,7 +34,7 @@ const (
 // the sales; wait, after the load, waits for every payer and reports.
 type loadPayers struct {
 	ctx       context.Context
-	shop      *shopClient
+	shop      *shopapi.Client
 	base      string
 	step      plan.PaymentStep
 	wg        sync.WaitGroup
@@ -44,7 +45,7 @@ type loadPayers struct {
 	giveUpAfter time.Duration
 }
 
-func newLoadPayers(ctx context.Context, shop *shopClient, base string, step plan.PaymentStep) *loadPayers {
+func newLoadPayers(ctx context.Context, shop *shopapi.Client, base string, step plan.PaymentStep) *loadPayers {
 	return &loadPayers{ctx: ctx, shop: shop, base: base, step: step, rep: report.PaymentReport{DuringLoad: true}, giveUpAfter: notWrittenBound}
 }
 
@@ -93,8 +94,8 @@ func (lp *loadPayers) pay(at time.Time, order, user string) {
 	lp.mu.Unlock()
 	giveUp := time.Now().Add(lp.giveUpAfter)
 	for {
-		err := lp.shop.pay(lp.ctx, lp.base, order, user)
-		var api *apiError
+		err := lp.shop.Pay(lp.ctx, lp.base, order, user)
+		var api *shopapi.APIError
 		if errors.As(err, &api) && api.Status == http.StatusNotFound && time.Now().Before(giveUp) {
 			lp.mu.Lock()
 			lp.rep.Retried404++

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -38,7 +39,7 @@ func TestLoadPayersPayTheOrdersOfTheSales(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	lp := newLoadPayers(context.Background(), newShopClient(""), srv.URL, plan.PaymentStep{PayWithin: plan.Duration(10 * time.Millisecond), Share: 1})
+	lp := newLoadPayers(context.Background(), shopapi.New(""), srv.URL, plan.PaymentStep{PayWithin: plan.Duration(10 * time.Millisecond), Share: 1})
 	lp.giveUpAfter = 300 * time.Millisecond
 	sale := func(code uint16, body string) *vegeta.Result {
 		return &vegeta.Result{Code: code, Body: []byte(body), Timestamp: time.Now()}

@@ -44,6 +44,7 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/expect"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 	"github.com/lockstep/lockstep/internal/loadgen/timeline"
 	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
@@ -108,17 +109,14 @@ var ErrUnknownStage = errors.New("unknown stage")
 // master's figures), which run even when the run was interrupted.
 const afterLoadTimeout = 10 * time.Second
 
-// readyTimeout bounds the wait for a replica, e.g. one restarting after a crash.
-const readyTimeout = 20 * time.Second
-
 type runner struct {
 	cfg      Config
-	shop     *shopClient
+	shop     *shopapi.Client
 	rdb      redis.UniversalClient
 	holders  redis.UniversalClient // where the track_holders counts are; rdb's server by default
 	progress *progress
 	log      *slog.Logger
-	info     map[string]StageInfo
+	info     map[string]shopapi.StageInfo
 	names    []string   // the replicas' names, as ReplicaURLs
 	live     *LiveStage // the running stage's, for cfg.Watch; nil without
 }
@@ -132,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	}
 	r := &runner{
 		cfg:      cfg,
-		shop:     newShopClient(cfg.AdminToken),
+		shop:     shopapi.New(cfg.AdminToken),
 		progress: newProgress(cfg.Progress, cfg.Interactive),
 		log:      cfg.Logger,
 	}
@@ -161,17 +159,17 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 		return nil, err
 	}
 	for _, u := range cfg.ReplicaURLs {
-		name, err := r.shop.replicaName(ctx, u)
+		name, err := r.shop.ReplicaName(ctx, u)
 		if err != nil {
 			return nil, fmt.Errorf("replica name: %w", err)
 		}
 		r.names = append(r.names, name)
 	}
-	stages, err := r.shop.stages(ctx, cfg.Target)
+	stages, err := r.shop.Stages(ctx, cfg.Target)
 	if err != nil {
 		return nil, fmt.Errorf("list stages: %w", err)
 	}
-	r.info = map[string]StageInfo{}
+	r.info = map[string]shopapi.StageInfo{}
 	ids := make([]string, len(stages))
 	for i, s := range stages {
 		r.info[s.ID], ids[i] = s, s.ID
@@ -310,7 +308,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		return row
 	}
 	r.live.setPhase("reset")
-	if err := r.shop.reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
+	if err := r.shop.Reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
 		return fail(fmt.Errorf("reset: %w", err))
 	}
 	if err := r.applyFaults(ctx, base, run.Stage, run.Faults); err != nil {
@@ -347,7 +345,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	}
 	t := attack.Run(ctx, attack.Spec{
 		Name:          run.Stage,
-		URL:           deductURL(base, run.Stage, sku),
+		URL:           shopapi.DeductURL(base, run.Stage, sku),
 		Rate:          run.AttackRate(),
 		Workers:       run.Workers,
 		Duration:      run.Duration.D(),
@@ -369,7 +367,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	row.StreamWhileRunning = peak
 	fillFromTally(&row, t)
 
-	audit, err := r.shop.audit(after, base, run.Stage, sku)
+	audit, err := r.shop.Audit(after, base, run.Stage, sku)
 	if err != nil {
 		return fail(fmt.Errorf("audit: %w", err))
 	}
@@ -379,7 +377,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	if ctx.Err() == nil { // an interrupted run keeps the figures it has
 		var drained time.Duration
 		atLoadEnd := audit
-		audit, drained, err = r.drainAsync(ctx, base, run.Stage, sku, audit)
+		audit, drained, err = r.shop.Drain(ctx, base, run.Stage, sku, audit)
 		row.DrainMS = float64(drained.Microseconds()) / 1000
 		if err != nil {
 			return fail(fmt.Errorf("drain: %w", err))
@@ -422,7 +420,7 @@ func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, r
 	if err := r.waitAllReady(ctx); err != nil {
 		return err
 	}
-	if err := r.shop.reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
+	if err := r.shop.Reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
 	faults := run.Faults
@@ -449,7 +447,7 @@ func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, r
 	// not awaited: that replica is restarting, and waiting for it would
 	// delay the observation.
 	faults.CrashHoldingLock = false
-	if err := r.shop.setFaults(ctx, r.cfg.Target, run.Stage, faults); err != nil {
+	if err := r.shop.SetFaults(ctx, r.cfg.Target, run.Stage, faults); err != nil {
 		return fmt.Errorf("disarm crash: %w", err)
 	}
 	if !crash.Triggered {
@@ -462,7 +460,7 @@ func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, r
 	r.progress.phase(fmt.Sprintf("      %s after the crash", run.Stage), run.Crash.Observe.D())
 	t := attack.Run(ctx, attack.Spec{
 		Name:     run.Stage + "-after-crash",
-		URL:      deductURL(base, run.Stage, sku),
+		URL:      shopapi.DeductURL(base, run.Stage, sku),
 		Rate:     run.Crash.Rate,
 		Workers:  run.Crash.Workers,
 		Duration: run.Crash.Observe.D(),
@@ -492,11 +490,11 @@ func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, r
 		return nil
 	}
 	// Stuck: show that only a reset (which drops the lock) lets sales resume.
-	if err := r.shop.reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
+	if err := r.shop.Reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
 		return fmt.Errorf("reset after crash: %w", err)
 	}
 	tl.Mark(time.Now(), "reset")
-	status, err = r.shop.deduct(ctx, base, run.Stage, sku, crashBuyer(run, 0))
+	status, err = r.shop.Deduct(ctx, base, run.Stage, sku, crashBuyer(run, 0))
 	sold := err == nil && attack.Classify(uint16(status)) == attack.Sale
 	crash.SaleAfterReset = &sold
 	tl.Add(time.Now(), sold)
@@ -512,7 +510,7 @@ const triggerCrashAttempts = 10
 // step's sales took that no order holds: the crash between the deduction
 // and the order insert loses them.
 func (r *runner) undersoldAfterCrash(ctx context.Context, base, stage string, crash *report.CrashReport) error {
-	audit, err := r.shop.audit(ctx, base, stage, r.cfg.Scenario.SKU)
+	audit, err := r.shop.Audit(ctx, base, stage, r.cfg.Scenario.SKU)
 	if err != nil {
 		return fmt.Errorf("audit after the crash: %w", err)
 	}
@@ -536,7 +534,7 @@ func crashBuyer(run plan.RunSpec, n int) string {
 // transport error, or a 502 from the proxy) or an unexpected answer.
 func (r *runner) triggerCrash(ctx context.Context, base string, run plan.RunSpec, sku string) (int, error) {
 	for attempt := 1; ; attempt++ {
-		status, err := r.shop.deduct(ctx, base, run.Stage, sku, crashBuyer(run, attempt))
+		status, err := r.shop.Deduct(ctx, base, run.Stage, sku, crashBuyer(run, attempt))
 		if err != nil || attack.Classify(uint16(status)) != attack.Sale || attempt == triggerCrashAttempts {
 			return status, err
 		}
@@ -552,30 +550,10 @@ func (r *runner) triggerCrash(ctx context.Context, base string, run plan.RunSpec
 // known, waits until every replica applies them: the shop stores faults in
 // Redis and replicas hear of a change over pub/sub, a moment later.
 func (r *runner) applyFaults(ctx context.Context, base, stage string, f plan.Faults) error {
-	if err := r.shop.setFaults(ctx, base, stage, f); err != nil {
+	if err := r.shop.SetFaults(ctx, base, stage, f); err != nil {
 		return err
 	}
-	return r.awaitFaults(ctx, r.cfg.ReplicaURLs, stage, f)
-}
-
-// awaitFaults waits until each of the replicas applies the faults.
-func (r *runner) awaitFaults(ctx context.Context, replicas []string, stage string, f plan.Faults) error {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	for _, replica := range replicas {
-		for {
-			stages, err := r.shop.stages(ctx, replica)
-			if err == nil && slices.ContainsFunc(stages, func(s StageInfo) bool { return s.ID == stage && s.Faults == f }) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("%s did not apply the faults: %w", replica, errors.Join(err, ctx.Err()))
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}
-	return nil
+	return r.shop.AwaitFaults(ctx, r.cfg.ReplicaURLs, stage, f)
 }
 
 // lockKeys lists the stage's keys that hold a lock, with their TTLs.
@@ -639,7 +617,7 @@ func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *time
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				if a, err := r.shop.audit(ctx, base, stage, sku); err == nil {
+				if a, err := r.shop.Audit(ctx, base, stage, sku); err == nil {
 					r.progress.oversold.Store(int64(a.Oversold))
 					live.audited(a)
 					peak.Most(a.Stream)
@@ -662,7 +640,7 @@ func (r *runner) waitAllReady(ctx context.Context) error {
 		bases = []string{r.cfg.Target}
 	}
 	for _, b := range bases {
-		if err := r.shop.waitReady(ctx, b, readyTimeout); err != nil {
+		if err := r.shop.WaitReady(ctx, b, shopapi.ReadyTimeout); err != nil {
 			return err
 		}
 	}
@@ -688,7 +666,7 @@ func (r *runner) waitRouted(ctx context.Context) {
 	for {
 		seen := map[string]bool{}
 		for range 2 * len(r.names) {
-			if name, err := r.shop.replicaName(ctx, r.cfg.Target); err == nil {
+			if name, err := r.shop.ReplicaName(ctx, r.cfg.Target); err == nil {
 				seen[name] = true
 			}
 		}
@@ -738,7 +716,7 @@ func (r *runner) describeProxy(ctx context.Context) report.Component {
 	if r.cfg.Proxy.Kind != "" {
 		return r.cfg.Proxy
 	}
-	server := r.shop.serverHeader(ctx, r.cfg.Target)
+	server := r.shop.ServerHeader(ctx, r.cfg.Target)
 	if server == "" {
 		return report.Component{Kind: "unknown", Addr: r.cfg.Target}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 	"github.com/lockstep/lockstep/internal/redistrace"
 )
 
@@ -84,7 +85,7 @@ func (r *runner) traceSales(ctx context.Context, stage string, live *LiveStage) 
 	ctx, cancel := context.WithCancel(ctx)
 	t := &saleTracer{cancel: cancel, done: make(chan struct{})}
 	want := stageShows[stage]
-	url := stageURL(r.cfg.ReplicaURLs[0], stage, "trace") + "?wait=" + traceWait.String()
+	url := shopapi.StageURL(r.cfg.ReplicaURLs[0], stage, "trace") + "?wait=" + traceWait.String()
 	go func() {
 		defer close(t.done)
 		for ctx.Err() == nil {
@@ -98,8 +99,8 @@ func (r *runner) traceSales(ctx context.Context, stage string, live *LiveStage) 
 					Body   json.RawMessage `json:"body"`
 				} `json:"result"`
 			}
-			err := r.shop.do(ctx, http.MethodPost, url, nil, true, &got)
-			var apiErr *apiError
+			err := r.shop.Do(ctx, http.MethodPost, url, nil, true, &got)
+			var apiErr *shopapi.APIError
 			switch {
 			case errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable:
 				continue // no sale within the wait: ask again

@@ -1,4 +1,4 @@
-package loadgen
+package shopapi
 
 import (
 	"context"
@@ -14,8 +14,8 @@ func TestShopClientErrorsSayEachThingOnce(t *testing.T) {
 	srv := httptest.NewServer(nil)
 	gone := srv.URL
 	srv.Close()
-	c := newShopClient("")
-	_, err := c.audit(context.Background(), gone, "atomic", "sku-1")
+	c := New("")
+	_, err := c.Audit(context.Background(), gone, "atomic", "sku-1")
 	if err == nil || strings.Count(err.Error(), gone) != 1 {
 		t.Errorf("audit of a shop that is gone: %q, want its URL named once", err)
 	}
@@ -25,7 +25,7 @@ func TestShopClientErrorsSayEachThingOnce(t *testing.T) {
 		_, _ = w.Write([]byte(`{"error":"redis_unavailable","message":"inventory: redis unavailable: ping: EOF"}`))
 	}))
 	defer refusing.Close()
-	_, err = c.audit(context.Background(), refusing.URL, "atomic", "sku-1")
+	_, err = c.Audit(context.Background(), refusing.URL, "atomic", "sku-1")
 	if err == nil || strings.Count(err.Error(), refusing.URL) != 1 || strings.Count(err.Error(), "redis unavailable") != 1 {
 		t.Errorf("refused audit: %q, want the URL and the shop's message once", err)
 	}
