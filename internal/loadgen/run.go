@@ -13,19 +13,23 @@
 //   - attack (internal/loadgen/attack) sends the sales with vegeta
 //     (targets, buyers, pacing) and hands each result to its observers
 //     (attack.Observer) after its own Tally;
+//   - shopapi (internal/loadgen/shopapi) is the shop's HTTP API: the
+//     client, the patient audit, the drain, the wait for faults;
+//   - fault (internal/loadgen/fault) carries out the fault steps, one kind
+//     per file, through the Injector and the Stores the workshop provides;
+//   - the observers with a record of their own: timeline
+//     (report.Timeline) and shards (report.ShardLoad);
 //   - this package walks the scenario (run.go: reset → faults → attack →
-//     audit → drain → payment or crash step), follows the attacks with
-//     observers and pollers (timeline, progress, trace, shards, stream
-//     figures, the live page), carries out the fault steps (fault*.go)
-//     through the Injector the workshop provides.
+//     audit → drain → payment or crash step) and follows the attacks with
+//     the other observers and pollers (progress, trace, stream figures,
+//     payers, the live page).
 //
-// loadgen speaks HTTP to the shops. It must not import the stores'
+// loadgen speaks HTTP to the shops. It does not import the stores'
 // packages (inventory, orders, asyncorders, segments) for anything but the
-// result types the shop's HTTP API returns; what a fault step reads in a
-// store's server it asks the Injector for. Left over for now: which stages
-// are async (asyncorders.ModeOf), the stages' key names the crash, fault
-// and shard readers look at in Redis (segments.Tag), and those readers'
-// own Redis client.
+// result types the shop's HTTP API returns, nor a Redis client: what it
+// reads in the stores' servers it asks Config.Stores for
+// (internal/storeview), what it does to the processes Config.Injector.
+// Left over: which stages are async (asyncorders.ModeOf).
 package loadgen
 
 import (
@@ -42,12 +46,12 @@ import (
 
 	"github.com/lockstep/lockstep/internal/loadgen/attack"
 	"github.com/lockstep/lockstep/internal/loadgen/expect"
+	"github.com/lockstep/lockstep/internal/loadgen/fault"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/loadgen/shards"
 	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 	"github.com/lockstep/lockstep/internal/loadgen/timeline"
-	"github.com/lockstep/lockstep/internal/redisclient"
-	"github.com/redis/go-redis/v9"
 )
 
 // Config is what Run needs to know about the set-up.
@@ -59,12 +63,11 @@ type Config struct {
 	// stages.
 	ReplicaURLs []string
 	AdminToken  string
-	// RedisAddr, optional, lets the crash step look at the lock keys;
-	// RedisCluster, instead, are the seed addresses of the Redis Cluster
-	// the shops run on.
-	RedisAddr     string
-	RedisCluster  []string
-	RedisPassword string
+	// Stores, optional, reads what the shops keep in Redis (the workshop's
+	// storeview.View): the crash step's lock keys, each Cluster master's
+	// load, and what the fault steps look at. Without it those are left
+	// out, and runs with a fault step are skipped.
+	Stores Stores
 	// Redis and Proxy describe the set-up for the report; when empty they
 	// are asked from Redis (INFO) and from the target's Server header.
 	Redis, Proxy report.Component
@@ -83,10 +86,7 @@ type Config struct {
 	// Injector, optional, carries out the fault steps (the workshop's);
 	// without it runs with a fault step are skipped. They also need the
 	// replicas' URLs and a Redis address.
-	Injector Injector
-	// HoldersRedisAddr is where the shops keep the track_holders counts
-	// when not on RedisAddr (--holders-redis-addr).
-	HoldersRedisAddr string
+	Injector fault.Injector
 	// GrafanaURL, optional, is where each stage run is annotated (a region
 	// tagged lockstep and the stage); a user in it is sent as basic auth,
 	// GrafanaToken, if set, as a bearer token instead. A failed annotation
@@ -112,8 +112,6 @@ const afterLoadTimeout = 10 * time.Second
 type runner struct {
 	cfg      Config
 	shop     *shopapi.Client
-	rdb      redis.UniversalClient
-	holders  redis.UniversalClient // where the track_holders counts are; rdb's server by default
 	progress *progress
 	log      *slog.Logger
 	info     map[string]shopapi.StageInfo
@@ -140,20 +138,6 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	grafana, err := newAnnotator(cfg.GrafanaURL, cfg.GrafanaToken)
 	if err != nil {
 		return nil, err
-	}
-	switch {
-	case len(cfg.RedisCluster) > 0:
-		r.rdb = redisclient.NewCluster(redisclient.Settings{Password: cfg.RedisPassword}, cfg.RedisCluster)
-	case cfg.RedisAddr != "":
-		r.rdb = redisclient.New(redisclient.Settings{Password: cfg.RedisPassword}, cfg.RedisAddr)
-	}
-	if r.rdb != nil {
-		defer r.rdb.Close()
-		r.holders = r.rdb
-	}
-	if cfg.HoldersRedisAddr != "" {
-		r.holders = redisclient.New(redisclient.Settings{Password: cfg.RedisPassword}, cfg.HoldersRedisAddr)
-		defer r.holders.Close()
 	}
 	if err := r.waitAllReady(ctx); err != nil {
 		return nil, err
@@ -263,7 +247,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		return row
 	case run.Via == plan.ViaOneReplica:
 		base = r.cfg.ReplicaURLs[0]
-	case run.Fault != nil && (r.cfg.Injector == nil || len(r.cfg.ReplicaURLs) < 2 || r.holders == nil):
+	case run.Fault != nil && (r.cfg.Injector == nil || len(r.cfg.ReplicaURLs) < 2 || r.cfg.Stores == nil):
 		row.Skipped = "a fault step needs the workshop (go run ./cmd/workshop): it kills, stops and cuts off its processes"
 		return row
 	case run.HoldWorkers && (r.cfg.Injector == nil || len(r.cfg.Injector.OrderWorkers()) == 0):
@@ -298,7 +282,11 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		r.progress.phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.Name(), run.Fault.Kind), run.Fault.Window())
 		peak := streamPeak(run.Stage)
 		stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, nil, peak)
-		err := r.faultStep(ctx, run, &row, tl)
+		t, err := fault.Run(ctx, r.faultEnv(), run, &row, tl)
+		if t != nil {
+			fillFromTally(&row, t)
+		}
+		judgeConsistency(&row)
 		stopPolling()
 		row.StreamWhileRunning = peak
 		row.Timeline = tl.Build()
@@ -331,9 +319,13 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	r.live.setPhase("load")
 	r.progress.phase(fmt.Sprintf("[%d/%d] %s via %s", index+1, len(r.cfg.Scenario.Runs), run.Stage, run.Via), run.Duration.D())
 	cpu := startCPUSampler(r.cfg.Processes)
-	shards := startShardSampler(ctx, r.rdb, run.Stage, sku, segmentCount(run.Stage, run.Segments))
+	var shardReader shards.Reader
+	if r.cfg.Stores != nil {
+		shardReader = r.cfg.Stores
+	}
+	sampler := shards.Start(ctx, shardReader, run.Stage, sku, run.Segments)
 	peak := streamPeak(run.Stage)
-	stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, shards, peak)
+	stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, sampler, peak)
 	var payers *loadPayers
 	observers := []attack.Observer{tl, r.progress}
 	if run.Payment != nil && run.Payment.DuringLoad {
@@ -362,7 +354,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterLoadTimeout)
 	defer cancel()
 	row.CPU = cpu.stop()
-	row.Shards = shards.stop(after)
+	row.Shards = sampler.Stop(after)
 	stopPolling()
 	row.StreamWhileRunning = peak
 	fillFromTally(&row, t)
@@ -479,8 +471,8 @@ func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, r
 	if err := r.undersoldAfterCrash(ctx, base, run.Stage, crash); err != nil {
 		return err
 	}
-	if r.rdb != nil {
-		keys, err := r.lockKeys(ctx, run.Stage)
+	if r.cfg.Stores != nil {
+		keys, err := r.cfg.Stores.LockKeys(ctx, run.Stage)
 		if err != nil {
 			return fmt.Errorf("inspect lock keys: %w", err)
 		}
@@ -556,53 +548,12 @@ func (r *runner) applyFaults(ctx context.Context, base, stage string, f plan.Fau
 	return r.shop.AwaitFaults(ctx, r.cfg.ReplicaURLs, stage, f)
 }
 
-// lockKeys lists the stage's keys that hold a lock, with their TTLs.
-func (r *runner) lockKeys(ctx context.Context, stage string) ([]report.LockKey, error) {
-	var (
-		mu   sync.Mutex
-		keys []string
-	)
-	// Lock keys end in ":lock" (lockstep:setnx:{sku-1}:lock); a stage's
-	// other keys hold stock and accounting. On a cluster every master
-	// holds some.
-	err := forEachMaster(ctx, r.rdb, func(ctx context.Context, node redis.Cmdable) error {
-		iter := node.Scan(ctx, 0, "lockstep:"+stage+":*", 100).Iterator()
-		for iter.Next(ctx) {
-			if strings.HasSuffix(iter.Val(), ":lock") {
-				mu.Lock()
-				keys = append(keys, iter.Val())
-				mu.Unlock()
-			}
-		}
-		return iter.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("scan: %w", err)
-	}
-	slices.Sort(keys)
-	out := make([]report.LockKey, 0, len(keys))
-	for _, k := range keys {
-		ttl, err := r.rdb.PTTL(ctx, k).Result()
-		if err != nil {
-			return nil, fmt.Errorf("pttl %s: %w", k, err)
-		}
-		if ttl == -2 { // gone since the scan
-			continue
-		}
-		if ttl > 0 {
-			ttl /= time.Millisecond
-		}
-		out = append(out, report.LockKey{Key: k, TTLMS: int64(ttl)})
-	}
-	return out, nil
-}
-
 // pollLoad keeps the progress line's "oversold so far" and the live
 // page's fresh from the audit, samples it on the timeline, and gives the
 // live page each master's load every second (on a cluster), keeps in peak
 // (an async stage's, else nil) the most its stream reached, until the
 // returned stop function is called.
-func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *timeline.Builder, shards *shardSampler, peak *report.StreamView) (stop func()) {
+func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *timeline.Builder, sampler *shards.Sampler, peak *report.StreamView) (stop func()) {
 	if r.cfg.Progress == nil && r.cfg.Watch == nil && peak == nil {
 		return func() {}
 	}
@@ -624,7 +575,7 @@ func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *time
 					tl.SampleOversold(time.Now(), a.Oversold)
 				}
 				if live != nil && n%4 == 1 { // once a second
-					live.sharded(shards.soFar(ctx))
+					live.sharded(sampler.SoFar(ctx))
 				}
 			}
 		}
@@ -683,33 +634,14 @@ func (r *runner) waitRouted(ctx context.Context) {
 	}
 }
 
-// forEachMaster runs f on every master of a cluster client, on the one
-// Redis of any other client.
-func forEachMaster(ctx context.Context, rdb redis.UniversalClient, f func(context.Context, redis.Cmdable) error) error {
-	if cluster, ok := rdb.(*redis.ClusterClient); ok {
-		return cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return f(ctx, node) })
-	}
-	return f(ctx, rdb)
-}
-
 func (r *runner) describeRedis(ctx context.Context) report.Component {
 	if r.cfg.Redis.Kind != "" {
 		return r.cfg.Redis
 	}
-	if r.rdb == nil {
+	if r.cfg.Stores == nil {
 		return report.Component{Kind: "unknown", Note: "no Redis address given"}
 	}
-	info, err := r.rdb.Info(ctx, "server").Result()
-	if err != nil {
-		return report.Component{Kind: "unknown", Addr: r.cfg.RedisAddr, Note: err.Error()}
-	}
-	c := report.Component{Kind: "redis-server", Addr: r.cfg.RedisAddr}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			c.Version = v
-		}
-	}
-	return c
+	return r.cfg.Stores.Describe(ctx)
 }
 
 func (r *runner) describeProxy(ctx context.Context) report.Component {

@@ -1,4 +1,4 @@
-package loadgen
+package fault
 
 import (
 	"context"
@@ -13,14 +13,14 @@ import (
 // are offered through the proxy to see when, if ever, they go through again.
 type crashFault struct{}
 
-func (crashFault) run(ctx context.Context, st *faultState) error {
-	r, fs := st.r, st.run.Fault
+func (crashFault) Run(ctx context.Context, st *Step) error {
+	fs := st.run.Fault
 	victim, answer, err := st.slowVictimHolding(ctx)
 	if err != nil {
 		return err
 	}
 	st.faultAt = time.Now()
-	if err := r.cfg.Injector.KillReplica(ctx, victim); err != nil {
+	if err := st.env.Injector.KillReplica(ctx, victim); err != nil {
 		return err
 	}
 	st.healAt = st.faultAt
@@ -32,10 +32,10 @@ func (crashFault) run(ctx context.Context, st *faultState) error {
 	if err := st.forgetHolder(ctx, victim); err != nil {
 		return err
 	}
-	if err := st.setFaults(ctx, st.run.Faults, namesBut(r.names, victim)); err != nil {
+	if err := st.setFaults(ctx, st.run.Faults, namesBut(st.env.Names, victim)); err != nil {
 		return err
 	}
-	st.background(ctx, fs.Observe, st.r.cfg.Scenario.SKU)()
+	st.background(ctx, fs.Observe, st.env.SKU)()
 	st.victimAnswered(<-answer)
 	if err := st.conclude(ctx); err != nil {
 		return err
@@ -45,18 +45,16 @@ func (crashFault) run(ctx context.Context, st *faultState) error {
 	}
 	// Stuck: show the lock that never expires, and that only a reset
 	// (which deletes it) lets sales through again.
-	if r.rdb != nil {
-		keys, err := r.lockKeys(ctx, st.run.Stage)
-		if err != nil {
-			return fmt.Errorf("inspect lock keys: %w", err)
-		}
-		st.rep.LockKeys = keys
+	keys, err := st.env.Stores.LockKeys(ctx, st.run.Stage)
+	if err != nil {
+		return fmt.Errorf("inspect lock keys: %w", err)
 	}
-	if err := r.shop.Reset(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, st.run.Stock, st.run.Segments); err != nil {
+	st.rep.LockKeys = keys
+	if err := st.env.Shop.Reset(ctx, st.env.Target, st.run.Stage, st.env.SKU, st.run.Stock, st.run.Segments); err != nil {
 		return fmt.Errorf("reset after the crash: %w", err)
 	}
 	st.mark(time.Now(), "reset")
-	a := r.shop.Sale(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
+	a := st.env.Shop.Sale(ctx, st.env.Target, st.run.Stage, st.env.SKU)
 	sold := a.Err == nil && attack.Classify(uint16(a.Status)) == attack.Sale
 	st.rep.SaleAfterReset = &sold
 	st.tl.Add(a.End, sold)

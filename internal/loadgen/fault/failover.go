@@ -1,4 +1,4 @@
-package loadgen
+package fault
 
 import (
 	"context"
@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/lockstep/lockstep/internal/keyslot"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
@@ -21,7 +18,7 @@ import (
 // ensemble (plan.FaultStep.Target).
 type failoverFault struct{}
 
-func (failoverFault) run(ctx context.Context, st *faultState) error {
+func (failoverFault) Run(ctx context.Context, st *Step) error {
 	switch st.run.Fault.Target {
 	case plan.FailoverMaster:
 		return masterFailover(ctx, st)
@@ -37,24 +34,23 @@ func (failoverFault) run(ctx context.Context, st *faultState) error {
 // the master is killed with SIGKILL, a replica that never saw the lock is
 // promoted, a second sale takes the same lock there, and the victim is
 // continued while it holds it.
-func masterFailover(ctx context.Context, st *faultState) error {
-	r := st.r
-	inj := r.cfg.Injector
+func masterFailover(ctx context.Context, st *Step) error {
+	inj := st.env.Injector
 	if err := inj.PrepareFailover(ctx); err != nil {
 		return err
 	}
-	if err := r.waitAllReady(ctx); err != nil {
+	if err := st.env.WaitAllReady(ctx); err != nil {
 		return err
 	}
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
 		return err
 	}
 	lockKey := st.lockKey()
-	loadSKU, err := loadSKU(ctx, st, lockKey)
+	loadSKU, err := st.env.Stores.LoadSKU(ctx, st.env.SKU, lockKey)
 	if err != nil {
 		return err
 	}
-	if err := r.shop.Reset(ctx, r.cfg.Target, st.run.Stage, loadSKU, failoverLoadStock, st.run.Segments); err != nil {
+	if err := st.env.Shop.Reset(ctx, st.env.Target, st.run.Stage, loadSKU, failoverLoadStock, st.run.Segments); err != nil {
 		return fmt.Errorf("reset %s: %w", loadSKU, err)
 	}
 	if err := inj.HoldReplication(ctx); err != nil {
@@ -66,10 +62,10 @@ func masterFailover(ctx context.Context, st *faultState) error {
 	// there and stop its shop.
 	armed := st.run.Faults
 	armed.PauseBeforeWrite = true
-	if err := r.applyFaults(ctx, r.cfg.Target, st.run.Stage, armed); err != nil {
+	if err := st.applyFaults(ctx, armed); err != nil {
 		return fmt.Errorf("arm the pause: %w", err)
 	}
-	first, second := r.names[0], r.names[1]
+	first, second := st.env.Names[0], st.env.Names[1]
 	answerA := st.victim(ctx, first)
 	_, err = st.waitStopped(ctx, answerA)
 	var aDone *shopapi.Answer
@@ -82,7 +78,7 @@ func masterFailover(ctx context.Context, st *faultState) error {
 		// Nobody claimed the pause: disarm it before the load, or a sale
 		// of the load claims it where it survives the failover (on a
 		// cluster, the faults may live on a master that does not die).
-		if err := st.setFaults(ctx, st.run.Faults, r.names); err != nil {
+		if err := st.setFaults(ctx, st.run.Faults, st.env.Names); err != nil {
 			return err
 		}
 	case err != nil:
@@ -94,7 +90,7 @@ func masterFailover(ctx context.Context, st *faultState) error {
 	// stuck and recovered are measured under load: to the shops the pause
 	// did not stop, for another SKU of the stage (the victims' lock and
 	// audit stay theirs).
-	loadDone := st.background(ctx, failoverLoad(st.run.Fault), loadSKU, namesBut(r.names, first)...)
+	loadDone := st.background(ctx, failoverLoad(st.run.Fault), loadSKU, namesBut(st.env.Names, first)...)
 	defer loadDone()
 	master, err := inj.KillMaster(ctx, lockKey)
 	if err != nil {
@@ -112,7 +108,7 @@ func masterFailover(ctx context.Context, st *faultState) error {
 	// The shops still run with the pause armed until they re-read the
 	// faults from the promoted master, which never had it: wait until
 	// they do (one may still be dialling the dead master).
-	if err := r.shop.AwaitFaults(ctx, r.urlsOf(r.livingReplicas(aDone == nil, first)), st.run.Stage, st.run.Faults); err != nil {
+	if err := st.env.Shop.AwaitFaults(ctx, st.env.urlsOf(st.env.livingReplicas(aDone == nil, first)), st.run.Stage, st.run.Faults); err != nil {
 		return err
 	}
 	answerB := st.saleOnceUp(ctx, second)
@@ -131,45 +127,6 @@ func masterFailover(ctx context.Context, st *faultState) error {
 	st.note("the second sale answered %s", <-answerB)
 	loadDone()
 	return st.conclude(ctx)
-}
-
-// loadSKU is the SKU the failover's load buys, beside the victims': on a
-// Redis Cluster one whose keys live on the master that dies, so the load
-// sees that master's outage.
-func loadSKU(ctx context.Context, st *faultState, lockKey string) (string, error) {
-	sku := st.r.cfg.Scenario.SKU + "-load"
-	cluster, ok := st.r.rdb.(*redis.ClusterClient)
-	if !ok {
-		return sku, nil
-	}
-	// The slot map as a node has it now, not the client's cached state:
-	// after an earlier row's failover that may name the killed master, and
-	// go-redis answers a slot it has no node for with a random node (a CI
-	// run found no SKU "on" such a replica).
-	slots, err := cluster.ClusterSlots(ctx).Result()
-	if err != nil {
-		return "", fmt.Errorf("cluster slots: %w", err)
-	}
-	masterOf := func(key string) string {
-		slot := keyslot.Of(key)
-		for _, r := range slots {
-			if slot >= r.Start && slot <= r.End && len(r.Nodes) > 0 {
-				return r.Nodes[0].Addr
-			}
-		}
-		return ""
-	}
-	master := masterOf(lockKey)
-	if master == "" {
-		return "", fmt.Errorf("no master serves %s's slot %d (cluster slots: %v)", lockKey, keyslot.Of(lockKey), slots)
-	}
-	for i := range 10000 {
-		candidate := fmt.Sprintf("%s-%d", sku, i)
-		if masterOf("{"+candidate+"}") == master {
-			return candidate, nil
-		}
-	}
-	return "", fmt.Errorf("no load SKU on %s, the master of %s", master, lockKey)
 }
 
 // failoverLoadStock is the stock of the SKU the failover's load buys: more
@@ -192,15 +149,14 @@ func failoverLoad(fs *plan.FaultStep) plan.Duration {
 // killed with SIGKILL and started again empty, which is what a failover to
 // a replica that never saw the lock amounts to; a second sale must still
 // find no majority until the victim, continued, releases the lock.
-func redlockMasterLoss(ctx context.Context, st *faultState) error {
-	r := st.r
-	inj := r.cfg.Injector
+func redlockMasterLoss(ctx context.Context, st *Step) error {
+	inj := st.env.Injector
 	armed := st.run.Faults
 	armed.PauseBeforeWrite = true
 	if err := st.resetWith(ctx, armed); err != nil {
 		return err
 	}
-	first, second := r.names[0], r.names[1]
+	first, second := st.env.Names[0], st.env.Names[1]
 	answerA := st.victim(ctx, first)
 	if _, err := st.waitStopped(ctx, answerA); err != nil {
 		return err
@@ -218,7 +174,7 @@ func redlockMasterLoss(ctx context.Context, st *faultState) error {
 	st.healAt = time.Now()
 	st.mark(st.healAt, "master 1 back, empty")
 	st.note("redlock's first master was killed and started again without the lock")
-	if err := st.setFaults(ctx, st.run.Faults, namesBut(r.names, first)); err != nil {
+	if err := st.setFaults(ctx, st.run.Faults, namesBut(st.env.Names, first)); err != nil {
 		return err
 	}
 	answerB := st.victim(ctx, second)

@@ -1,4 +1,4 @@
-package loadgen
+package fault
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const (
 // after-read; duplicate-delivery: after-insert); see workerCrash.
 type workerKillFault struct{ hook string }
 
-func (k workerKillFault) run(ctx context.Context, st *faultState) error {
+func (k workerKillFault) Run(ctx context.Context, st *Step) error {
 	return workerCrash(ctx, st, k.hook)
 }
 
@@ -35,21 +35,21 @@ func (k workerKillFault) run(ctx context.Context, st *faultState) error {
 // could do without it (claim its entries, or not). The worker is started
 // again under its name (it finishes its own pending list), and the run is
 // judged after draining.
-func workerCrash(ctx context.Context, st *faultState, at string) error {
-	r, fs := st.r, st.run.Fault
-	if !isAsync(st.run.Stage) {
+func workerCrash(ctx context.Context, st *Step, at string) error {
+	fs := st.run.Fault
+	if !st.env.IsAsync(st.run.Stage) {
 		return fmt.Errorf("a %s step runs on an async stage, not %s", fs.Kind, st.run.Stage)
 	}
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
 		return err
 	}
-	sku := r.cfg.Scenario.SKU
+	sku := st.env.SKU
 	loadDone := st.background(ctx, fs.Before+fs.Observe, sku)
 	defer loadDone()
 	if err := sleep.For(ctx, fs.Before.D()); err != nil {
 		return err
 	}
-	inj := r.cfg.Injector
+	inj := st.env.Injector
 	worker, err := inj.CrashOrderWorker(ctx, at)
 	if err != nil {
 		return fmt.Errorf("crash an order worker %s: %w", at, err)
@@ -68,11 +68,11 @@ func workerCrash(ctx context.Context, st *faultState, at string) error {
 		return err
 	}
 	loadDone()
-	down, err := r.shop.Audit(ctx, r.cfg.Target, st.run.Stage, sku)
+	down, err := st.env.Shop.Audit(ctx, st.env.Target, st.run.Stage, sku)
 	if err != nil {
 		return fmt.Errorf("audit while %s is down: %w", worker, err)
 	}
-	if down, _, err = r.shop.Drain(ctx, r.cfg.Target, st.run.Stage, sku, down); err != nil {
+	if down, _, err = st.env.Shop.Drain(ctx, st.env.Target, st.run.Stage, sku, down); err != nil {
 		return fmt.Errorf("drain while %s is down: %w", worker, err)
 	}
 	if down.Stream != nil {
@@ -92,7 +92,7 @@ func workerCrash(ctx context.Context, st *faultState, at string) error {
 	if err := st.conclude(ctx); err != nil {
 		return err
 	}
-	drained, took, err := r.shop.Drain(ctx, r.cfg.Target, st.run.Stage, sku, st.row.Audit)
+	drained, took, err := st.env.Shop.Drain(ctx, st.env.Target, st.run.Stage, sku, st.row.Audit)
 	if err != nil {
 		return fmt.Errorf("drain after %s's restart: %w", worker, err)
 	}
@@ -106,13 +106,13 @@ func workerCrash(ctx context.Context, st *faultState, at string) error {
 // between two reads of what it holds: the same entries, each delivered as
 // often, so no other worker took one meanwhile and every row counted is
 // one the dead worker wrote.
-func heldRows(ctx context.Context, st *faultState, sku, worker string) (held, rows int64, err error) {
-	inj := st.r.cfg.Injector
+func heldRows(ctx context.Context, st *Step, sku, worker string) (held, rows int64, err error) {
+	inj := st.env.Injector
 	before, err := inj.HeldEntries(ctx, st.run.Stage, sku, worker)
 	if err != nil {
 		return 0, 0, err
 	}
-	written, err := st.r.shop.Orders(ctx, st.r.cfg.Target, st.run.Stage, sku)
+	written, err := st.env.Shop.Orders(ctx, st.env.Target, st.run.Stage, sku)
 	if err != nil {
 		return 0, 0, fmt.Errorf("list the orders %s held entries of: %w", worker, err)
 	}

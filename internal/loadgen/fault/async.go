@@ -1,4 +1,4 @@
-package loadgen
+package fault
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 
 // backlog reads the stage's stream through the injector, from Redis: the shop's audit
 // counts the orders too, which waits on a stopped order database.
-func backlog(ctx context.Context, st *faultState) (report.Backlog, error) {
-	s, err := st.r.cfg.Injector.OrderStream(ctx, st.run.Stage, st.r.cfg.Scenario.SKU)
+func backlog(ctx context.Context, st *Step) (report.Backlog, error) {
+	s, err := st.env.Injector.OrderStream(ctx, st.run.Stage, st.env.SKU)
 	if err != nil {
 		return report.Backlog{}, fmt.Errorf("read the order stream: %w", err)
 	}
@@ -26,8 +26,8 @@ func backlog(ctx context.Context, st *faultState) (report.Backlog, error) {
 // holdWorkers stops every order worker (SIGSTOP) until the returned
 // function continues them (calling it again is fine; the step's undo
 // calls it too).
-func holdWorkers(ctx context.Context, st *faultState) (func() error, error) {
-	inj := st.r.cfg.Injector
+func holdWorkers(ctx context.Context, st *Step) (func() error, error) {
+	inj := st.env.Injector
 	names := inj.OrderWorkers()
 	if len(names) == 0 {
 		return nil, errors.New("no order worker to hold: the step runs on the workshop's async set-up")
@@ -59,7 +59,7 @@ func holdWorkers(ctx context.Context, st *faultState) (func() error, error) {
 // sent before the fault healed. (Not answered before the fault: a sale the
 // killed Redis admitted may be answered a moment after the step's clock
 // says it killed it.)
-func admitted(st *faultState) map[string]bool {
+func admitted(st *Step) map[string]bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	ids := map[string]bool{}
@@ -81,15 +81,14 @@ func admitted(st *faultState) map[string]bool {
 // drainAndCount waits for the workers to drain the stream, makes the
 // drained audit the row's, and counts in rep the admitted sales whose
 // order no row holds.
-func drainAndCount(ctx context.Context, st *faultState, rep *report.AsyncOutageReport) error {
-	r := st.r
-	drained, took, err := r.shop.Drain(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, st.row.Audit)
+func drainAndCount(ctx context.Context, st *Step, rep *report.AsyncOutageReport) error {
+	drained, took, err := st.env.Shop.Drain(ctx, st.env.Target, st.run.Stage, st.env.SKU, st.row.Audit)
 	if err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
 	st.row.Audit, st.row.DrainMS = drained, report.MS(took)
 	st.row.Oversold, st.row.Consistent = drained.Oversold, drained.Consistent
-	list, err := r.shop.Orders(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
+	list, err := st.env.Shop.Orders(ctx, st.env.Target, st.run.Stage, st.env.SKU)
 	if err != nil {
 		return fmt.Errorf("list the orders: %w", err)
 	}
@@ -117,9 +116,8 @@ func drainAndCount(ctx context.Context, st *faultState, rep *report.AsyncOutageR
 
 // rebuy sells again to a buyer whose order was written before the fault,
 // and records the answer: whether Redis still knows the buyer.
-func rebuy(ctx context.Context, st *faultState, rep *report.AsyncOutageReport) error {
-	r := st.r
-	list, err := r.shop.Orders(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU)
+func rebuy(ctx context.Context, st *Step, rep *report.AsyncOutageReport) error {
+	list, err := st.env.Shop.Orders(ctx, st.env.Target, st.run.Stage, st.env.SKU)
 	if err != nil {
 		return fmt.Errorf("list the orders: %w", err)
 	}
@@ -127,7 +125,7 @@ func rebuy(ctx context.Context, st *faultState, rep *report.AsyncOutageReport) e
 		return nil // no order before the fault: the check says so
 	}
 	rep.Rebuyer = list[0].User
-	if rep.RebuyStatus, err = r.shop.Buy(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, rep.Rebuyer); err != nil {
+	if rep.RebuyStatus, err = st.env.Shop.Buy(ctx, st.env.Target, st.run.Stage, st.env.SKU, rep.Rebuyer); err != nil {
 		return fmt.Errorf("buy again as %s: %w", rep.Rebuyer, err)
 	}
 	return nil
@@ -136,7 +134,7 @@ func rebuy(ctx context.Context, st *faultState, rep *report.AsyncOutageReport) e
 // ordersDownAsync ends an orders-down step on an async stage: the sales
 // never waited for the database, the workers did; the run is judged after
 // they drained the stream.
-func ordersDownAsync(ctx context.Context, st *faultState, rep *report.AsyncOutageReport) error {
+func ordersDownAsync(ctx context.Context, st *Step, rep *report.AsyncOutageReport) error {
 	if err := st.conclude(ctx); err != nil {
 		return err
 	}
@@ -153,7 +151,7 @@ func ordersDownAsync(ctx context.Context, st *faultState, rep *report.AsyncOutag
 // held since before the kill and Redis answering again: a buyer of before
 // the kill buys again, the workers go on, and what the restart lost is
 // counted after they drained the stream.
-func restartAsync(ctx context.Context, st *faultState, rep *report.AsyncOutageReport, releaseWorkers func() error) error {
+func restartAsync(ctx context.Context, st *Step, rep *report.AsyncOutageReport, releaseWorkers func() error) error {
 	if err := rebuy(ctx, st, rep); err != nil {
 		return err
 	}
@@ -174,7 +172,7 @@ func restartAsync(ctx context.Context, st *faultState, rep *report.AsyncOutageRe
 // sleepHoldingWorkers sleeps before, the order workers held (stopped) for
 // its second half, so that the stream holds a backlog when the fault
 // strikes.
-func sleepHoldingWorkers(ctx context.Context, st *faultState, before time.Duration, rep *report.AsyncOutageReport) (func() error, error) {
+func sleepHoldingWorkers(ctx context.Context, st *Step, before time.Duration, rep *report.AsyncOutageReport) (func() error, error) {
 	if err := sleep.For(ctx, before/2); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package loadgen
+package fault
 
 import (
 	"maps"
@@ -18,7 +18,7 @@ func TestAdmittedSalesAreToldApartByWhenTheyWereSent(t *testing.T) {
 	sale := func(code int, sent time.Duration, took time.Duration, body string) vegeta.Result {
 		return vegeta.Result{Code: uint16(code), Timestamp: heal.Add(sent), Latency: took, Body: []byte(body)}
 	}
-	st := &faultState{healAt: heal, faultAt: heal.Add(-time.Second), results: []vegeta.Result{
+	st := &Step{healAt: heal, faultAt: heal.Add(-time.Second), results: []vegeta.Result{
 		sale(200, -2*time.Second, time.Millisecond, `{"order":"early","user":"u1"}`),
 		sale(200, -time.Second-time.Millisecond, 5*time.Millisecond, `{"order":"at-the-kill","user":"u2"}`), // answered after the kill
 		sale(200, time.Millisecond, time.Millisecond, `{"order":"after","user":"u3"}`),

@@ -1,4 +1,4 @@
-package loadgen
+package fault
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func TestHeldRowsCountsTheDeadWorkersRowsOrSaysTheyMoved(t *testing.T) {
 				_ = json.NewEncoder(w).Encode(map[string]any{"orders": []orders.Order{{ID: ids[0], User: "b0", Qty: 1}}})
 			}))
 			defer shop.Close()
-			st := &faultState{r: &runner{cfg: Config{Target: shop.URL, Injector: inj}, shop: shopapi.New("")},
+			st := &Step{env: &Env{Target: shop.URL, Injector: inj, Shop: shopapi.New("")},
 				run: plan.RunSpec{Stage: "async-stream"}}
 			held, rows, err := heldRows(ctx, st, "sku-1", "dead")
 			if tc.wantErr != "" {

@@ -1,12 +1,9 @@
-package loadgen
+package fault
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/sleep"
@@ -17,14 +14,14 @@ import (
 // through the proxy; the victim's answer says whether it gave up.
 type partitionFault struct{}
 
-func (partitionFault) run(ctx context.Context, st *faultState) error {
-	r, fs := st.r, st.run.Fault
-	inj := r.cfg.Injector
+func (partitionFault) Run(ctx context.Context, st *Step) error {
+	fs := st.run.Fault
+	inj := st.env.Injector
 	victim, answer, err := st.slowVictimHolding(ctx)
 	if err != nil {
 		return err
 	}
-	if err := r.applyFaults(ctx, r.cfg.Target, st.run.Stage, st.run.Faults); err != nil {
+	if err := st.applyFaults(ctx, st.run.Faults); err != nil {
 		return fmt.Errorf("faults: %w", err)
 	}
 	st.faultAt, st.rep.Victim = time.Now(), victim
@@ -37,7 +34,7 @@ func (partitionFault) run(ctx context.Context, st *faultState) error {
 	left := watchLeave(ctx, st, victim)
 	// The sales go to the other replicas: the one cut off would only tie
 	// the load generator's workers up in requests that time out.
-	loadDone := st.background(ctx, fs.Observe, st.r.cfg.Scenario.SKU, namesBut(r.names, victim)...)
+	loadDone := st.background(ctx, fs.Observe, st.env.SKU, namesBut(st.env.Names, victim)...)
 	defer loadDone()
 	if err := sleep.For(ctx, fs.Hold.D()); err != nil {
 		return err
@@ -61,15 +58,14 @@ func (partitionFault) run(ctx context.Context, st *faultState) error {
 // watchLeave watches, in the background, for the named replica to have
 // no sale inside the critical section any more; the returned function
 // waits for that moment (zero when it did not come within holdTimeout).
-func watchLeave(ctx context.Context, st *faultState, name string) func() time.Time {
-	key := st.holdersKey()
+func watchLeave(ctx context.Context, st *Step, name string) func() time.Time {
 	var at time.Time
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if st.poll(ctx, nil, func() bool {
-			n, err := st.r.holders.HGet(ctx, key, name).Int()
-			return err == nil && n == 0 || errors.Is(err, redis.Nil)
+			counts, err := st.holders(ctx)
+			return err == nil && counts[name] == 0
 		}, name+" leaving the critical section") == nil {
 			at = time.Now()
 		}

@@ -1,4 +1,4 @@
-package loadgen
+package fault
 
 import (
 	"context"
@@ -16,29 +16,29 @@ import (
 // so the new leader has it, unlike a Sentinel-promoted replica — until the
 // victim, continued, writes and releases it. The killed member is started
 // again at the end.
-func leaderFailover(ctx context.Context, st *faultState) error {
-	r, stage := st.r, st.run.Stage
-	inj := r.cfg.Injector
+func leaderFailover(ctx context.Context, st *Step) error {
+	stage := st.run.Stage
+	inj := st.env.Injector
 	armed := st.run.Faults
 	armed.PauseBeforeWrite = true
 	if err := st.resetWith(ctx, armed); err != nil {
 		return err
 	}
-	loadSKU := r.cfg.Scenario.SKU + "-load"
-	if err := r.shop.Reset(ctx, r.cfg.Target, stage, loadSKU, failoverLoadStock, st.run.Segments); err != nil {
+	loadSKU := st.env.SKU + "-load"
+	if err := st.env.Shop.Reset(ctx, st.env.Target, stage, loadSKU, failoverLoadStock, st.run.Segments); err != nil {
 		return fmt.Errorf("reset %s: %w", loadSKU, err)
 	}
-	first, second := r.names[0], r.names[1]
+	first, second := st.env.Names[0], st.env.Names[1]
 	answerA := st.victim(ctx, first)
 	if _, err := st.waitStopped(ctx, answerA); err != nil {
 		return err
 	}
 	st.note("the first sale, on %s, holds the lock and stopped before its write", first)
 	// The pause fault must not stop anyone else: the victim claimed it.
-	if err := st.setFaults(ctx, st.run.Faults, namesBut(r.names, first)); err != nil {
+	if err := st.setFaults(ctx, st.run.Faults, namesBut(st.env.Names, first)); err != nil {
 		return err
 	}
-	loadDone := st.background(ctx, st.run.Fault.Observe, loadSKU, namesBut(r.names, first)...)
+	loadDone := st.background(ctx, st.run.Fault.Observe, loadSKU, namesBut(st.env.Names, first)...)
 	defer loadDone()
 	leader, err := inj.KillLeader(ctx, stage)
 	if err != nil {

@@ -1,4 +1,4 @@
-package loadgen
+package fault
 
 import (
 	"context"
@@ -13,14 +13,14 @@ import (
 // continued and writes what it read before the pause.
 type pauseFault struct{}
 
-func (pauseFault) run(ctx context.Context, st *faultState) error {
-	r, fs := st.r, st.run.Fault
+func (pauseFault) Run(ctx context.Context, st *Step) error {
+	fs := st.run.Fault
 	armed := st.run.Faults
 	armed.PauseBeforeWrite = true
 	if err := st.resetWith(ctx, armed); err != nil {
 		return err
 	}
-	victim := r.names[0]
+	victim := st.env.Names[0]
 	answer := st.victim(ctx, victim)
 	if _, err := st.waitStopped(ctx, answer); err != nil {
 		return err
@@ -30,7 +30,7 @@ func (pauseFault) run(ctx context.Context, st *faultState) error {
 	st.note("%s stopped itself right before its stock write, holding what it had read (%s)", victim, st.lockState(ctx))
 	// The sales go to the other replicas, for the whole window: the stopped
 	// one would only pile up requests that all run at once when continued.
-	loadDone := st.background(ctx, fs.Observe, st.r.cfg.Scenario.SKU, namesBut(r.names, victim)...)
+	loadDone := st.background(ctx, fs.Observe, st.env.SKU, namesBut(st.env.Names, victim)...)
 	defer loadDone()
 	if err := sleep.For(ctx, fs.Hold.D()); err != nil {
 		return err

@@ -1,4 +1,4 @@
-package loadgen
+package fault
 
 import (
 	"bytes"
@@ -19,12 +19,12 @@ import (
 // continue, and the run is judged after the workers drained it.
 type ordersDownFault struct{}
 
-func (ordersDownFault) run(ctx context.Context, st *faultState) error {
-	fs, inj := st.run.Fault, st.r.cfg.Injector
+func (ordersDownFault) Run(ctx context.Context, st *Step) error {
+	fs, inj := st.run.Fault, st.env.Injector
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
 		return err
 	}
-	loadDone := st.background(ctx, fs.Before+fs.Observe, st.r.cfg.Scenario.SKU)
+	loadDone := st.background(ctx, fs.Before+fs.Observe, st.env.SKU)
 	defer loadDone()
 	if err := sleep.For(ctx, fs.Before.D()); err != nil {
 		return err
@@ -36,7 +36,7 @@ func (ordersDownFault) run(ctx context.Context, st *faultState) error {
 	st.undos = append(st.undos, func() { _ = inj.ContinueOrderServer() })
 	st.mark(st.faultAt, "SIGSTOP mariadbd")
 	var async *report.AsyncOutageReport
-	if isAsync(st.run.Stage) {
+	if st.env.IsAsync(st.run.Stage) {
 		async = &report.AsyncOutageReport{}
 		st.rep.AsyncOrders = async
 		var err error

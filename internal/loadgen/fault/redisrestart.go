@@ -1,9 +1,7 @@
-package loadgen
+package fault
 
 import (
 	"context"
-	"crypto/rand"
-	"errors"
 	"fmt"
 	"time"
 
@@ -21,20 +19,20 @@ import (
 // is then judged after draining (fault_async.go).
 type redisRestartFault struct{}
 
-func (redisRestartFault) run(ctx context.Context, st *faultState) error {
-	r, fs := st.r, st.run.Fault
-	inj := r.cfg.Injector
+func (redisRestartFault) Run(ctx context.Context, st *Step) error {
+	fs := st.run.Fault
+	inj := st.env.Injector
 	if err := inj.SetPersistence(ctx, 0, fs.Persistence); err != nil {
 		return err
 	}
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
 		return err
 	}
-	loadDone := st.background(ctx, fs.Before+fs.Hold+fs.Observe, st.r.cfg.Scenario.SKU)
+	loadDone := st.background(ctx, fs.Before+fs.Hold+fs.Observe, st.env.SKU)
 	defer loadDone()
 	var async *report.AsyncOutageReport
 	var releaseWorkers func() error
-	if isAsync(st.run.Stage) {
+	if st.env.IsAsync(st.run.Stage) {
 		async = &report.AsyncOutageReport{}
 		st.rep.AsyncOrders = async
 		var err error
@@ -47,11 +45,8 @@ func (redisRestartFault) run(ctx context.Context, st *faultState) error {
 	// What the kill takes is told by a key written before it, not by the
 	// audit's figures: a wiped SKU restarts at the shop's default stock,
 	// which may be the run's own.
-	if r.rdb == nil {
-		return errors.New("a redis-restart step needs the stock's Redis address, to tell what the kill took")
-	}
-	probe := "lockstep:loadgen:probe:{" + rand.Text() + "}"
-	if err := r.rdb.Set(ctx, probe, 1, time.Hour).Err(); err != nil {
+	probe, err := st.env.Stores.WriteProbe(ctx)
+	if err != nil {
 		return fmt.Errorf("write the probe key: %w", err)
 	}
 	if async != nil {
@@ -82,12 +77,11 @@ func (redisRestartFault) run(ctx context.Context, st *faultState) error {
 	if err := st.conclude(ctx); err != nil {
 		return err
 	}
-	kept, err := r.rdb.Exists(ctx, probe).Result()
+	kept, err := st.env.Stores.ProbeKept(ctx, probe)
 	if err != nil {
 		return fmt.Errorf("read the probe key: %w", err)
 	}
-	r.rdb.Del(ctx, probe)
-	st.rep.Outage = outage(st, kept == 1)
+	st.rep.Outage = outage(st, kept)
 	if async != nil {
 		return restartAsync(ctx, st, async, releaseWorkers)
 	}
@@ -96,7 +90,7 @@ func (redisRestartFault) run(ctx context.Context, st *faultState) error {
 }
 
 // outage says what a redis-restart step lost, and why.
-func outage(st *faultState, dataKept bool) *report.OutageReport {
+func outage(st *Step, dataKept bool) *report.OutageReport {
 	fs, a := st.run.Fault, st.row.Audit
 	o := &report.OutageReport{Persistence: fs.Persistence, DownMS: report.MS(st.healAt.Sub(st.faultAt)), AuditSold: a.Sold, AuditInitial: a.Initial}
 	st.mu.Lock()

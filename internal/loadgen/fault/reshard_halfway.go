@@ -1,4 +1,4 @@
-package loadgen
+package fault
 
 import (
 	"slices"
@@ -21,7 +21,7 @@ import (
 // script that declares keys of which some exist nowhere yet gets TRYAGAIN
 // for as long as the slot stays split. A correct stage sells on
 // throughout: the longest gap between sales is measured (gap-at-most).
-func halfWayMove(st *faultState, key string) slotPlan {
+func halfWayMove(st *Step, key string) slotPlan {
 	prefix := key[:strings.LastIndex(key, "}:")+2] // the stage's keys of the tag
 	hold := st.run.Fault.Hold.D()
 	return slotPlan{
@@ -38,7 +38,7 @@ func halfWayMove(st *faultState, key string) slotPlan {
 
 // longestGap is the longest time in milliseconds between two sales'
 // answers, from the fault to its end.
-func longestGap(st *faultState) float64 {
+func longestGap(st *Step) float64 {
 	st.mu.Lock()
 	ends := []time.Time{st.faultAt, st.healAt}
 	for _, res := range st.results {

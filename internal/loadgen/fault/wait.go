@@ -1,4 +1,4 @@
-package loadgen
+package fault
 
 import (
 	"context"
@@ -14,46 +14,44 @@ var errAnsweredFirst = errors.New("the sale answered before it held the lock")
 
 // waitHolding waits until the named replica has a sale inside the critical
 // section (track_holders), or its sale answered.
-func (st *faultState) waitHolding(ctx context.Context, name string, answered <-chan shopapi.Answer) error {
+func (st *Step) waitHolding(ctx context.Context, name string, answered <-chan shopapi.Answer) error {
 	return st.waitHoldingWithin(ctx, name, answered, holdTimeout)
 }
 
-func (st *faultState) waitHoldingWithin(ctx context.Context, name string, answered <-chan shopapi.Answer, limit time.Duration) error {
+func (st *Step) waitHoldingWithin(ctx context.Context, name string, answered <-chan shopapi.Answer, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	key := st.holdersKey()
 	return st.poll(ctx, answered, func() bool {
-		n, _ := st.r.holders.HGet(ctx, key, name).Int()
-		return n > 0
+		counts, _ := st.holders(ctx)
+		return counts[name] > 0
 	}, name+" holding the lock")
 }
 
 // waitStopped waits until a replica is stopped and returns its name.
-func (st *faultState) waitStopped(ctx context.Context, answered <-chan shopapi.Answer) (string, error) {
+func (st *Step) waitStopped(ctx context.Context, answered <-chan shopapi.Answer) (string, error) {
 	var name string
 	err := st.poll(ctx, answered, func() bool {
-		if stopped := st.r.cfg.Injector.StoppedReplicas(); len(stopped) > 0 {
+		if stopped := st.env.Injector.StoppedReplicas(); len(stopped) > 0 {
 			name = stopped[0]
 			return true
 		}
 		return false
 	}, "a replica stopped before its write")
 	if err == nil {
-		st.undos = append(st.undos, func() { _ = st.r.cfg.Injector.ContinueReplica(name) })
+		st.undos = append(st.undos, func() { _ = st.env.Injector.ContinueReplica(name) })
 	}
 	return name, err
 }
 
 // waitOtherHolder waits a little for a holder other than except to be
 // inside its critical section.
-func (st *faultState) waitOtherHolder(ctx context.Context, except string) bool {
-	key := st.holdersKey()
+func (st *Step) waitOtherHolder(ctx context.Context, except string) bool {
 	ctx, cancel := context.WithTimeout(ctx, secondHolderWait)
 	defer cancel()
 	return st.poll(ctx, nil, func() bool {
-		counts, _ := st.r.holders.HGetAll(ctx, key).Result()
+		counts, _ := st.holders(ctx)
 		for name, n := range counts {
-			if name != except && n != "0" {
+			if name != except && n != 0 {
 				return true
 			}
 		}
@@ -63,7 +61,7 @@ func (st *faultState) waitOtherHolder(ctx context.Context, except string) bool {
 
 // poll checks cond until it holds, answered delivers (errAnsweredFirst,
 // without taking the answer), or holdTimeout passes.
-func (st *faultState) poll(ctx context.Context, answered <-chan shopapi.Answer, cond func() bool, what string) error {
+func (st *Step) poll(ctx context.Context, answered <-chan shopapi.Answer, cond func() bool, what string) error {
 	ctx, cancel := context.WithTimeout(ctx, holdTimeout)
 	defer cancel()
 	tick := time.NewTicker(pollEvery)

@@ -1,4 +1,4 @@
-package loadgen
+package storeview
 
 import (
 	"context"
@@ -25,7 +25,8 @@ func TestLockKeysFindsTheStagesLocksWithTheirTTL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := &runner{rdb: rdb}
+	v := Open(Addrs{Addr: srv.Addr})
+	defer v.Close()
 	for _, tc := range []struct {
 		stage string
 		want  []report.LockKey
@@ -35,7 +36,7 @@ func TestLockKeysFindsTheStagesLocksWithTheirTTL(t *testing.T) {
 		{"segmented", []report.LockKey{{Key: "lockstep:segmented:{sku-1:12}:lock", TTLMS: -1}, {Key: "lockstep:segmented:{sku-1:3}:lock", TTLMS: 60000}}},
 		{"naive", []report.LockKey{}},
 	} {
-		got, err := r.lockKeys(ctx, tc.stage)
+		got, err := v.LockKeys(ctx, tc.stage)
 		if err != nil {
 			t.Fatal(err)
 		}

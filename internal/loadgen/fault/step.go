@@ -1,17 +1,13 @@
-package loadgen
+package fault
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/lockstep/lockstep/segments"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/lockstep/lockstep/internal/loadgen/attack"
@@ -42,42 +38,9 @@ const (
 	retryUnavailable = 100 * time.Millisecond
 )
 
-// A faultKind is one kind of fault step (plan.Fault*), in a file of its
-// own: it does its fault to the set-up through the Injector while sales go
-// on, and notes what it saw in the step's FaultReport (st.rep); faultStep
-// then measures the window and fills the row.
-type faultKind interface {
-	run(ctx context.Context, st *faultState) error
-}
-
-// faultKindOf is the kind that runs fs; nil for a kind plan does not know.
-func faultKindOf(fs *plan.FaultStep) faultKind {
-	switch fs.Kind {
-	case plan.FaultCrash:
-		return crashFault{}
-	case plan.FaultPause:
-		return pauseFault{}
-	case plan.FaultRedisRestart:
-		return redisRestartFault{}
-	case plan.FaultFailover:
-		return failoverFault{}
-	case plan.FaultPartition:
-		return partitionFault{}
-	case plan.FaultReshard, plan.FaultReshardHalfWay:
-		return reshardFault{}
-	case plan.FaultOrdersDown:
-		return ordersDownFault{}
-	case plan.FaultWorkerKill:
-		return workerKillFault{hook: hookAfterRead}
-	case plan.FaultDuplicateDelivery:
-		return workerKillFault{hook: hookAfterInsert}
-	}
-	return nil
-}
-
-// faultState is one fault step in progress.
-type faultState struct {
-	r   *runner
+// Step is one fault step in progress.
+type Step struct {
+	env *Env
 	run plan.RunSpec
 	row *report.StageRun
 	tl  *timeline.Builder
@@ -93,44 +56,41 @@ type faultState struct {
 	undos     []func() // what puts the set-up back if the step stops half-way
 }
 
-// faultStep runs run's fault step and fills row; see the Fault* kinds.
-func (r *runner) faultStep(ctx context.Context, run plan.RunSpec, row *report.StageRun, tl *timeline.Builder) error {
-	st := &faultState{r: r, run: run, row: row, tl: tl, rep: &report.FaultReport{Kind: run.Fault.Kind}}
+// Run runs run's fault step with env, fills row's fault report and the
+// columns the step decides (stuck, recovery), and returns the tally of
+// the step's answers, from which the caller fills the answers' columns.
+func Run(ctx context.Context, env *Env, run plan.RunSpec, row *report.StageRun, tl *timeline.Builder) (*attack.Tally, error) {
+	st := &Step{env: env, run: run, row: row, tl: tl, rep: &report.FaultReport{Kind: run.Fault.Kind}}
 	row.Fault = st.rep
 	defer st.undo()
-	kind := faultKindOf(run.Fault)
+	kind := kindOf(run.Fault)
 	if kind == nil {
-		return fmt.Errorf("fault kind %q: no step runs it", run.Fault.Kind)
+		return nil, fmt.Errorf("fault kind %q: no step runs it", run.Fault.Kind)
 	}
-	err := kind.run(ctx, st)
-	st.fillRow()
-	judgeConsistency(row)
-	return err
+	err := kind.Run(ctx, st)
+	return st.fillRow(), err
 }
 
 // lockState says who is inside the critical section and how long the
 // stage's lock has left, for the notes.
-func (st *faultState) lockState(ctx context.Context) string {
-	inside, err := st.r.holders.HGetAll(ctx, st.holdersKey()).Result()
+func (st *Step) lockState(ctx context.Context) string {
+	inside, err := st.holders(ctx)
 	if err != nil {
 		return "holders unknown: " + err.Error()
 	}
 	state := fmt.Sprintf("inside: %v", inside)
-	if st.r.rdb != nil {
-		if ttl, err := st.r.rdb.PTTL(ctx, st.lockKey()).Result(); err == nil && ttl > 0 {
-			state += fmt.Sprintf(", lock expires in %d ms", ttl.Milliseconds())
-		}
+	if ttl, err := st.env.Stores.TTL(ctx, st.lockKey()); err == nil && ttl > 0 {
+		state += fmt.Sprintf(", lock expires in %d ms", ttl.Milliseconds())
 	}
 	return state
 }
 
 // resetWith resets the stage's stock and sets faults on every replica.
-func (st *faultState) resetWith(ctx context.Context, f plan.Faults) error {
-	r := st.r
-	if err := r.shop.Reset(ctx, r.cfg.Target, st.run.Stage, r.cfg.Scenario.SKU, st.run.Stock, st.run.Segments); err != nil {
+func (st *Step) resetWith(ctx context.Context, f plan.Faults) error {
+	if err := st.env.Shop.Reset(ctx, st.env.Target, st.run.Stage, st.env.SKU, st.run.Stock, st.run.Segments); err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
-	if err := r.applyFaults(ctx, r.cfg.Target, st.run.Stage, f); err != nil {
+	if err := st.applyFaults(ctx, f); err != nil {
 		return fmt.Errorf("faults: %w", err)
 	}
 	return nil
@@ -138,12 +98,12 @@ func (st *faultState) resetWith(ctx context.Context, f plan.Faults) error {
 
 // setFaults sets faults through, and waits for, the named replicas only:
 // another may be dead or stopped.
-func (st *faultState) setFaults(ctx context.Context, f plan.Faults, names []string) error {
-	urls := st.r.urlsOf(names)
-	if err := st.r.shop.SetFaults(ctx, urls[0], st.run.Stage, f); err != nil {
+func (st *Step) setFaults(ctx context.Context, f plan.Faults, names []string) error {
+	urls := st.env.urlsOf(names)
+	if err := st.env.Shop.SetFaults(ctx, urls[0], st.run.Stage, f); err != nil {
 		return fmt.Errorf("faults: %w", err)
 	}
-	if err := st.r.shop.AwaitFaults(ctx, urls, st.run.Stage, f); err != nil {
+	if err := st.env.Shop.AwaitFaults(ctx, urls, st.run.Stage, f); err != nil {
 		return fmt.Errorf("faults: %w", err)
 	}
 	return nil
@@ -151,11 +111,11 @@ func (st *faultState) setFaults(ctx context.Context, f plan.Faults, names []stri
 
 // victim sends one sale to the named replica; its answer is recorded and
 // lands in the returned channel.
-func (st *faultState) victim(ctx context.Context, name string) <-chan shopapi.Answer {
-	url := st.r.urlsOf([]string{name})[0]
+func (st *Step) victim(ctx context.Context, name string) <-chan shopapi.Answer {
+	url := st.env.urlsOf([]string{name})[0]
 	out := make(chan shopapi.Answer, 1)
 	go func() {
-		a := st.r.shop.Sale(ctx, url, st.run.Stage, st.r.cfg.Scenario.SKU)
+		a := st.env.Shop.Sale(ctx, url, st.run.Stage, st.env.SKU)
 		res := a.Result()
 		st.record(res)
 		st.tl.Add(a.End, attack.Classify(res.Code) == attack.Sale)
@@ -166,8 +126,8 @@ func (st *faultState) victim(ctx context.Context, name string) <-chan shopapi.An
 
 // slowVictimHolding resets the stage with the victim's long work, starts
 // the victim sale on the first replica and waits until it holds the lock.
-func (st *faultState) slowVictimHolding(ctx context.Context) (string, <-chan shopapi.Answer, error) {
-	victim := st.r.names[0]
+func (st *Step) slowVictimHolding(ctx context.Context) (string, <-chan shopapi.Answer, error) {
+	victim := st.env.Names[0]
 	slow := st.run.Faults
 	slow.Work, slow.WorkMax = st.run.Fault.VictimWork, 0
 	if err := st.resetWith(ctx, slow); err != nil {
@@ -179,9 +139,9 @@ func (st *faultState) slowVictimHolding(ctx context.Context) (string, <-chan sho
 
 // continueVictim sends SIGCONT to the stopped replica name and waits for
 // its sale's answer; it returns when the signal was sent.
-func (st *faultState) continueVictim(name string, answer <-chan shopapi.Answer) (time.Time, error) {
+func (st *Step) continueVictim(name string, answer <-chan shopapi.Answer) (time.Time, error) {
 	at := time.Now()
-	if err := st.r.cfg.Injector.ContinueReplica(name); err != nil {
+	if err := st.env.Injector.ContinueReplica(name); err != nil {
 		return at, err
 	}
 	st.mark(at, "SIGCONT "+name)
@@ -192,13 +152,13 @@ func (st *faultState) continueVictim(name string, answer <-chan shopapi.Answer) 
 // saleOnceUp sends sales to the named replica until one is not refused
 // with 503 (the replica may not have seen the new master yet), for at most
 // holdTimeout; every answer is recorded, the last lands in the channel.
-func (st *faultState) saleOnceUp(ctx context.Context, name string) <-chan shopapi.Answer {
-	url := st.r.urlsOf([]string{name})[0]
+func (st *Step) saleOnceUp(ctx context.Context, name string) <-chan shopapi.Answer {
+	url := st.env.urlsOf([]string{name})[0]
 	out := make(chan shopapi.Answer, 1)
 	go func() {
 		deadline := time.Now().Add(holdTimeout)
 		for {
-			a := st.r.shop.Sale(ctx, url, st.run.Stage, st.r.cfg.Scenario.SKU)
+			a := st.env.Shop.Sale(ctx, url, st.run.Stage, st.env.SKU)
 			res := a.Result()
 			st.record(res)
 			st.tl.Add(a.End, attack.Classify(res.Code) == attack.Sale)
@@ -211,7 +171,7 @@ func (st *faultState) saleOnceUp(ctx context.Context, name string) <-chan shopap
 	return out
 }
 
-func (st *faultState) victimAnswered(a shopapi.Answer) {
+func (st *Step) victimAnswered(a shopapi.Answer) {
 	st.rep.VictimAnswer, st.rep.VictimStatus = a.String(), a.Status
 	if !st.faultAt.IsZero() {
 		after := report.MS(a.End.Sub(st.faultAt))
@@ -222,17 +182,17 @@ func (st *faultState) victimAnswered(a shopapi.Answer) {
 // background offers sales of sku for d at the step's rate, through the
 // proxy or, when replicas are named, to those replicas in turn; the
 // returned function waits for the last answer (calling it again is fine).
-func (st *faultState) background(ctx context.Context, d plan.Duration, sku string, replicas ...string) func() {
+func (st *Step) background(ctx context.Context, d plan.Duration, sku string, replicas ...string) func() {
 	fs := st.run.Fault
-	urls := []string{st.r.cfg.Target}
+	urls := []string{st.env.Target}
 	if len(replicas) > 0 {
-		urls = st.r.urlsOf(replicas)
+		urls = st.env.urlsOf(replicas)
 	}
 	for i, u := range urls {
 		urls[i] = shopapi.DeductURL(u, st.run.Stage, sku)
 	}
 	record := st.record
-	if sku != st.r.cfg.Scenario.SKU {
+	if sku != st.env.SKU {
 		record = st.recordElsewhere
 	}
 	done := make(chan struct{})
@@ -242,39 +202,39 @@ func (st *faultState) background(ctx context.Context, d plan.Duration, sku strin
 			Name: st.run.Stage + "-" + fs.Kind, URL: urls[0], Also: urls[1:],
 			Rate: fs.Rate, Workers: fs.Workers, Duration: d.D(),
 			Timeout: st.run.Timeout.D(), Buyers: st.run.Buyers,
-		}, attack.ObserverFunc(func(res attack.Result) { record(res.Result) }), st.tl, st.r.progress)
+		}, attack.ObserverFunc(func(res attack.Result) { record(res.Result) }), st.tl, st.env.Progress)
 	}()
 	return func() { <-done }
 }
 
-func (st *faultState) record(res *vegeta.Result) {
+func (st *Step) record(res *vegeta.Result) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.results = append(st.results, *res)
 }
 
-func (st *faultState) recordElsewhere(res *vegeta.Result) {
+func (st *Step) recordElsewhere(res *vegeta.Result) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.elsewhere = append(st.elsewhere, *res)
 }
 
-func (st *faultState) mark(at time.Time, label string) { st.tl.Mark(at, label) }
+func (st *Step) mark(at time.Time, label string) { st.tl.Mark(at, label) }
 
-func (st *faultState) note(format string, args ...any) {
+func (st *Step) note(format string, args ...any) {
 	st.rep.Notes = append(st.rep.Notes, fmt.Sprintf(format, args...))
 }
 
-func (st *faultState) undo() {
+func (st *Step) undo() {
 	for _, u := range slices.Backward(st.undos) {
 		u()
 	}
 }
 
 // conclude measures the step from its answers and reads the audit.
-func (st *faultState) conclude(ctx context.Context) error {
+func (st *Step) conclude(ctx context.Context) error {
 	st.measure()
-	audit, err := st.r.shop.AuditPatiently(ctx, st.r.cfg.Target, st.run.Stage, st.r.cfg.Scenario.SKU)
+	audit, err := st.env.Shop.AuditPatiently(ctx, st.env.Target, st.run.Stage, st.env.SKU)
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
@@ -287,7 +247,7 @@ func (st *faultState) conclude(ctx context.Context) error {
 // measure times the fault's effect on the sales: how long none went through
 // — from the last sale before the fault to the first one after it — and how
 // soon one did after the fault healed.
-func (st *faultState) measure() {
+func (st *Step) measure() {
 	rep, tl := st.rep, st.tl
 	rep.AtMS, rep.HealedAtMS = tl.Since(st.faultAt), tl.Since(st.healAt)
 	st.mu.Lock()
@@ -338,8 +298,9 @@ func (st *faultState) measure() {
 	}
 }
 
-// fillRow puts the step's answers in the row's columns.
-func (st *faultState) fillRow() {
+// fillRow puts the step's stuck and recovery in the row's columns and
+// returns the tally of its answers.
+func (st *Step) fillRow() *attack.Tally {
 	st.mu.Lock()
 	results := slices.Clone(st.results)
 	st.mu.Unlock()
@@ -351,58 +312,40 @@ func (st *faultState) fillRow() {
 		t.Add(&results[i])
 	}
 	t.Done()
-	fillFromTally(st.row, t)
 	stuck := st.rep.Stuck
 	st.row.Stuck, st.row.RecoveryMS = &stuck, st.rep.RecoveryMS
+	return t
 }
 
-// urlsOf maps replica names to their URLs.
-func (r *runner) urlsOf(names []string) []string {
-	var urls []string
-	for _, n := range names {
-		if i := slices.Index(r.names, n); i >= 0 {
-			urls = append(urls, r.cfg.ReplicaURLs[i])
-		}
-	}
-	return urls
+// lockKey is the key of the lock the victim sale takes (on segmented, its
+// first segment's: the one a stock of a single unit fills, as the
+// scenarios give it, so that the victim and the sales after it meet on
+// one lock).
+func (st *Step) lockKey() string {
+	return st.env.Stores.LockKey(st.run.Stage, st.env.SKU, st.run.Segments)
 }
 
-// livingReplicas names every replica, or all but one that is stopped.
-func (r *runner) livingReplicas(oneStopped bool, stopped string) []string {
-	if oneStopped {
-		return namesBut(r.names, stopped)
-	}
-	return r.names
-}
-
-// victimTag is the hash tag of the lock a fault step's victim sale takes:
-// the SKU's, or on segmented its first segment's — the one segment a stock
-// of a single unit fills, as the scenarios give it, so that the victim and
-// the sales after it meet on one lock (each segment counts its own
-// holders).
-func (st *faultState) victimTag() string {
-	sku := st.r.cfg.Scenario.SKU
-	if st.run.Stage == "segmented" {
-		return segments.Tag(sku, 0, segmentCount(st.run.Stage, st.run.Segments))
-	}
-	return sku
-}
-
-// lockKey is the key of the victim's lock.
-func (st *faultState) lockKey() string {
-	return "lockstep:" + st.run.Stage + ":{" + st.victimTag() + "}:lock"
-}
-
-// holdersKey is where the shops count the holders of the victim's lock.
-func (st *faultState) holdersKey() string {
-	return "lockstep:" + st.run.Stage + ":{" + st.victimTag() + "}:holders"
+// holders counts the sales inside the victim lock's critical section, by
+// replica.
+func (st *Step) holders(ctx context.Context) (map[string]int64, error) {
+	return st.env.Stores.Holders(ctx, st.run.Stage, st.env.SKU, st.run.Segments)
 }
 
 // forgetHolder drops a killed replica's count among the victim lock's
 // holders (see the shop's track_holders).
-func (st *faultState) forgetHolder(ctx context.Context, replica string) error {
-	if err := st.r.holders.HDel(ctx, st.holdersKey(), replica).Err(); err != nil && !errors.Is(err, redis.Nil) {
+func (st *Step) forgetHolder(ctx context.Context, replica string) error {
+	if err := st.env.Stores.ForgetHolder(ctx, st.run.Stage, st.env.SKU, st.run.Segments, replica); err != nil {
 		return fmt.Errorf("forget %s's holders: %w", replica, err)
 	}
 	return nil
+}
+
+// applyFaults sets the stage's faults through the target and waits until
+// every replica applies them.
+func (st *Step) applyFaults(ctx context.Context, f plan.Faults) error {
+	env := st.env
+	if err := env.Shop.SetFaults(ctx, env.Target, st.run.Stage, f); err != nil {
+		return err
+	}
+	return env.Shop.AwaitFaults(ctx, env.URLs, st.run.Stage, f)
 }
