@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstep/lockstep/internal/loadgen/fault"
 	"time"
 
 	"github.com/lockstep/lockstep/asyncorders"
@@ -29,8 +30,7 @@ func isAsync(stage string) bool {
 // returns lets them go on (SIGCONT); that function may run more than once.
 // A worker Redis delivers entries to while it is stopped handles them once
 // it goes on, as a worker whose batch was slow would.
-func (r *runner) holdWorkers(ctx context.Context) (func() error, error) {
-	inj := r.cfg.Injector
+func holdWorkers(ctx context.Context, inj fault.Injector) (func() error, error) {
 	var held []string
 	letGo := func() error {
 		var errs []error

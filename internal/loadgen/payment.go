@@ -14,9 +14,12 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 )
 
+// payments runs a stage run's payment step.
+type payments struct{ *runner }
+
 // payAfterLoad lists the drained orders and has a Share of their buyers
 // pay, each at a random moment within PayWithin.
-func (r *runner) payAfterLoad(ctx context.Context, p *plan.PaymentStep, base, stage, sku string) (*report.PaymentReport, error) {
+func (r payments) payAfterLoad(ctx context.Context, p *plan.PaymentStep, base, stage, sku string) (*report.PaymentReport, error) {
 	list, err := r.shop.Orders(ctx, base, stage, sku)
 	if err != nil {
 		return nil, err
@@ -49,7 +52,7 @@ func (r *runner) payAfterLoad(ctx context.Context, p *plan.PaymentStep, base, st
 // settleBound bounds the wait for the sweepers after the payments.
 const settleBound = 10 * time.Second
 
-func (r *runner) paymentStep(ctx context.Context, run plan.RunSpec, base, sku string, during *loadPayers) (*report.PaymentReport, error) {
+func (r payments) step(ctx context.Context, run plan.RunSpec, base, sku string, during *loadPayers) (*report.PaymentReport, error) {
 	p := run.Payment
 	var rep *report.PaymentReport
 	if during != nil {

@@ -16,12 +16,3 @@ type Stores interface {
 	shards.Reader
 	Describe(ctx context.Context) report.Component
 }
-
-// faultEnv is what this run's fault steps work with.
-func (r *runner) faultEnv() *fault.Env {
-	return &fault.Env{
-		Shop: r.shop, Target: r.cfg.Target, Names: r.names, URLs: r.cfg.ReplicaURLs,
-		SKU: r.cfg.Scenario.SKU, Injector: r.cfg.Injector, Stores: r.cfg.Stores,
-		Progress: r.progress, WaitAllReady: r.waitAllReady, IsAsync: isAsync,
-	}
-}

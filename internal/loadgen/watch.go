@@ -143,9 +143,9 @@ func (l *LiveStage) traced(t *report.SaleTrace) {
 }
 
 // stageStart describes a stage run about to start.
-func (r *runner) stageStart(index int, run plan.RunSpec, row *report.StageRun) StageStart {
+func stageStart(runs, index int, run plan.RunSpec, row *report.StageRun) StageStart {
 	s := StageStart{
-		Index: index, Runs: len(r.cfg.Scenario.Runs), Label: row.Name(), Stage: run.Stage, Via: run.Via,
+		Index: index, Runs: runs, Label: row.Name(), Stage: run.Stage, Via: run.Via,
 		Title: row.Title, Article: row.Article, Mechanism: row.Mechanism, Defect: row.Defect,
 		Planned: run.Duration.D(),
 	}
