@@ -15,7 +15,7 @@
 //
 // Adding a kind: a file here with its type and Run, its case in kindOf
 // (kinds.go), and its name and checks in plan (plan/fault.go); see
-// docs/architecture.md, "Adding a fault kind".
+// docs/workshop.md, "Adding a fault kind: three files".
 package fault
 
 import (
