@@ -66,8 +66,11 @@ func Open(a Addrs) *View {
 	return v
 }
 
-// Close closes the view's clients.
+// Close closes the view's clients; a nil View has none.
 func (v *View) Close() error {
+	if v == nil {
+		return nil
+	}
 	var errs []error
 	if v.holders != v.rdb {
 		errs = append(errs, v.holders.Close())

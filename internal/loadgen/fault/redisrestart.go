@@ -16,7 +16,7 @@ import (
 // On an async stage the order workers are held (SIGSTOP) from halfway
 // through before until Redis answers again, so that the kill finds entries
 // no worker has read, as it does whenever sales outrun the workers; the run
-// is then judged after draining (fault_async.go).
+// is then judged after draining (async.go).
 type redisRestartFault struct{}
 
 func (redisRestartFault) Run(ctx context.Context, st *Step) error {
