@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/progress"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/storeview"
 	"github.com/lockstep/lockstep/scenarios"
@@ -126,7 +127,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		GrafanaURL:   o.grafanaURL,
 		GrafanaToken: o.grafanaToken,
 		Progress:     stderr,
-		Interactive:  loadgen.IsTerminal(stderr),
+		Interactive:  progress.IsTerminal(stderr),
 		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	addrs := storeview.Addrs{Cluster: flagenv.List(o.redisCluster), Password: o.redisPassword}

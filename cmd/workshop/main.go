@@ -32,6 +32,7 @@ import (
 	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/loadgen"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/progress"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/storeview"
 	"github.com/lockstep/lockstep/inventory"
@@ -324,7 +325,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Scenario:     sc,
 		ScenarioFile: scenarioName,
 		Progress:     stderr,
-		Interactive:  loadgen.IsTerminal(stderr),
+		Interactive:  progress.IsTerminal(stderr),
 		Processes: func() map[string][]int {
 			m := servers.pids()
 			m["shop"], m["redis"] = nil, wiring.pids()

@@ -62,7 +62,7 @@ func (r crashStep) run(ctx context.Context, run plan.RunSpec, base string, row *
 	tl.Mark(crashAt, "crash")
 
 	r.live.setPhase("after the crash")
-	r.progress.phase(fmt.Sprintf("      %s after the crash", run.Stage), run.Crash.Observe.D())
+	r.progress.Phase(fmt.Sprintf("      %s after the crash", run.Stage), run.Crash.Observe.D())
 	t := attack.Run(ctx, attack.Spec{
 		Name:     run.Stage + "-after-crash",
 		URL:      shopapi.DeductURL(base, run.Stage, sku),

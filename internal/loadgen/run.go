@@ -17,12 +17,12 @@
 //     client, the patient audit, the drain, the wait for faults;
 //   - fault (internal/loadgen/fault) carries out the fault steps, one kind
 //     per file, through the Injector and the Stores the workshop provides;
-//   - the observers with a record of their own: timeline
-//     (report.Timeline) and shards (report.ShardLoad);
+//   - the observers in packages of their own: timeline (its record
+//     report.Timeline), shards (report.ShardLoad), progress (the line);
 //   - this package walks the scenario (run.go: reset → faults → attack →
 //     audit → drain → payment or crash step) and follows the attacks with
-//     the other observers and pollers (progress, trace, stream figures,
-//     payers, the live page).
+//     the other observers and pollers (trace, stream figures, payers,
+//     the live page).
 //
 // loadgen speaks HTTP to the shops. It does not import the stores'
 // packages (inventory, orders, asyncorders, segments) for anything but the
@@ -36,6 +36,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstep/lockstep/internal/loadgen/progress"
 	"io"
 	"log/slog"
 	"slices"
@@ -107,7 +108,7 @@ const afterLoadTimeout = 10 * time.Second
 type runner struct {
 	cfg      Config
 	shop     *shopapi.Client
-	progress *progress
+	progress *progress.Line
 	log      *slog.Logger
 	info     map[string]shopapi.StageInfo
 	names    []string   // the replicas' names, as ReplicaURLs
@@ -124,7 +125,7 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	r := &runner{
 		cfg:      cfg,
 		shop:     shopapi.New(cfg.AdminToken),
-		progress: newProgress(cfg.Progress, cfg.Interactive),
+		progress: progress.New(cfg.Progress, cfg.Interactive),
 		log:      cfg.Logger,
 	}
 	if r.log == nil {
@@ -187,7 +188,7 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 			}
 		}
 		rep.Stages = append(rep.Stages, row)
-		r.progress.note("%s", row.SummaryLine())
+		r.progress.Note("%s", row.SummaryLine())
 		if cfg.Watch != nil {
 			cfg.Watch.StageDone(row)
 		}

@@ -69,7 +69,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		tl := timeline.New(start)
 		r.live.follow(tl)
 		r.live.setPhase(run.Fault.Kind + " step")
-		r.progress.phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.Name(), run.Fault.Kind), run.Fault.Window())
+		r.progress.Phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.Name(), run.Fault.Kind), run.Fault.Window())
 		peak := streamPeak(run.Stage)
 		stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, nil, peak)
 		t, err := fault.Run(ctx, r.faultEnv(), run, &row, tl)
@@ -107,7 +107,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	tl := timeline.New(start)
 	r.live.follow(tl)
 	r.live.setPhase("load")
-	r.progress.phase(fmt.Sprintf("[%d/%d] %s via %s", index+1, len(r.cfg.Scenario.Runs), run.Stage, run.Via), run.Duration.D())
+	r.progress.Phase(fmt.Sprintf("[%d/%d] %s via %s", index+1, len(r.cfg.Scenario.Runs), run.Stage, run.Via), run.Duration.D())
 	cpu := startCPUSampler(r.cfg.Processes)
 	var shardReader shards.Reader
 	if r.cfg.Stores != nil {
@@ -225,7 +225,7 @@ func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *time
 				return
 			case <-tick.C:
 				if a, err := r.shop.Audit(ctx, base, stage, sku); err == nil {
-					r.progress.oversold.Store(int64(a.Oversold))
+					r.progress.Oversold(a.Oversold)
 					live.audited(a)
 					peak.Most(a.Stream)
 					tl.SampleOversold(time.Now(), a.Oversold)

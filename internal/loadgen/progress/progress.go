@@ -1,4 +1,9 @@
-package loadgen
+// Package progress is the observer that shows what a run is doing while
+// it runs: on a terminal it redraws one status line, elsewhere (CI logs)
+// it prints a line a second, with the attack's figures so far and the
+// audit's oversold figure. It has no record in the report, and imports no
+// store, no Redis client and nothing of the runner above it.
+package progress
 
 import (
 	"fmt"
@@ -22,9 +27,9 @@ func IsTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// progress shows what the run is doing while it runs: on a terminal it
+// Line shows what the run is doing while it runs: on a terminal it
 // redraws one status line, elsewhere (CI logs) it prints a line a second.
-type progress struct {
+type Line struct {
 	w           io.Writer
 	interactive bool
 	every       time.Duration
@@ -39,16 +44,17 @@ type progress struct {
 	oversold atomic.Int64
 }
 
-func newProgress(w io.Writer, interactive bool) *progress {
+// New is a Line on w; a nil w shows nothing.
+func New(w io.Writer, interactive bool) *Line {
 	every := time.Second
 	if interactive {
 		every = 100 * time.Millisecond
 	}
-	return &progress{w: w, interactive: interactive, every: every}
+	return &Line{w: w, interactive: interactive, every: every}
 }
 
-// phase starts a new status line subject.
-func (p *progress) phase(prefix string, planned time.Duration) {
+// Phase starts a new status line subject.
+func (p *Line) Phase(prefix string, planned time.Duration) {
 	if p.w == nil {
 		return
 	}
@@ -59,7 +65,7 @@ func (p *progress) phase(prefix string, planned time.Duration) {
 }
 
 // Observe is called for every answer; it redraws at most every p.every.
-func (p *progress) Observe(r attack.Result) {
+func (p *Line) Observe(r attack.Result) {
 	t := r.SoFar
 	if p.w == nil {
 		return
@@ -81,8 +87,8 @@ func (p *progress) Observe(r attack.Result) {
 	fmt.Fprintln(p.w, line)
 }
 
-// note prints a line of its own, below any status line.
-func (p *progress) note(format string, args ...any) {
+// Note prints a line of its own, below any status line.
+func (p *Line) Note(format string, args ...any) {
 	if p.w == nil {
 		return
 	}
@@ -94,3 +100,7 @@ func (p *progress) note(format string, args ...any) {
 	}
 	fmt.Fprintf(p.w, format+"\n", args...)
 }
+
+// Oversold sets the latest audit's oversold figure, shown from the next
+// redraw on.
+func (p *Line) Oversold(n int) { p.oversold.Store(int64(n)) }
