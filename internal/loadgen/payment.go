@@ -2,8 +2,8 @@ package loadgen
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/lockstep/lockstep/internal/loadgen/payers"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -42,7 +42,7 @@ func (r payments) payAfterLoad(ctx context.Context, p *plan.PaymentStep, base, s
 			err := r.shop.Pay(ctx, base, o.ID, o.User)
 			mu.Lock()
 			defer mu.Unlock()
-			countPayment(rep, err)
+			payers.Count(rep, err)
 		})
 	}
 	wg.Wait()
@@ -52,11 +52,11 @@ func (r payments) payAfterLoad(ctx context.Context, p *plan.PaymentStep, base, s
 // settleBound bounds the wait for the sweepers after the payments.
 const settleBound = 10 * time.Second
 
-func (r payments) step(ctx context.Context, run plan.RunSpec, base, sku string, during *loadPayers) (*report.PaymentReport, error) {
+func (r payments) step(ctx context.Context, run plan.RunSpec, base, sku string, during *payers.Payers) (*report.PaymentReport, error) {
 	p := run.Payment
 	var rep *report.PaymentReport
 	if during != nil {
-		rep = during.wait()
+		rep = during.Wait()
 	} else {
 		var err error
 		if rep, err = r.payAfterLoad(ctx, p, base, run.Stage, sku); err != nil {
@@ -98,19 +98,4 @@ func (r payments) step(ctx context.Context, run plan.RunSpec, base, sku string, 
 		}
 	}
 	return rep, nil
-}
-
-// countPayment records one payer's answer in rep.
-func countPayment(rep *report.PaymentReport, err error) {
-	var api *shopapi.APIError
-	switch {
-	case err == nil:
-		rep.Paid++
-	case errors.As(err, &api) && api.Status == http.StatusConflict:
-		rep.Refused++
-	default:
-		if rep.Failed++; rep.FirstFailure == "" {
-			rep.FirstFailure = err.Error()
-		}
-	}
 }

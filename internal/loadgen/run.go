@@ -18,11 +18,12 @@
 //   - fault (internal/loadgen/fault) carries out the fault steps, one kind
 //     per file, through the Injector and the Stores the workshop provides;
 //   - the observers in packages of their own: timeline (its record
-//     report.Timeline), shards (report.ShardLoad), progress (the line);
+//     report.Timeline), shards (report.ShardLoad), payers
+//     (report.PaymentReport), progress (the line);
 //   - this package walks the scenario (run.go: reset → faults → attack →
 //     audit → drain → payment or crash step) and follows the attacks with
-//     the other observers and pollers (trace, stream figures, payers,
-//     the live page).
+//     the other observers and pollers (trace, stream figures, the live
+//     page).
 //
 // loadgen speaks HTTP to the shops. It does not import the stores'
 // packages (inventory, orders, asyncorders, segments) for anything but the

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"github.com/lockstep/lockstep/internal/loadgen/payers"
 	"sync"
 	"time"
 
@@ -116,14 +117,14 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	sampler := shards.Start(ctx, shardReader, run.Stage, sku, run.Segments)
 	peak := streamPeak(run.Stage)
 	stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, sampler, peak)
-	var payers *loadPayers
+	var payersOfLoad *payers.Payers
 	observers := []attack.Observer{tl, r.progress}
 	if run.Payment != nil && run.Payment.DuringLoad {
 		// The payers end with the run, whichever way it ends.
 		payCtx, cancelPayers := context.WithCancel(ctx)
-		payers = newLoadPayers(payCtx, r.shop, base, *run.Payment)
-		defer func() { cancelPayers(); payers.wait() }()
-		observers = append(observers, attack.ObserverFunc(func(res attack.Result) { payers.onSale(res.Result) }))
+		payersOfLoad = payers.Start(payCtx, r.shop, base, *run.Payment)
+		defer func() { cancelPayers(); payersOfLoad.Wait() }()
+		observers = append(observers, payersOfLoad)
 	}
 	t := attack.Run(ctx, attack.Spec{
 		Name:          run.Stage,
@@ -135,8 +136,8 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		Timeout:       run.Timeout.D(),
 		Buyers:        run.Buyers,
 	}, observers...)
-	if payers != nil {
-		payers.loadDone()
+	if payersOfLoad != nil {
+		payersOfLoad.LoadDone()
 	}
 	row.Interrupted = ctx.Err() != nil
 	// What the load did is read even when the run was interrupted (Ctrl-C):
@@ -173,7 +174,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	row.MaxHolders = audit.MaxHolders
 	judgeConsistency(&row)
 	if run.Payment != nil && ctx.Err() == nil {
-		if row.Payment, err = (payments{r}).step(ctx, run, base, sku, payers); err != nil {
+		if row.Payment, err = (payments{r}).step(ctx, run, base, sku, payersOfLoad); err != nil {
 			row.Timeline = tl.Build()
 			return fail(fmt.Errorf("payment step: %w", err))
 		}

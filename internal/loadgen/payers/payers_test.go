@@ -1,8 +1,7 @@
-package loadgen
+package payers
 
 import (
 	"context"
-	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/loadgen/attack"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -39,7 +40,7 @@ func TestLoadPayersPayTheOrdersOfTheSales(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	lp := newLoadPayers(context.Background(), shopapi.New(""), srv.URL, plan.PaymentStep{PayWithin: plan.Duration(10 * time.Millisecond), Share: 1})
+	lp := Start(context.Background(), shopapi.New(""), srv.URL, plan.PaymentStep{PayWithin: plan.Duration(10 * time.Millisecond), Share: 1})
 	lp.giveUpAfter = 300 * time.Millisecond
 	sale := func(code uint16, body string) *vegeta.Result {
 		return &vegeta.Result{Code: code, Body: []byte(body), Timestamp: time.Now()}
@@ -52,9 +53,9 @@ func TestLoadPayersPayTheOrdersOfTheSales(t *testing.T) {
 		sale(200, `{"remaining":3}`),
 		sale(409, `{"error":"sold_out"}`),
 	} {
-		lp.onSale(r)
+		lp.Observe(attack.Result{Result: r})
 	}
-	rep := lp.wait()
+	rep := lp.Wait()
 	if rep.Orders != 4 || rep.Payers != 4 || rep.Paid != 2 || rep.Refused != 1 || rep.Failed != 1 ||
 		rep.SentDuringLoad != 4 || !rep.DuringLoad || !strings.Contains(rep.FirstFailure, "404") {
 		t.Errorf("report %+v", *rep)

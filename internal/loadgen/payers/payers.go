@@ -1,4 +1,9 @@
-package loadgen
+// Package payers is the observer that pays while the load runs
+// (plan.PaymentStep's DuringLoad): for a Share of the sales whose answer
+// names an order it starts a payer, who pays through the shop's API at a
+// random moment; its record is the row's report.PaymentReport. It imports
+// no store, no Redis client and nothing of the runner above it.
+package payers
 
 import (
 	"context"
@@ -9,8 +14,7 @@ import (
 	"sync"
 	"time"
 
-	vegeta "github.com/tsenart/vegeta/v12/lib"
-
+	"github.com/lockstep/lockstep/internal/loadgen/attack"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
@@ -29,10 +33,10 @@ const (
 	notWrittenBound = 5 * time.Second
 )
 
-// loadPayers are the buyers who pay while the load runs (PaymentStep's
-// DuringLoad): onSale, the attack's onResult, starts a payer for a Share of
-// the sales; wait, after the load, waits for every payer and reports.
-type loadPayers struct {
+// Payers are the buyers who pay while the load runs: Observe starts a
+// payer for a Share of the sales; Wait, after the load, waits for every
+// payer and reports.
+type Payers struct {
 	ctx       context.Context
 	shop      *shopapi.Client
 	base      string
@@ -45,13 +49,15 @@ type loadPayers struct {
 	giveUpAfter time.Duration
 }
 
-func newLoadPayers(ctx context.Context, shop *shopapi.Client, base string, step plan.PaymentStep) *loadPayers {
-	return &loadPayers{ctx: ctx, shop: shop, base: base, step: step, rep: report.PaymentReport{DuringLoad: true}, giveUpAfter: notWrittenBound}
+// Start starts taking the sales of a load on base; ctx ends every payer.
+func Start(ctx context.Context, shop *shopapi.Client, base string, step plan.PaymentStep) *Payers {
+	return &Payers{ctx: ctx, shop: shop, base: base, step: step, rep: report.PaymentReport{DuringLoad: true}, giveUpAfter: notWrittenBound}
 }
 
-// onSale starts a payer for a Share of the sales whose answer names an
+// Observe starts a payer for a Share of the sales whose answer names an
 // order. It runs in the attack's result loop, so it never blocks.
-func (lp *loadPayers) onSale(res *vegeta.Result) {
+func (lp *Payers) Observe(r attack.Result) {
+	res := r.Result
 	if res.Code != http.StatusOK && res.Code != http.StatusAccepted {
 		return
 	}
@@ -83,7 +89,7 @@ func (lp *loadPayers) onSale(res *vegeta.Result) {
 // nothing is guessed); one sent twice is answered paid again (paying a
 // paid order changes nothing); one that comes past the deadline is paid
 // if the sweeper has not got there yet, or refused 409.
-func (lp *loadPayers) pay(at time.Time, order, user string) {
+func (lp *Payers) pay(at time.Time, order, user string) {
 	if sleep.For(lp.ctx, time.Until(at)) != nil {
 		return
 	}
@@ -105,25 +111,40 @@ func (lp *loadPayers) pay(at time.Time, order, user string) {
 			}
 		}
 		lp.mu.Lock()
-		countPayment(&lp.rep, err)
+		Count(&lp.rep, err)
 		lp.mu.Unlock()
 		return
 	}
 }
 
-// loadDone marks the end of the load: later payers no longer count as sent
+// LoadDone marks the end of the load: later payers no longer count as sent
 // during it.
-func (lp *loadPayers) loadDone() {
+func (lp *Payers) LoadDone() {
 	lp.mu.Lock()
 	lp.loadEnded = time.Now()
 	lp.mu.Unlock()
 }
 
-// wait waits for every payer and returns what they saw.
-func (lp *loadPayers) wait() *report.PaymentReport {
+// Wait waits for every payer and returns what they saw.
+func (lp *Payers) Wait() *report.PaymentReport {
 	lp.wg.Wait()
 	lp.mu.Lock()
 	defer lp.mu.Unlock()
 	rep := lp.rep
 	return &rep
+}
+
+// Count records one payer's answer in rep.
+func Count(rep *report.PaymentReport, err error) {
+	var api *shopapi.APIError
+	switch {
+	case err == nil:
+		rep.Paid++
+	case errors.As(err, &api) && api.Status == http.StatusConflict:
+		rep.Refused++
+	default:
+		if rep.Failed++; rep.FirstFailure == "" {
+			rep.FirstFailure = err.Error()
+		}
+	}
 }
