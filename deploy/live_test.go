@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/storeview"
 )
 
 // stagesRun are the stages the live test drives whose every lock and stock
@@ -94,9 +95,10 @@ func TestLiveStack(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	stores := storeview.Open(storeview.Addrs{Addr: s.redisAddr, Password: s.redisPassword})
+	defer stores.Close()
 	rep, err := loadgen.Run(ctx, loadgen.Config{
-		Target: s.nginxURL, ReplicaURLs: urls, AdminToken: s.adminToken,
-		RedisAddr: s.redisAddr, RedisPassword: s.redisPassword,
+		Target: s.nginxURL, ReplicaURLs: urls, AdminToken: s.adminToken, Stores: stores,
 		Scenario: sc, ScenarioFile: "deploy/testdata/live.yaml",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -21,7 +21,9 @@ import (
 
 	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/progress"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/storeview"
 	"github.com/lockstep/lockstep/scenarios"
 )
 
@@ -117,22 +119,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	redisAddrs := flagenv.List(o.redisAddr)
 	cfg := loadgen.Config{
-		Target:        o.target,
-		ReplicaURLs:   flagenv.List(o.replicaURLs),
-		AdminToken:    o.adminToken,
-		RedisPassword: o.redisPassword,
-		Scenario:      sc,
-		ScenarioFile:  name,
-		GrafanaURL:    o.grafanaURL,
-		GrafanaToken:  o.grafanaToken,
-		Progress:      stderr,
-		Interactive:   loadgen.IsTerminal(stderr),
-		Logger:        slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Target:       o.target,
+		ReplicaURLs:  flagenv.List(o.replicaURLs),
+		AdminToken:   o.adminToken,
+		Scenario:     sc,
+		ScenarioFile: name,
+		GrafanaURL:   o.grafanaURL,
+		GrafanaToken: o.grafanaToken,
+		Progress:     stderr,
+		Interactive:  progress.IsTerminal(stderr),
+		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
+	addrs := storeview.Addrs{Cluster: flagenv.List(o.redisCluster), Password: o.redisPassword}
 	if len(redisAddrs) > 0 {
-		cfg.RedisAddr = redisAddrs[0]
+		addrs.Addr = redisAddrs[0]
 	}
-	cfg.RedisCluster = flagenv.List(o.redisCluster)
+	if stores := storeview.Open(addrs); stores != nil {
+		defer stores.Close()
+		cfg.Stores = stores
+	}
 	rep, runErr := loadgen.Run(ctx, cfg)
 	if rep == nil {
 		return runErr

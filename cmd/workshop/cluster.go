@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/fault"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/lockstep/lockstep/internal/sleep"
@@ -99,7 +99,7 @@ func firstLine(s string) string {
 // the prefix move.First in one MIGRATE and a stop of move.Stop, when asked
 // for; one MIGRATE per other key with move.Pace spread between them; then
 // the slot handed to the target on every master, the target first.
-func (in *injector) MigrateSlot(ctx context.Context, key string, move loadgen.SlotMove) (from, to string, err error) {
+func (in *injector) MigrateSlot(ctx context.Context, key string, move fault.SlotMove) (from, to string, err error) {
 	if in.redis == nil || !in.redis.cluster {
 		return "", "", fmt.Errorf("slot migration: %w (it needs --redis cluster)", errSetUp)
 	}

@@ -9,13 +9,13 @@ import (
 
 	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/internal/crashhook"
-	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/fault"
 	"github.com/lockstep/lockstep/internal/proc"
 	"github.com/lockstep/lockstep/internal/sleep"
 )
 
 // injector carries out the loadgen's fault steps on the workshop's own
-// processes (loadgen.Injector).
+// processes (fault.Injector).
 type injector struct {
 	replicas []*replica
 	redis    *redisSet
@@ -29,7 +29,7 @@ type injector struct {
 	workers *orderWorkers
 }
 
-var _ loadgen.Injector = (*injector)(nil)
+var _ fault.Injector = (*injector)(nil)
 
 // errSetUp: the step needs a set-up the workshop did not start for this
 // scenario.

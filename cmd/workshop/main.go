@@ -32,7 +32,9 @@ import (
 	"github.com/lockstep/lockstep/internal/flagenv"
 	"github.com/lockstep/lockstep/internal/loadgen"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/loadgen/progress"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/storeview"
 	"github.com/lockstep/lockstep/inventory"
 	"github.com/lockstep/lockstep/scenarios"
 )
@@ -309,21 +311,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		redisComponent = wiring.group.component
 		redisComponent.Addr = strings.Join(wiring.group.sentinelAddrs(), ",")
 	}
+	stores := storeview.Open(storeview.Addrs{Addr: redisAddr, Cluster: wiring.loadgenCluster(), Holders: holdersAddr})
+	defer stores.Close()
 	rep, runErr := loadgen.Run(ctx, loadgen.Config{
-		Target:           proxy.url,
-		ReplicaURLs:      replicaURLs,
-		AdminToken:       o.adminToken,
-		RedisAddr:        redisAddr,
-		RedisCluster:     wiring.loadgenCluster(),
-		HoldersRedisAddr: holdersAddr,
-		Injector:         &injector{replicas: replicas, redis: rs, group: wiring.group, links: wiring.links, lockServers: servers, workers: workers},
-		Redis:            redisComponent,
-		Proxy:            proxy.component,
-		Orders:           servers.orders(),
-		Scenario:         sc,
-		ScenarioFile:     scenarioName,
-		Progress:         stderr,
-		Interactive:      loadgen.IsTerminal(stderr),
+		Target:       proxy.url,
+		ReplicaURLs:  replicaURLs,
+		AdminToken:   o.adminToken,
+		Stores:       stores,
+		Injector:     &injector{replicas: replicas, redis: rs, group: wiring.group, links: wiring.links, lockServers: servers, workers: workers},
+		Redis:        redisComponent,
+		Proxy:        proxy.component,
+		Orders:       servers.orders(),
+		Scenario:     sc,
+		ScenarioFile: scenarioName,
+		Progress:     stderr,
+		Interactive:  progress.IsTerminal(stderr),
 		Processes: func() map[string][]int {
 			m := servers.pids()
 			m["shop"], m["redis"] = nil, wiring.pids()

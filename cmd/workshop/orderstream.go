@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lockstep/lockstep/asyncorders"
-	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/loadgen/fault"
 	"github.com/lockstep/lockstep/internal/redisclient"
 )
 
@@ -23,12 +23,12 @@ func (in *injector) OrderStream(ctx context.Context, stage, sku string) (asyncor
 
 // HeldEntries lists what the named order worker read and did not
 // acknowledge (asyncorders.Queue.HeldBy).
-func (in *injector) HeldEntries(ctx context.Context, stage, sku, worker string) ([]loadgen.HeldEntry, error) {
-	var out []loadgen.HeldEntry
+func (in *injector) HeldEntries(ctx context.Context, stage, sku, worker string) ([]fault.HeldEntry, error) {
+	var out []fault.HeldEntry
 	err := in.withStream(stage, func(q *asyncorders.Queue) error {
 		held, err := q.HeldBy(ctx, sku, worker)
 		for _, h := range held {
-			out = append(out, loadgen.HeldEntry{Entry: h.Entry, OrderID: h.OrderID, Deliveries: h.Deliveries})
+			out = append(out, fault.HeldEntry{Entry: h.Entry, OrderID: h.OrderID, Deliveries: h.Deliveries})
 		}
 		return err
 	})

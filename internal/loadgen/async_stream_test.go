@@ -2,19 +2,13 @@ package loadgen
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
-	"github.com/lockstep/lockstep/inventory"
 )
 
 // An async stage's stream while it runs: the live page's snapshot has the
@@ -72,28 +66,5 @@ func TestTheReportShowsTheOrderStreams(t *testing.T) {
 	}
 	if strings.Contains(html.String(), "data-stream") {
 		t.Error("a report without async runs has a stream table")
-	}
-}
-
-// The run's drain waits, after the stream drained, until no cancelled
-// order's unit is on its way back: its audit is the first with none.
-func TestTheDrainWaitsForTheSweepersReturns(t *testing.T) {
-	var audits atomic.Int64
-	shop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		var returning int64
-		if audits.Add(1) < 3 {
-			returning = 1
-		}
-		_ = json.NewEncoder(w).Encode(report.Audit{Initial: 2, Stream: &asyncorders.Stats{}, Orders: &inventory.OrderCounts{Returning: returning}})
-	}))
-	t.Cleanup(shop.Close)
-	r := &runner{shop: newShopClient("")}
-	first := report.Audit{Initial: 2, Stream: &asyncorders.Stats{}, Orders: &inventory.OrderCounts{Returning: 1}}
-	a, _, err := r.drainAsync(context.Background(), shop.URL, asyncorders.StageStream, "sku-1", first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Orders.Returning != 0 || audits.Load() != 3 {
-		t.Errorf("the drain ended with %d returning after %d audits; want 0 after 3", a.Orders.Returning, audits.Load())
 	}
 }

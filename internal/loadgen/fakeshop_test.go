@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 )
 
 // fakeShop follows the shop's HTTP contract with in-memory stages whose
@@ -127,7 +128,7 @@ func (f *fakeShop) handler(name string) http.Handler {
 	mux.HandleFunc("GET /readyz", withReplica(func(w http.ResponseWriter, r *http.Request) { reply(w, 200, map[string]string{"status": "ok"}) }))
 	mux.HandleFunc("GET /healthz", withReplica(func(w http.ResponseWriter, r *http.Request) { reply(w, 200, map[string]string{"status": "ok"}) }))
 	mux.HandleFunc("GET /api/stages", withReplica(func(w http.ResponseWriter, r *http.Request) {
-		infos := []StageInfo{
+		infos := []shopapi.StageInfo{
 			{ID: "racy", Title: "GET then SET", Article: "Redis 分布式锁 (GET then SET)", Mechanism: "GET/SET", Defect: "oversells", Available: true},
 			{ID: "atomic", Title: "atomic", Available: true},
 			{ID: "stuck", Title: "stuck", Available: true},
@@ -141,7 +142,7 @@ func (f *fakeShop) handler(name string) http.Handler {
 			infos[i].Faults = f.stage(infos[i].ID).faults
 		}
 		f.mu.Unlock()
-		reply(w, 200, map[string][]StageInfo{"stages": infos})
+		reply(w, 200, map[string][]shopapi.StageInfo{"stages": infos})
 	}))
 	mux.HandleFunc("POST /api/stages/{stage}/reset", withReplica(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {

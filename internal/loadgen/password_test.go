@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"github.com/lockstep/lockstep/internal/storeview"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func TestRedisPassword(t *testing.T) {
 		{"", false},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		rep, err := Run(ctx, Config{Target: fake.proxy, Scenario: sc, RedisAddr: srv.Addr, RedisPassword: tc.password})
+		rep, err := Run(ctx, Config{Target: fake.proxy, Scenario: sc, Stores: openStores(t, storeview.Addrs{Addr: srv.Addr, Password: tc.password})})
 		cancel()
 		if err != nil {
 			t.Fatal(err)
@@ -47,4 +48,13 @@ func TestRedisPassword(t *testing.T) {
 			t.Errorf("password %q: report's Redis %+v, want the authentication error", tc.password, got)
 		}
 	}
+}
+
+// openStores opens a view of the shops' Redis for a run, closed with the
+// test.
+func openStores(t *testing.T, a storeview.Addrs) *storeview.View {
+	t.Helper()
+	v := storeview.Open(a)
+	t.Cleanup(func() { _ = v.Close() })
+	return v
 }

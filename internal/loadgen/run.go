@@ -13,39 +13,42 @@
 //   - attack (internal/loadgen/attack) sends the sales with vegeta
 //     (targets, buyers, pacing) and hands each result to its observers
 //     (attack.Observer) after its own Tally;
+//   - shopapi (internal/loadgen/shopapi) is the shop's HTTP API: the
+//     client, the patient audit, the drain, the wait for faults;
+//   - fault (internal/loadgen/fault) carries out the fault steps, one kind
+//     per file, through the Injector and the Stores the workshop provides;
+//   - the observers in packages of their own: timeline (its record
+//     report.Timeline), shards (report.ShardLoad), payers
+//     (report.PaymentReport), progress (the line);
 //   - this package walks the scenario (run.go: reset → faults → attack →
-//     audit → drain → payment or crash step), follows the attacks with
-//     observers and pollers (timeline, progress, trace, shards, stream
-//     figures, the live page), carries out the fault steps (fault*.go)
-//     through the Injector the workshop provides.
+//     audit → drain → payment or crash step) and follows the attacks with
+//     the other observers and pollers (trace, stream figures, the live
+//     page).
 //
-// loadgen speaks HTTP to the shops. It must not import the stores'
+// loadgen speaks HTTP to the shops. It does not import the stores'
 // packages (inventory, orders, asyncorders, segments) for anything but the
-// result types the shop's HTTP API returns; what a fault step reads in a
-// store's server it asks the Injector for. Left over for now: which stages
-// are async (asyncorders.ModeOf), the stages' key names the crash, fault
-// and shard readers look at in Redis (segments.Tag), and those readers'
-// own Redis client.
+// result types the shop's HTTP API returns, nor a Redis client: what it
+// reads in the stores' servers it asks Config.Stores for
+// (internal/storeview), what it does to the processes Config.Injector.
+// Left over: which stages are async (asyncorders.ModeOf).
 package loadgen
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstep/lockstep/internal/loadgen/progress"
 	"io"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/lockstep/lockstep/internal/loadgen/attack"
 	"github.com/lockstep/lockstep/internal/loadgen/expect"
+	"github.com/lockstep/lockstep/internal/loadgen/fault"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
-	"github.com/lockstep/lockstep/internal/redisclient"
-	"github.com/redis/go-redis/v9"
+	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 )
 
 // Config is what Run needs to know about the set-up.
@@ -57,12 +60,11 @@ type Config struct {
 	// stages.
 	ReplicaURLs []string
 	AdminToken  string
-	// RedisAddr, optional, lets the crash step look at the lock keys;
-	// RedisCluster, instead, are the seed addresses of the Redis Cluster
-	// the shops run on.
-	RedisAddr     string
-	RedisCluster  []string
-	RedisPassword string
+	// Stores, optional, reads what the shops keep in Redis (the workshop's
+	// storeview.View): the crash step's lock keys, each Cluster master's
+	// load, and what the fault steps look at. Without it those are left
+	// out, and runs with a fault step are skipped.
+	Stores Stores
 	// Redis and Proxy describe the set-up for the report; when empty they
 	// are asked from Redis (INFO) and from the target's Server header.
 	Redis, Proxy report.Component
@@ -81,10 +83,7 @@ type Config struct {
 	// Injector, optional, carries out the fault steps (the workshop's);
 	// without it runs with a fault step are skipped. They also need the
 	// replicas' URLs and a Redis address.
-	Injector Injector
-	// HoldersRedisAddr is where the shops keep the track_holders counts
-	// when not on RedisAddr (--holders-redis-addr).
-	HoldersRedisAddr string
+	Injector fault.Injector
 	// GrafanaURL, optional, is where each stage run is annotated (a region
 	// tagged lockstep and the stage); a user in it is sent as basic auth,
 	// GrafanaToken, if set, as a bearer token instead. A failed annotation
@@ -107,17 +106,12 @@ var ErrUnknownStage = errors.New("unknown stage")
 // master's figures), which run even when the run was interrupted.
 const afterLoadTimeout = 10 * time.Second
 
-// readyTimeout bounds the wait for a replica, e.g. one restarting after a crash.
-const readyTimeout = 20 * time.Second
-
 type runner struct {
 	cfg      Config
-	shop     *shopClient
-	rdb      redis.UniversalClient
-	holders  redis.UniversalClient // where the track_holders counts are; rdb's server by default
-	progress *progress
+	shop     *shopapi.Client
+	progress *progress.Line
 	log      *slog.Logger
-	info     map[string]StageInfo
+	info     map[string]shopapi.StageInfo
 	names    []string   // the replicas' names, as ReplicaURLs
 	live     *LiveStage // the running stage's, for cfg.Watch; nil without
 }
@@ -131,8 +125,8 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	}
 	r := &runner{
 		cfg:      cfg,
-		shop:     newShopClient(cfg.AdminToken),
-		progress: newProgress(cfg.Progress, cfg.Interactive),
+		shop:     shopapi.New(cfg.AdminToken),
+		progress: progress.New(cfg.Progress, cfg.Interactive),
 		log:      cfg.Logger,
 	}
 	if r.log == nil {
@@ -142,35 +136,21 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case len(cfg.RedisCluster) > 0:
-		r.rdb = redisclient.NewCluster(redisclient.Settings{Password: cfg.RedisPassword}, cfg.RedisCluster)
-	case cfg.RedisAddr != "":
-		r.rdb = redisclient.New(redisclient.Settings{Password: cfg.RedisPassword}, cfg.RedisAddr)
-	}
-	if r.rdb != nil {
-		defer r.rdb.Close()
-		r.holders = r.rdb
-	}
-	if cfg.HoldersRedisAddr != "" {
-		r.holders = redisclient.New(redisclient.Settings{Password: cfg.RedisPassword}, cfg.HoldersRedisAddr)
-		defer r.holders.Close()
-	}
 	if err := r.waitAllReady(ctx); err != nil {
 		return nil, err
 	}
 	for _, u := range cfg.ReplicaURLs {
-		name, err := r.shop.replicaName(ctx, u)
+		name, err := r.shop.ReplicaName(ctx, u)
 		if err != nil {
 			return nil, fmt.Errorf("replica name: %w", err)
 		}
 		r.names = append(r.names, name)
 	}
-	stages, err := r.shop.stages(ctx, cfg.Target)
+	stages, err := r.shop.Stages(ctx, cfg.Target)
 	if err != nil {
 		return nil, fmt.Errorf("list stages: %w", err)
 	}
-	r.info = map[string]StageInfo{}
+	r.info = map[string]shopapi.StageInfo{}
 	ids := make([]string, len(stages))
 	for i, s := range stages {
 		r.info[s.ID], ids[i] = s, s.ID
@@ -209,7 +189,7 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 			}
 		}
 		rep.Stages = append(rep.Stages, row)
-		r.progress.note("%s", row.SummaryLine())
+		r.progress.Note("%s", row.SummaryLine())
 		if cfg.Watch != nil {
 			cfg.Watch.StageDone(row)
 		}
@@ -245,414 +225,6 @@ func CheckStages(sc *plan.Scenario, ids []string) error {
 	return fmt.Errorf("%w %q in the scenario; the shop's stages are %s", ErrUnknownStage, unknown, strings.Join(ids, ", "))
 }
 
-// runStage runs one stage run; setup failures end up in the row's Error.
-func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row report.StageRun) {
-	sku := r.cfg.Scenario.SKU
-	row = report.StageRun{
-		StageID: report.StageID{Index: index, Label: run.Label, Stage: run.Stage, Via: run.Via},
-		Load:    report.Load{Rate: run.AttackRate().String(), Workers: run.Workers, Faults: run.Faults},
-	}
-	info := r.info[run.Stage]
-	row.Title, row.Article, row.Mechanism, row.Defect = info.Title, info.Article, info.Mechanism, info.Defect
-	base := r.cfg.Target
-	switch {
-	case !info.Available: // every stage is known: Run checked
-		row.Skipped = "unavailable: " + info.Reason
-		return row
-	case run.Via == plan.ViaOneReplica && len(r.cfg.ReplicaURLs) == 0:
-		row.Skipped = "one-replica runs need the replicas' own URLs"
-		return row
-	case run.Via == plan.ViaOneReplica:
-		base = r.cfg.ReplicaURLs[0]
-	case run.Fault != nil && (r.cfg.Injector == nil || len(r.cfg.ReplicaURLs) < 2 || r.holders == nil):
-		row.Skipped = "a fault step needs the workshop (go run ./cmd/workshop): it kills, stops and cuts off its processes"
-		return row
-	case run.HoldWorkers && (r.cfg.Injector == nil || len(r.cfg.Injector.OrderWorkers()) == 0):
-		row.Skipped = "hold_workers needs the workshop's order workers (go run ./cmd/workshop): it stops and continues them"
-		return row
-	case run.Fault != nil && run.Fault.Kind == plan.FaultOrdersDown && !r.cfg.Injector.HasOrderServer():
-		row.Skipped = "an orders-down step needs the orders in MariaDB (the embedded SQLite file is the shops' own, nothing to stop)"
-		return row
-	}
-	fail := func(err error) report.StageRun {
-		row.Error = err.Error()
-		r.log.Error("stage run failed", "stage", run.Stage, "err", err)
-		return row
-	}
-	r.live = nil
-	if r.cfg.Watch != nil {
-		r.live = &LiveStage{phase: "waiting to start"}
-		if err := r.cfg.Watch.StageStarting(ctx, r.stageStart(index, run, &row), r.live); err != nil {
-			return fail(err)
-		}
-	}
-	tracer := r.traceSales(ctx, run.Stage, r.live)
-	defer func() { row.Trace = tracer.stop() }()
-	if err := r.waitAllReady(ctx); err != nil {
-		return fail(err)
-	}
-	if run.Fault != nil {
-		start := time.Now()
-		tl := newTimeline(start)
-		r.live.follow(tl)
-		r.live.setPhase(run.Fault.Kind + " step")
-		r.progress.phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.Name(), run.Fault.Kind), run.Fault.Window())
-		peak := streamPeak(run.Stage)
-		stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, nil, peak)
-		err := r.faultStep(ctx, run, &row, tl)
-		stopPolling()
-		row.StreamWhileRunning = peak
-		row.Timeline = tl.build()
-		if err != nil {
-			return fail(fmt.Errorf("%s step: %w", run.Fault.Kind, err))
-		}
-		return row
-	}
-	r.live.setPhase("reset")
-	if err := r.shop.reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
-		return fail(fmt.Errorf("reset: %w", err))
-	}
-	if err := r.applyFaults(ctx, base, run.Stage, run.Faults); err != nil {
-		return fail(fmt.Errorf("faults: %w", err))
-	}
-	letWorkersGo := func() error { return nil }
-	if run.HoldWorkers {
-		var err error
-		if letWorkersGo, err = r.holdWorkers(ctx); err != nil {
-			return fail(err)
-		}
-		// On every way out; after the load it already ran, and runs again
-		// as a no-op.
-		defer func() { _ = letWorkersGo() }()
-		row.WorkersHeld = true
-	}
-	start := time.Now()
-	tl := newTimeline(start)
-	r.live.follow(tl)
-	r.live.setPhase("load")
-	r.progress.phase(fmt.Sprintf("[%d/%d] %s via %s", index+1, len(r.cfg.Scenario.Runs), run.Stage, run.Via), run.Duration.D())
-	cpu := startCPUSampler(r.cfg.Processes)
-	shards := startShardSampler(ctx, r.rdb, run.Stage, sku, segmentCount(run.Stage, run.Segments))
-	peak := streamPeak(run.Stage)
-	stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, shards, peak)
-	var payers *loadPayers
-	observers := []attack.Observer{tl, r.progress}
-	if run.Payment != nil && run.Payment.DuringLoad {
-		// The payers end with the run, whichever way it ends.
-		payCtx, cancelPayers := context.WithCancel(ctx)
-		payers = newLoadPayers(payCtx, r.shop, base, *run.Payment)
-		defer func() { cancelPayers(); payers.wait() }()
-		observers = append(observers, attack.ObserverFunc(func(res attack.Result) { payers.onSale(res.Result) }))
-	}
-	t := attack.Run(ctx, attack.Spec{
-		Name:          run.Stage,
-		URL:           deductURL(base, run.Stage, sku),
-		Rate:          run.AttackRate(),
-		Workers:       run.Workers,
-		Duration:      run.Duration.D(),
-		StopAtSoldOut: run.StopsWhenSoldOut(),
-		Timeout:       run.Timeout.D(),
-		Buyers:        run.Buyers,
-	}, observers...)
-	if payers != nil {
-		payers.loadDone()
-	}
-	row.Interrupted = ctx.Err() != nil
-	// What the load did is read even when the run was interrupted (Ctrl-C):
-	// on a context of its own, bounded, so the figures are kept.
-	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterLoadTimeout)
-	defer cancel()
-	row.CPU = cpu.stop()
-	row.Shards = shards.stop(after)
-	stopPolling()
-	row.StreamWhileRunning = peak
-	fillFromTally(&row, t)
-
-	audit, err := r.shop.audit(after, base, run.Stage, sku)
-	if err != nil {
-		return fail(fmt.Errorf("audit: %w", err))
-	}
-	if err := letWorkersGo(); err != nil {
-		return fail(err)
-	}
-	if ctx.Err() == nil { // an interrupted run keeps the figures it has
-		var drained time.Duration
-		atLoadEnd := audit
-		audit, drained, err = r.drainAsync(ctx, base, run.Stage, sku, audit)
-		row.DrainMS = float64(drained.Microseconds()) / 1000
-		if err != nil {
-			return fail(fmt.Errorf("drain: %w", err))
-		}
-		if atLoadEnd.Stream != nil && atLoadEnd.Orders != nil {
-			row.OrdersAtLoadEnd = atLoadEnd.Orders.Orders
-		}
-		row.DrainOrdersPerSec = drainRate(atLoadEnd, audit, drained)
-	}
-	row.Audit, row.Oversold, row.Consistent, row.ForeignUnlocks = audit, audit.Oversold, audit.Consistent, audit.ForeignUnlocks
-	row.MaxHolders = audit.MaxHolders
-	judgeConsistency(&row)
-	if run.Payment != nil && ctx.Err() == nil {
-		if row.Payment, err = r.paymentStep(ctx, run, base, sku, payers); err != nil {
-			row.Timeline = tl.build()
-			return fail(fmt.Errorf("payment step: %w", err))
-		}
-	}
-	if run.Crash != nil && ctx.Err() == nil {
-		if err := r.crashStep(ctx, run, base, &row, tl); err != nil {
-			row.Timeline = tl.build()
-			return fail(fmt.Errorf("crash step: %w", err))
-		}
-	}
-	row.Timeline = tl.build()
-	return row
-}
-
-// fillFromTally fills the row from the records the attack's tally owns.
-func fillFromTally(row *report.StageRun, t *attack.Tally) {
-	row.Replicas = t.Replicas()
-	row.Answers, row.Latency = t.Answers(), t.Latency()
-}
-
-// crashStep makes a replica exit while holding the stage's lock and watches
-// whether, and when, sales resume. See CrashStep.
-func (r *runner) crashStep(ctx context.Context, run plan.RunSpec, base string, row *report.StageRun, tl *timelineBuilder) error {
-	sku := r.cfg.Scenario.SKU
-	r.live.setPhase("crash step")
-	if err := r.waitAllReady(ctx); err != nil {
-		return err
-	}
-	if err := r.shop.reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
-		return fmt.Errorf("reset: %w", err)
-	}
-	faults := run.Faults
-	faults.SlowRatio, faults.Slow = 0, 0
-	faults.CrashHoldingLock = true
-	if err := r.applyFaults(ctx, base, run.Stage, faults); err != nil {
-		return fmt.Errorf("arm crash: %w", err)
-	}
-	crash := &report.CrashReport{}
-	row.Crash = crash
-	status, err := r.triggerCrash(ctx, base, run, sku)
-	crashAt := time.Now()
-	switch {
-	case err != nil:
-		crash.Triggered, crash.TriggerAnswer = true, err.Error()
-	case status >= 500:
-		crash.Triggered, crash.TriggerAnswer = true, fmt.Sprintf("status %d", status)
-	default:
-		crash.TriggerAnswer = fmt.Sprintf("status %d: the replica did not crash", status)
-	}
-	// The replica that crashed disarmed the fault in Redis; this also
-	// clears it when nothing crashed, and tells every replica. It goes
-	// through the target, which routes around the crashed replica, and is
-	// not awaited: that replica is restarting, and waiting for it would
-	// delay the observation.
-	faults.CrashHoldingLock = false
-	if err := r.shop.setFaults(ctx, r.cfg.Target, run.Stage, faults); err != nil {
-		return fmt.Errorf("disarm crash: %w", err)
-	}
-	if !crash.Triggered {
-		return nil
-	}
-	crash.AtMS = tl.since(crashAt)
-	tl.mark(crashAt, "crash")
-
-	r.live.setPhase("after the crash")
-	r.progress.phase(fmt.Sprintf("      %s after the crash", run.Stage), run.Crash.Observe.D())
-	t := attack.Run(ctx, attack.Spec{
-		Name:     run.Stage + "-after-crash",
-		URL:      deductURL(base, run.Stage, sku),
-		Rate:     run.Crash.Rate,
-		Workers:  run.Crash.Workers,
-		Duration: run.Crash.Observe.D(),
-		Timeout:  run.Timeout.D(),
-		Buyers:   run.Buyers,
-	}, tl, r.progress)
-	crash.Requests, crash.Sales, crash.Busy, crash.AlreadyBought, crash.Errors = t.Requests, t.Sales, t.Busy, t.AlreadyBought, t.Errors
-	crash.ObserveMS = report.MS(t.Elapsed())
-	stuck := t.Requests > 0 && t.Sales == 0
-	row.Stuck = &stuck
-	if t.Sales > 0 {
-		recovery := report.MS(t.FirstSale.Sub(crashAt))
-		row.RecoveryMS = &recovery
-		tl.mark(t.FirstSale, "first sale")
-	}
-	if err := r.undersoldAfterCrash(ctx, base, run.Stage, crash); err != nil {
-		return err
-	}
-	if r.rdb != nil {
-		keys, err := r.lockKeys(ctx, run.Stage)
-		if err != nil {
-			return fmt.Errorf("inspect lock keys: %w", err)
-		}
-		crash.LockKeys = keys
-	}
-	if !stuck {
-		return nil
-	}
-	// Stuck: show that only a reset (which drops the lock) lets sales resume.
-	if err := r.shop.reset(ctx, base, run.Stage, sku, run.Stock, run.Segments); err != nil {
-		return fmt.Errorf("reset after crash: %w", err)
-	}
-	tl.mark(time.Now(), "reset")
-	status, err = r.shop.deduct(ctx, base, run.Stage, sku, crashBuyer(run, 0))
-	sold := err == nil && attack.Classify(uint16(status)) == attack.Sale
-	crash.SaleAfterReset = &sold
-	tl.add(time.Now(), sold)
-	return nil
-}
-
-// triggerCrashAttempts bounds the sales sent to trigger an armed crash:
-// without the replicas' URLs the loadgen cannot wait for every replica to
-// hear of the fault, and one that has not yet just sells.
-const triggerCrashAttempts = 10
-
-// undersoldAfterCrash records, for an order stage, the units the crash
-// step's sales took that no order holds: the crash between the deduction
-// and the order insert loses them.
-func (r *runner) undersoldAfterCrash(ctx context.Context, base, stage string, crash *report.CrashReport) error {
-	audit, err := r.shop.audit(ctx, base, stage, r.cfg.Scenario.SKU)
-	if err != nil {
-		return fmt.Errorf("audit after the crash: %w", err)
-	}
-	if audit.Orders != nil {
-		crash.Undersold = &audit.Orders.Undersold
-	}
-	return nil
-}
-
-// crashBuyer names the buyer of the crash step's n-th own sale when the run
-// names buyers (a one-per-user stage refuses a sale without one): a buyer
-// of its own, outside the load's population.
-func crashBuyer(run plan.RunSpec, n int) string {
-	if run.Buyers == nil {
-		return ""
-	}
-	return "crash-step-" + strconv.Itoa(n)
-}
-
-// triggerCrash sends sale attempts until one does not sell: the crash (a
-// transport error, or a 502 from the proxy) or an unexpected answer.
-func (r *runner) triggerCrash(ctx context.Context, base string, run plan.RunSpec, sku string) (int, error) {
-	for attempt := 1; ; attempt++ {
-		status, err := r.shop.deduct(ctx, base, run.Stage, sku, crashBuyer(run, attempt))
-		if err != nil || attack.Classify(uint16(status)) != attack.Sale || attempt == triggerCrashAttempts {
-			return status, err
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// applyFaults sets the stage's faults and, when the replicas' URLs are
-// known, waits until every replica applies them: the shop stores faults in
-// Redis and replicas hear of a change over pub/sub, a moment later.
-func (r *runner) applyFaults(ctx context.Context, base, stage string, f plan.Faults) error {
-	if err := r.shop.setFaults(ctx, base, stage, f); err != nil {
-		return err
-	}
-	return r.awaitFaults(ctx, r.cfg.ReplicaURLs, stage, f)
-}
-
-// awaitFaults waits until each of the replicas applies the faults.
-func (r *runner) awaitFaults(ctx context.Context, replicas []string, stage string, f plan.Faults) error {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	for _, replica := range replicas {
-		for {
-			stages, err := r.shop.stages(ctx, replica)
-			if err == nil && slices.ContainsFunc(stages, func(s StageInfo) bool { return s.ID == stage && s.Faults == f }) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("%s did not apply the faults: %w", replica, errors.Join(err, ctx.Err()))
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}
-	return nil
-}
-
-// lockKeys lists the stage's keys that hold a lock, with their TTLs.
-func (r *runner) lockKeys(ctx context.Context, stage string) ([]report.LockKey, error) {
-	var (
-		mu   sync.Mutex
-		keys []string
-	)
-	// Lock keys end in ":lock" (lockstep:setnx:{sku-1}:lock); a stage's
-	// other keys hold stock and accounting. On a cluster every master
-	// holds some.
-	err := forEachMaster(ctx, r.rdb, func(ctx context.Context, node redis.Cmdable) error {
-		iter := node.Scan(ctx, 0, "lockstep:"+stage+":*", 100).Iterator()
-		for iter.Next(ctx) {
-			if strings.HasSuffix(iter.Val(), ":lock") {
-				mu.Lock()
-				keys = append(keys, iter.Val())
-				mu.Unlock()
-			}
-		}
-		return iter.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("scan: %w", err)
-	}
-	slices.Sort(keys)
-	out := make([]report.LockKey, 0, len(keys))
-	for _, k := range keys {
-		ttl, err := r.rdb.PTTL(ctx, k).Result()
-		if err != nil {
-			return nil, fmt.Errorf("pttl %s: %w", k, err)
-		}
-		if ttl == -2 { // gone since the scan
-			continue
-		}
-		if ttl > 0 {
-			ttl /= time.Millisecond
-		}
-		out = append(out, report.LockKey{Key: k, TTLMS: int64(ttl)})
-	}
-	return out, nil
-}
-
-// pollLoad keeps the progress line's "oversold so far" and the live
-// page's fresh from the audit, samples it on the timeline, and gives the
-// live page each master's load every second (on a cluster), keeps in peak
-// (an async stage's, else nil) the most its stream reached, until the
-// returned stop function is called.
-func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *timelineBuilder, shards *shardSampler, peak *report.StreamView) (stop func()) {
-	if r.cfg.Progress == nil && r.cfg.Watch == nil && peak == nil {
-		return func() {}
-	}
-	live := r.live
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for n := 1; ; n++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if a, err := r.shop.audit(ctx, base, stage, sku); err == nil {
-					r.progress.oversold.Store(int64(a.Oversold))
-					live.audited(a)
-					peak.Most(a.Stream)
-					tl.sampleOversold(time.Now(), a.Oversold)
-				}
-				if live != nil && n%4 == 1 { // once a second
-					live.sharded(shards.soFar(ctx))
-				}
-			}
-		}
-	})
-	return func() { cancel(); wg.Wait() }
-}
-
 // waitAllReady waits for every replica (or the target when their URLs are
 // unknown), e.g. for one restarting after the previous crash step.
 func (r *runner) waitAllReady(ctx context.Context) error {
@@ -661,7 +233,7 @@ func (r *runner) waitAllReady(ctx context.Context) error {
 		bases = []string{r.cfg.Target}
 	}
 	for _, b := range bases {
-		if err := r.shop.waitReady(ctx, b, readyTimeout); err != nil {
+		if err := r.shop.WaitReady(ctx, b, shopapi.ReadyTimeout); err != nil {
 			return err
 		}
 	}
@@ -687,7 +259,7 @@ func (r *runner) waitRouted(ctx context.Context) {
 	for {
 		seen := map[string]bool{}
 		for range 2 * len(r.names) {
-			if name, err := r.shop.replicaName(ctx, r.cfg.Target); err == nil {
+			if name, err := r.shop.ReplicaName(ctx, r.cfg.Target); err == nil {
 				seen[name] = true
 			}
 		}
@@ -704,40 +276,21 @@ func (r *runner) waitRouted(ctx context.Context) {
 	}
 }
 
-// forEachMaster runs f on every master of a cluster client, on the one
-// Redis of any other client.
-func forEachMaster(ctx context.Context, rdb redis.UniversalClient, f func(context.Context, redis.Cmdable) error) error {
-	if cluster, ok := rdb.(*redis.ClusterClient); ok {
-		return cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return f(ctx, node) })
-	}
-	return f(ctx, rdb)
-}
-
 func (r *runner) describeRedis(ctx context.Context) report.Component {
 	if r.cfg.Redis.Kind != "" {
 		return r.cfg.Redis
 	}
-	if r.rdb == nil {
+	if r.cfg.Stores == nil {
 		return report.Component{Kind: "unknown", Note: "no Redis address given"}
 	}
-	info, err := r.rdb.Info(ctx, "server").Result()
-	if err != nil {
-		return report.Component{Kind: "unknown", Addr: r.cfg.RedisAddr, Note: err.Error()}
-	}
-	c := report.Component{Kind: "redis-server", Addr: r.cfg.RedisAddr}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			c.Version = v
-		}
-	}
-	return c
+	return r.cfg.Stores.Describe(ctx)
 }
 
 func (r *runner) describeProxy(ctx context.Context) report.Component {
 	if r.cfg.Proxy.Kind != "" {
 		return r.cfg.Proxy
 	}
-	server := r.shop.serverHeader(ctx, r.cfg.Target)
+	server := r.shop.ServerHeader(ctx, r.cfg.Target)
 	if server == "" {
 		return report.Component{Kind: "unknown", Addr: r.cfg.Target}
 	}

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"github.com/lockstep/lockstep/internal/storeview"
 	"strings"
 	"testing"
 
@@ -39,7 +40,7 @@ func TestLiveShardsDuringTheLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &recordingWatcher{}
-	rep, err := Run(context.Background(), Config{Target: fake.proxy, Scenario: sc, Watch: w, RedisCluster: cluster.Addrs()})
+	rep, err := Run(context.Background(), Config{Target: fake.proxy, Scenario: sc, Watch: w, Stores: openStores(t, storeview.Addrs{Cluster: cluster.Addrs()})})
 	if err != nil {
 		t.Fatal(err)
 	}

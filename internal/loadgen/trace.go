@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 	"github.com/lockstep/lockstep/internal/redistrace"
 )
 
@@ -77,14 +78,11 @@ type saleTracer struct {
 
 // traceSales starts tracing the stage run's sales on the first replica;
 // nil when Config.TraceSales is off or the replicas' URLs are unknown.
-func (r *runner) traceSales(ctx context.Context, stage string, live *LiveStage) *saleTracer {
-	if !r.cfg.TraceSales || len(r.cfg.ReplicaURLs) == 0 {
-		return nil
-	}
+func traceSales(ctx context.Context, shop *shopapi.Client, replica, stage string, live *LiveStage) *saleTracer {
 	ctx, cancel := context.WithCancel(ctx)
 	t := &saleTracer{cancel: cancel, done: make(chan struct{})}
 	want := stageShows[stage]
-	url := stageURL(r.cfg.ReplicaURLs[0], stage, "trace") + "?wait=" + traceWait.String()
+	url := shopapi.StageURL(replica, stage, "trace") + "?wait=" + traceWait.String()
 	go func() {
 		defer close(t.done)
 		for ctx.Err() == nil {
@@ -98,8 +96,8 @@ func (r *runner) traceSales(ctx context.Context, stage string, live *LiveStage) 
 					Body   json.RawMessage `json:"body"`
 				} `json:"result"`
 			}
-			err := r.shop.do(ctx, http.MethodPost, url, nil, true, &got)
-			var apiErr *apiError
+			err := shop.Do(ctx, http.MethodPost, url, nil, true, &got)
+			var apiErr *shopapi.APIError
 			switch {
 			case errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable:
 				continue // no sale within the wait: ask again

@@ -8,6 +8,7 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/attack"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/loadgen/timeline"
 	"github.com/lockstep/lockstep/inventory"
 )
 
@@ -40,7 +41,7 @@ type StageStart struct {
 type LiveStage struct {
 	mu       sync.Mutex
 	phase    string
-	tl       *timelineBuilder
+	tl       *timeline.Builder
 	maxHeld  *int64
 	oversold int
 	stock    *int
@@ -87,7 +88,7 @@ func (l *LiveStage) Snapshot() LiveSnapshot {
 		return s
 	}
 	var byOutcome [attack.NumOutcomes]int
-	s.Timeline, byOutcome = tl.snapshot()
+	s.Timeline, byOutcome = tl.Snapshot()
 	s.Sales, s.SoldOut, s.Busy, s.AlreadyBought, s.Errors = byOutcome[attack.Sale], byOutcome[attack.SoldOut], byOutcome[attack.Busy], byOutcome[attack.AlreadyBought], byOutcome[attack.Error]
 	s.Requests = s.Sales + s.SoldOut + s.Busy + s.AlreadyBought + s.Errors
 	return s
@@ -104,7 +105,7 @@ func (l *LiveStage) setPhase(phase string) {
 	l.phase = phase
 }
 
-func (l *LiveStage) follow(tl *timelineBuilder) {
+func (l *LiveStage) follow(tl *timeline.Builder) {
 	if l == nil {
 		return
 	}
@@ -142,9 +143,9 @@ func (l *LiveStage) traced(t *report.SaleTrace) {
 }
 
 // stageStart describes a stage run about to start.
-func (r *runner) stageStart(index int, run plan.RunSpec, row *report.StageRun) StageStart {
+func stageStart(runs, index int, run plan.RunSpec, row *report.StageRun) StageStart {
 	s := StageStart{
-		Index: index, Runs: len(r.cfg.Scenario.Runs), Label: row.Name(), Stage: run.Stage, Via: run.Via,
+		Index: index, Runs: runs, Label: row.Name(), Stage: run.Stage, Via: run.Via,
 		Title: row.Title, Article: row.Article, Mechanism: row.Mechanism, Defect: row.Defect,
 		Planned: run.Duration.D(),
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // asyncOutageChecks judge an async stage's orders through an orders-down
-// or redis-restart step (fault_async.go), after draining.
+// or redis-restart step (fault/async.go), after draining.
 var asyncOutageChecks = map[string]checkFunc{
 	// The order database stopped: the sales went on without it (no 503,
 	// none unanswered), their entries waited in the stream, and once it

@@ -64,7 +64,7 @@ const (
 // FaultStep is what a failure scenario does to the set-up's processes during
 // a stage run, instead of the plain load phase: see the Fault* kinds. The
 // runner says per kind what it sends, when, and what it measures
-// (loadgen's faultrun.go).
+// (internal/loadgen/fault, a file per kind).
 type FaultStep struct {
 	Kind string `yaml:"kind" json:"kind"`
 	// VictimWork is the business work of the sale that will hold the lock

@@ -52,7 +52,7 @@ type FaultReport struct {
 	// the worker was down.
 	WorkerKill *WorkerKillReport `json:"worker_kill,omitempty"`
 	// AsyncOrders: what an async stage's orders did through an
-	// orders-down or redis-restart step (fault_async.go).
+	// orders-down or redis-restart step (fault/async.go).
 	AsyncOrders *AsyncOutageReport `json:"async_orders,omitempty"`
 	// Notes say in words what happened, step by step.
 	Notes []string `json:"notes,omitempty"`
