@@ -12,9 +12,12 @@ package inventory
 //
 //	case                  effect
 //	reply lost            the script ran: the units are back and announced
-//	run twice (a retry)   the second run gives nothing back (the scripts'
-//	                      own once-only marks) and announces nothing; a
-//	                      second announcement would only clear marks again
+//	run twice (a retry)   give_back.lua, compensate.lua and segment_undo.lua
+//	                      give nothing back the second time and announce
+//	                      nothing; segment_give_back.lua has no once-only
+//	                      mark and is never resent (the shop's clients
+//	                      resend nothing). An extra announcement would only
+//	                      clear marks again: a round trip more per replica
 //	arrives late          the marks clear late: a mark learned after the
 //	                      units came back but before the message is voided
 //	                      by it (the mark's epoch), one learned before holds
