@@ -2,6 +2,7 @@ package frontdoor
 
 import (
 	"context"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -112,5 +113,33 @@ func TestSoldOutMarkLostSubscription(t *testing.T) {
 	learn(m)
 	if !marked(m) {
 		t.Fatal("nothing is learned after the subscription came back")
+	}
+}
+
+// The give-back scripts announce the units they return: run as the shop
+// and the order workers run them, each clears the mark.
+func TestSoldOutMarkClearedByGiveBacks(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		keys   []string
+		args   []any
+	}{
+		{"../../inventory/scripts/segment_give_back.lua", []string{"{s}:stock", "{s}:sold"}, []any{1}},
+		{"../../asyncorders/scripts/compensate.lua",
+			[]string{"{s}:stock", "{s}:sold", "{s}:buyers", "{s}:compensated", "{s}:stream", "{s}:dead"},
+			[]any{"order-1", "", "workers", "cancelled", 1, "", ""}},
+	} {
+		t.Run(tc.script, func(t *testing.T) {
+			src, err := os.ReadFile(tc.script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, rdb := runMark(t, time.Hour, nil)
+			learn(m)
+			if err := rdb.Eval(context.Background(), string(src), tc.keys, tc.args...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 5*time.Second, func() bool { return !marked(m) })
+		})
 	}
 }
