@@ -1,5 +1,7 @@
 // Package frontdoor holds the guards a flash sale puts before its stock:
-// rate limiters (限流), one file each behind Limiter, chosen by name:
+// the sold-out mark (内存标记, soldout.go: SoldOutMark, its bounds in its
+// doc) and rate limiters (限流), one file each behind Limiter, chosen by
+// name:
 //
 //	limit-none   admits everything; bots win units in proportion to their rate
 //	limit-local  golang.org/x/time/rate per buyer and global, per replica:
