@@ -19,17 +19,21 @@ import (
 )
 
 // nginxConfs are the nginx configurations docker-compose.yml mounts, each
-// rendered for the shop services of one profile.
+// rendered for the shop services of one profile. limit-nginx.conf is the
+// main stack's with limit-nginx on, mounted instead of nginx.conf when
+// LOCKSTEP_NGINX_CONF names it (docs/front-door.md).
 var nginxConfs = []struct {
 	profile, service, path string
+	limit                  *nginx.Limit
 }{
-	{mainStack, "nginx", "deploy/nginx/nginx.conf"},
-	{clusterProfile, "cluster-nginx", "deploy/nginx/cluster.conf"},
+	{mainStack, "nginx", "deploy/nginx/nginx.conf", nil},
+	{clusterProfile, "cluster-nginx", "deploy/nginx/cluster.conf", nil},
+	{mainStack, "nginx", "deploy/nginx/limit-nginx.conf", &nginx.Limit{PerBuyer: 5, BuyerBurst: 5, Global: 2000, GlobalBurst: 200}},
 }
 
 // composeNginxConf renders nginx/nginx.conf for the compose file's shop
 // services of profile, as deploy/nginx/ holds it.
-func composeNginxConf(t *testing.T, p *types.Project, profile string) []byte {
+func composeNginxConf(t *testing.T, p *types.Project, profile string, limit *nginx.Limit) []byte {
 	t.Helper()
 	var upstreams []string
 	for _, s := range shopServices(t, p, profile) {
@@ -39,10 +43,13 @@ func composeNginxConf(t *testing.T, p *types.Project, profile string) []byte {
 	if profile != mainStack {
 		services += " of the " + profile + " profile"
 	}
+	if limit != nil {
+		services += ", limit-nginx on,"
+	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Generated from nginx/nginx.conf for %s by\n"+
 		"# go test ./deploy -run TestGenerated -update; do not edit by hand.\n\n", services)
-	if err := nginx.Render(&b, nginx.Config{Listen: "80", Upstreams: upstreams, WorkerProcesses: 2}); err != nil {
+	if err := nginx.Render(&b, nginx.Config{Listen: "80", Upstreams: upstreams, WorkerProcesses: 2, Limit: limit}); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -62,7 +69,7 @@ func TestGenerated(t *testing.T) {
 	files := []generated{{repoPath("grafana", "dashboards", "lockstep.json"), dashboard}}
 	p := loadCompose(t)
 	for _, c := range nginxConfs {
-		files = append(files, generated{repoPath(c.path), composeNginxConf(t, p, c.profile)})
+		files = append(files, generated{repoPath(c.path), composeNginxConf(t, p, c.profile, c.limit)})
 	}
 	for _, f := range files {
 		if *update {
@@ -376,6 +383,9 @@ func TestComposeMountsExist(t *testing.T) {
 	}
 	// Each nginx reads the configuration rendered for its profile's shops.
 	for _, c := range nginxConfs {
+		if c.limit != nil {
+			continue // mounted by choice, instead of the service's own
+		}
 		ngx := p.Services[c.service]
 		conf := regexp.MustCompile(`nginx .*-c (/\S+)`).FindStringSubmatch(strings.Join(ngx.Command, " "))
 		if conf == nil {

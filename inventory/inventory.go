@@ -443,7 +443,8 @@ func (inv *Inventory) Audit(ctx context.Context, stageID, sku string) (Audit, er
 	return s.audit(ctx, sku)
 }
 
-// Reset sets sku's stock on a stage, zeroes its sales and drops its locks.
+// Reset sets sku's stock on a stage, zeroes its sales and drops its locks,
+// and announces it on StockBackChannel.
 // segments (0: the default) applies to segmented only.
 func (inv *Inventory) Reset(ctx context.Context, stageID, sku string, stock int64, segmentCount int) error {
 	s, err := inv.stage(stageID)
@@ -464,6 +465,9 @@ func (inv *Inventory) Reset(ctx context.Context, stageID, sku string, stock int6
 	}
 	if err := inv.cfg.Redis.SAdd(ctx, skusKey(stageID), sku).Err(); err != nil {
 		return unavailable("track sku", err)
+	}
+	if err := inv.cfg.Redis.Publish(ctx, StockBackChannel, stageID+" "+sku).Err(); err != nil {
+		return unavailable("announce the reset", err)
 	}
 	return nil
 }

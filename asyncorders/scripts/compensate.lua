@@ -19,6 +19,7 @@ if first then
   if qty > 0 then
     redis.call('INCRBY', KEYS[1], qty)
     redis.call('DECRBY', KEYS[2], qty)
+    redis.call('PUBLISH', 'lockstep:stock-back', KEYS[1]) -- inventory.StockBackChannel
   end
   if ARGV[6] ~= '' then
     redis.call('SREM', KEYS[3], ARGV[6])

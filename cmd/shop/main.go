@@ -51,7 +51,8 @@ type options struct {
 	limitBuyerBurst, limitGlobalBurst int
 	// pprofAddr, optional, serves net/http/pprof (bench/shopcpu profiles
 	// the shop under load through it).
-	pprofAddr string
+	pprofAddr      string
+	soldOutMarkTTL time.Duration
 }
 
 func parseFlags(args []string, getenv func(string) string) (options, error) {
@@ -87,6 +88,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.IntVar(&o.limitGlobal, "limit-global", 0, "requests per second of all buyers together, per limiter (0: no global limit)")
 	fs.IntVar(&o.limitGlobalBurst, "limit-global-burst", 1, "burst of the global limit")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "loopback address of the Go profiler's endpoints (/debug/pprof/); empty: none")
+	fs.DurationVar(&o.soldOutMarkTTL, "soldout-mark-ttl", 0, "the sold-out mark: a SKU learned sold out is answered from memory, cleared through pub/sub when stock comes back, and at the latest after this long (0: no mark)")
 	if err := flagenv.Parse(fs, args, getenv); err != nil {
 		return o, err
 	}
@@ -121,6 +123,7 @@ func (o options) check() error {
 		flagenv.Check(o.requestTimeout > 0, "request-timeout", "positive"),
 		flagenv.Check(o.idempotencyTTL > 0, "idempotency-ttl", "positive"),
 		flagenv.Check(o.shutdownTimeout >= 0, "shutdown-timeout", "at least 0"),
+		flagenv.Check(o.soldOutMarkTTL >= 0, "soldout-mark-ttl", "at least 0"),
 		flagenv.LogLevel("log-level", o.logLevel),
 	)
 }
@@ -175,7 +178,8 @@ func run(args []string) error {
 			PerBuyer: frontdoor.Rate{Events: o.limitBuyer, Per: time.Second, Burst: o.limitBuyerBurst},
 			Global:   frontdoor.Rate{Events: o.limitGlobal, Per: time.Second, Burst: o.limitGlobalBurst},
 		},
-		MySQLDSN: o.mysqlDSN, OrdersSQLite: o.ordersSQLite, EtcdEndpoints: flagenv.List(o.etcdEndpoints), ZooKeeperServers: flagenv.List(o.zookeeperServers),
+		SoldOutMarkTTL: o.soldOutMarkTTL,
+		MySQLDSN:       o.mysqlDSN, OrdersSQLite: o.ordersSQLite, EtcdEndpoints: flagenv.List(o.etcdEndpoints), ZooKeeperServers: flagenv.List(o.zookeeperServers),
 		Logger: log,
 	})
 	if err != nil {

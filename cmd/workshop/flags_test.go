@@ -57,6 +57,8 @@ func TestUsageErrorExitsTwo(t *testing.T) {
 		{[]string{"--step=maybe"}, "maybe"},
 		{[]string{"--keep=maybe"}, "maybe"},
 		{[]string{"--scenario", "reshard", "--redis", "server"}, "--redis cluster"},
+		{[]string{"--proxy", "go", "--nginx-limit-buyer", "5"}, "limit-nginx"},
+		{[]string{"--nginx-limit-global", "-1"}, "--nginx-limit-buyer"},
 	} {
 		// Killed after 30 s, should it run what it should refuse.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -36,6 +36,7 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/storeview"
 	"github.com/lockstep/lockstep/inventory"
+	"github.com/lockstep/lockstep/nginx"
 	"github.com/lockstep/lockstep/scenarios"
 )
 
@@ -84,6 +85,16 @@ type options struct {
 	lockServers                          string
 	adminToken, only, liveAddr           string
 	keep, step, liveRoom                 bool
+	// limit-nginx's rates (requests per second, 0: none) and bursts.
+	nginxLimit nginx.Limit
+}
+
+// limitNginx is limit-nginx as the flags ask for it, or nil.
+func (o options) limitNginx() *nginx.Limit {
+	if o.nginxLimit.PerBuyer == 0 && o.nginxLimit.Global == 0 {
+		return nil
+	}
+	return &o.nginxLimit
 }
 
 func parseFlags(args []string) (options, error) {
@@ -94,6 +105,10 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.out, "out", "out/workshop", "directory for report.json, report.html and workshop.json")
 	fs.BoolVar(&o.keep, "keep", false, "leave everything running after the run, until Ctrl-C, to explore by hand")
 	fs.StringVar(&o.proxy, "proxy", proxyAuto, "front proxy: auto (nginx when installed), nginx or go")
+	fs.IntVar(&o.nginxLimit.PerBuyer, "nginx-limit-buyer", 0, "limit-nginx: deducts per second a buyer (?user=, else the address) may make through nginx (0: no per-buyer limit; needs nginx)")
+	fs.IntVar(&o.nginxLimit.BuyerBurst, "nginx-limit-buyer-burst", 1, "limit-nginx: burst of the per-buyer limit")
+	fs.IntVar(&o.nginxLimit.Global, "nginx-limit-global", 0, "limit-nginx: deducts per second of all buyers through nginx (0: no global limit; needs nginx)")
+	fs.IntVar(&o.nginxLimit.GlobalBurst, "nginx-limit-global-burst", 1, "limit-nginx: burst of the global limit")
 	fs.StringVar(&o.redis, "redis", redisAuto, "Redis: auto (redis-server when on PATH), server, cluster (a Redis Cluster of 3 masters and 3 replicas; redlock unavailable) or embedded")
 	fs.IntVar(&o.redisMasters, "redis-masters", 3, "independent Redis masters; the first holds the stock, three or more make the redlock stage available")
 	fs.StringVar(&o.lockServers, "lock-servers", lockServersAuto, "lock servers of the mysql, etcd and zookeeper stages: auto (start MariaDB, a 3-member etcd cluster and a 3-member ZooKeeper ensemble when installed) or off")
@@ -119,6 +134,9 @@ func (o options) check() error {
 		flagenv.Check(o.replicas >= 1, "replicas", "at least 1"),
 		flagenv.Check(o.redisMasters >= 1, "redis-masters", "at least 1"),
 		flagenv.OneOf("proxy", o.proxy, proxyAuto, proxyNginx, proxyGo),
+		flagenv.Check(o.nginxLimit.PerBuyer >= 0 && o.nginxLimit.Global >= 0, "nginx-limit-buyer", "rates at least 0"),
+		flagenv.Check(o.nginxLimit.BuyerBurst >= 1 && o.nginxLimit.GlobalBurst >= 1, "nginx-limit-buyer-burst", "bursts at least 1"),
+		flagenv.Check(o.limitNginx() == nil || o.proxy != proxyGo, "nginx-limit-buyer", "limit-nginx lives in nginx: not with --proxy go"),
 		flagenv.OneOf("redis", o.redis, redisAuto, redisServer, redisCluster, redisEmbedded),
 		flagenv.OneOf("lock-servers", o.lockServers, lockServersAuto, lockServersOff),
 		checkLiveAddr(o.liveAddr, o.liveRoom),
@@ -279,7 +297,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer following.Wait()
 	defer stopFollowing()
 
-	proxy, err := startProxy(ctx, o.proxy, upstreams, workDir)
+	proxy, err := startProxy(ctx, o.proxy, upstreams, o.limitNginx(), workDir)
 	if err != nil {
 		return err
 	}

@@ -52,9 +52,11 @@ func nginxBinary() (string, error) {
 	return "", errors.New("nginx not found on PATH or in /usr/sbin")
 }
 
-func startProxy(ctx context.Context, mode string, upstreams []string, dir string) (*frontProxy, error) {
+func startProxy(ctx context.Context, mode string, upstreams []string, limit *nginx.Limit, dir string) (*frontProxy, error) {
 	bin, lookErr := nginxBinary()
 	switch {
+	case limit != nil && lookErr != nil:
+		return nil, fmt.Errorf("--nginx-limit-*: limit-nginx needs nginx: %w", lookErr)
 	case mode == proxyGo:
 		return startGoProxy(upstreams, "chosen with --proxy go")
 	case mode == proxyAuto && lookErr != nil:
@@ -64,12 +66,12 @@ func startProxy(ctx context.Context, mode string, upstreams []string, dir string
 	case mode != proxyAuto && mode != proxyNginx:
 		return nil, fmt.Errorf("--proxy %q: want auto, nginx or go", mode)
 	}
-	return startNginx(ctx, bin, upstreams, dir)
+	return startNginx(ctx, bin, upstreams, limit, dir)
 }
 
 // startNginx renders nginx/nginx.conf into a private prefix and runs nginx
 // in the foreground, in its own process group with its workers.
-func startNginx(ctx context.Context, bin string, upstreams []string, dir string) (*frontProxy, error) {
+func startNginx(ctx context.Context, bin string, upstreams []string, limit *nginx.Limit, dir string) (*frontProxy, error) {
 	prefix := filepath.Join(dir, "nginx")
 	for _, d := range []string{"logs", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(prefix, d), 0o755); err != nil {
@@ -82,7 +84,7 @@ func startNginx(ctx context.Context, bin string, upstreams []string, dir string)
 	}
 	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	var conf bytes.Buffer
-	if err := nginx.Render(&conf, nginx.Config{Listen: listen, Upstreams: upstreams, WorkerProcesses: 1}); err != nil {
+	if err := nginx.Render(&conf, nginx.Config{Listen: listen, Upstreams: upstreams, WorkerProcesses: 1, Limit: limit}); err != nil {
 		return nil, err
 	}
 	confPath := filepath.Join(prefix, "nginx.conf")

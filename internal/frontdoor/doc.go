@@ -1,5 +1,7 @@
 // Package frontdoor holds the guards a flash sale puts before its stock:
-// rate limiters (限流), one file each behind Limiter, chosen by name:
+// the sold-out mark (内存标记, soldout.go: SoldOutMark, its bounds in its
+// doc) and rate limiters (限流), one file each behind Limiter, chosen by
+// name:
 //
 //	limit-none   admits everything; bots win units in proportion to their rate
 //	limit-local  golang.org/x/time/rate per buyer and global, per replica:
@@ -13,18 +15,22 @@
 // with Retry-After before the stage or the idempotency store is touched, so
 // a refused request sells nothing and its Idempotency-Key stays free.
 //
-// What limit-redis's calls do when a request to Redis goes wrong (one
-// redis_rate EVALSHA per key; a buyer's key and the global key are two
-// calls, as on a Cluster they live in different slots):
+// What limit-redis's call does when a request to Redis goes wrong (one
+// EVALSHA of allow.lua, redis_rate's GCRA over the buyer's and the global
+// key at once, all or nothing):
 //
 //	case                   effect
-//	reply lost             a token is spent, the request is refused with the
-//	                       error (fail closed): stricter, never looser
+//	reply lost             a token of each limit is spent, the request is
+//	                       refused with the error (fail closed): stricter,
+//	                       never looser
 //	run twice (a retry)    two tokens spent for one request: stricter
 //	arrives late           GCRA judges at Redis's clock; the limit holds
 //
-// The global call is made only when the buyer's call admitted the request,
-// so a bot refused per buyer costs one round trip; an admitted request
-// costs two, and a buyer token spent on a request the global limit then
-// refuses is not given back (redis_rate has no cancel).
+// A request costs one round trip, admitted or refused, and a refusal by
+// either limit spends no token of the other. On a Cluster the two keys
+// live in different slots (the buyers' keys spread by hash tag), so an
+// admitted request costs two calls: the buyer's, then the global one; a
+// buyer token spent on a request the global limit then refuses is not
+// given back. Sending both at once would be one round trip but would spend
+// global tokens on the bots the buyer limit refuses.
 package frontdoor

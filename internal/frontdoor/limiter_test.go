@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/lockstep/lockstep/internal/keyslot"
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -166,5 +168,100 @@ func TestRedisBuyersSpreadOnACluster(t *testing.T) {
 	}
 	if len(masters) < 2 {
 		t.Fatalf("30 buyers' limits all on %d master", len(masters))
+	}
+}
+
+// calls counts the commands a client sends, each a round trip here.
+type calls struct{ n atomic.Int64 }
+
+func (*calls) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *calls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *calls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestRedisOneRoundTrip: on one Redis, a request costs one round trip
+// whether it is admitted or refused by either limit, and a refusal by the
+// global limit spends no token of the buyer's.
+func TestRedisOneRoundTrip(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	l := must(New(Redis, Limits{PerBuyer: slow(2), Global: slow(3)}, rdb))
+	admitted(t, l, "warm", 1) // loads the script: EVALSHA, NOSCRIPT, EVAL
+	var c calls
+	rdb.AddHook(&c)
+	for _, step := range []struct {
+		buyer, want string
+	}{
+		{"b", "admitted"},
+		{"b", "admitted"},
+		{"b", "buyer"},
+		{"c", "global"},
+	} {
+		before := c.n.Load()
+		d, err := l.Allow(context.Background(), step.buyer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := d.Scope
+		if d.Allowed {
+			got = "admitted"
+		}
+		if got != step.want || c.n.Load()-before != 1 {
+			t.Fatalf("%s: %s in %d round trips, want %s in 1", step.buyer, got, c.n.Load()-before, step.want)
+		}
+	}
+	if n, err := rdb.Exists(context.Background(), buyerKey("c")).Result(); err != nil || n != 0 {
+		t.Fatalf("buyer c's key exists (%d, %v) after only global refusals: a token was spent", n, err)
+	}
+}
+
+// TestRedisAgreesWithRedisRate: allow.lua is redis_rate's GCRA; over one
+// limit both admit the same requests and ask the same wait.
+func TestRedisAgreesWithRedisRate(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	r := Rate{Events: 2, Per: time.Minute, Burst: 3}
+	l := must(New(Redis, Limits{PerBuyer: r}, rdb))
+	rl := redis_rate.NewLimiter(rdb)
+	for i := range 6 {
+		d, err := l.Allow(context.Background(), "ours")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := rl.Allow(context.Background(), "theirs", redis_rate.Limit{Rate: r.Events, Burst: r.Burst, Period: r.Per})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed != (res.Allowed == 1) || (!d.Allowed && (d.RetryAfter-res.RetryAfter).Abs() > time.Second) {
+			t.Fatalf("request %d: ours %+v, redis_rate's %+v", i, d, res)
+		}
+	}
+}
+
+// BenchmarkRedisAllow is limit-redis's cost of an admitted request, both
+// limits set, on one Redis.
+func BenchmarkRedisAllow(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	b.Cleanup(func() { _ = rdb.Close() })
+	l := must(New(Redis, Limits{PerBuyer: Rate{Events: 1 << 30, Per: time.Second, Burst: 1 << 30}, Global: Rate{Events: 1 << 30, Per: time.Second, Burst: 1 << 30}}, rdb))
+	ctx := context.Background()
+	for b.Loop() {
+		if d, err := l.Allow(ctx, "buyer"); err != nil || !d.Allowed {
+			b.Fatal(d, err)
+		}
 	}
 }

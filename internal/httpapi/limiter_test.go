@@ -36,6 +36,9 @@ func TestARateLimitedRequestLosesNothing(t *testing.T) {
 			if a := ts.audit(t, "atomic", "sku-1"); a.Sold != 1 {
 				t.Fatalf("a refused request sold: %+v", a)
 			}
+			if got := metricValue(t, ts.shop, "lockstep_frontdoor_refused_total"); got != 1 {
+				t.Fatalf("lockstep_frontdoor_refused_total = %v after one refusal", got)
+			}
 			time.Sleep(time.Duration(after) * time.Second)
 			req = keyedSale(context.Background(), "atomic", "order-1")
 			req.URL.RawQuery = "sku=sku-1&user=bot"

@@ -103,6 +103,11 @@ type Config struct {
 	// Limiter, optional, is asked before every deduct of every stage,
 	// keyed by the buyer (the sale's user, else the client's address).
 	Limiter frontdoor.Limiter
+	// SoldOut, optional, is the sold-out mark: a SKU this replica learned
+	// is sold out is answered sold_out from memory, before the stage.
+	SoldOut *frontdoor.SoldOutMark
+	// FrontDoor, optional, counts the limiter's and the mark's answers.
+	FrontDoor *metrics.FrontDoor
 }
 
 const defaultRequestTimeout = 10 * time.Second
@@ -316,10 +321,16 @@ func (s *Server) deduct(c *gin.Context) {
 	}
 	ctx := withLazyTimeout(c.Request.Context(), s.cfg.RequestTimeout)
 	defer ctx.cancel()
-	if !s.admitted(ctx, c, user) {
+	if !s.admitted(ctx, c, stage, user) {
 		return
 	}
 	deducts := s.deducts[stage]
+	if s.cfg.SoldOut != nil && s.cfg.SoldOut.Marked(stage, sku) {
+		// Before the Idempotency-Key is claimed: nothing sold, the key free.
+		s.cfg.FrontDoor.Marked(stage)
+		s.failWith(c, fmt.Errorf("%w (the sold-out mark: no Redis round trip)", inventory.ErrSoldOut))
+		return
+	}
 	sell := func(ctx context.Context) answer {
 		return s.traced(ctx, stage, func(ctx context.Context) answer { return s.sell(ctx, deducts, stage, sku, user, qty) })
 	}
@@ -359,7 +370,7 @@ func (s *Server) deduct(c *gin.Context) {
 
 // admitted asks the limiter, if any, and answers a refusal itself: 429
 // rate_limited with Retry-After, or 503 when the limiter cannot decide.
-func (s *Server) admitted(ctx context.Context, c *gin.Context, user string) bool {
+func (s *Server) admitted(ctx context.Context, c *gin.Context, stage, user string) bool {
 	if s.cfg.Limiter == nil {
 		return true
 	}
@@ -369,10 +380,12 @@ func (s *Server) admitted(ctx context.Context, c *gin.Context, user string) bool
 	}
 	d, err := s.cfg.Limiter.Allow(ctx, buyer)
 	if err != nil {
+		s.cfg.FrontDoor.Refused(stage, "unavailable")
 		s.fail(c, http.StatusServiceUnavailable, CodeRedisUnavailable, err.Error())
 		return false
 	}
 	if !d.Allowed {
+		s.cfg.FrontDoor.Refused(stage, d.Scope)
 		c.Header("Retry-After", strconv.FormatInt(int64(math.Ceil(d.RetryAfter.Seconds())), 10))
 		s.fail(c, http.StatusTooManyRequests, CodeRateLimited, "the "+d.Scope+" rate limit refused this request; nothing was sold")
 		return false
@@ -383,7 +396,17 @@ func (s *Server) admitted(ctx context.Context, c *gin.Context, user string) bool
 // sell runs one sale and renders its answer.
 func (s *Server) sell(ctx context.Context, deducts *metrics.Deducts, stage, sku, user string, qty int64) answer {
 	start := time.Now()
+	var epoch uint64
+	if s.cfg.SoldOut != nil {
+		epoch = s.cfg.SoldOut.Begin()
+	}
 	sale, err := s.inv.DeductFor(ctx, stage, sku, user, qty)
+	// The stock is empty when one unit could not be sold (more could fail
+	// with stock left). A sale's Remaining is not trusted: segmented's may
+	// be one segment's, a lower bound of the SKU's.
+	if s.cfg.SoldOut != nil && qty == 1 && errors.Is(err, inventory.ErrSoldOut) {
+		s.cfg.SoldOut.Learn(stage, sku, epoch)
+	}
 	if err == nil {
 		deducts.Request(metrics.ResultSold, time.Since(start))
 		body := saleBody{

@@ -82,7 +82,11 @@ type Config struct {
 	// state on the stock's Redis.
 	Limiter string
 	Limits  frontdoor.Limits
-	Logger  *slog.Logger
+	// SoldOutMarkTTL, when positive, puts the sold-out mark before every
+	// stage: a SKU learned sold out is answered from memory for at most
+	// this long after a lost stock-back message (0: no mark).
+	SoldOutMarkTTL time.Duration
+	Logger         *slog.Logger
 	// Exit ends the process for the crash-while-holding fault (os.Exit).
 	Exit func(code int)
 	// Pause stops the process for the pause_before_write fault (SIGSTOP to
@@ -105,6 +109,7 @@ type Shop struct {
 	clients   []redis.UniversalClient
 	batchers  []*redisbatch.Batcher
 	closers   []io.Closer // the lock servers' clients
+	stopMark  func()      // ends the sold-out mark's subscriber, if any
 }
 
 // New connects (lazily: go-redis dials on first use) and builds the replica.
@@ -217,12 +222,32 @@ func New(cfg Config) (*Shop, error) {
 		// headers), a tenth of atomic's handler in its profile.
 		limiter = nil
 	}
+	var mark *frontdoor.SoldOutMark
+	var markState metrics.MarkState
+	if cfg.SoldOutMarkTTL > 0 {
+		mark = frontdoor.NewSoldOutMark(stock, cfg.SoldOutMarkTTL)
+		markState = mark
+		s.stopMark = s.runMark(mark, cfg.Logger)
+	}
 	s.server = httpapi.New(httpapi.Config{
 		Inventory: inv, Redis: stock, Metrics: s.Metrics, Logger: cfg.Logger, Replica: cfg.Replica,
 		AdminToken: cfg.AdminToken, IdempotencyTTL: cfg.IdempotencyTTL, RequestTimeout: cfg.RequestTimeout,
-		Tracer: tracer, Limiter: limiter,
+		Tracer: tracer, Limiter: limiter, SoldOut: mark, FrontDoor: metrics.NewFrontDoor(s.Metrics.Registry, markState),
 	})
 	return s, nil
+}
+
+// runMark runs the mark's subscriber until the returned stop is called.
+func (s *Shop) runMark(mark *frontdoor.SoldOutMark, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mark.Run(ctx); err != nil {
+			log.Warn("sold-out mark stopped: no SKU is marked", "err", err)
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // connectLockServers opens the clients of the lock servers beside Redis.
@@ -320,6 +345,9 @@ func (s *Shop) Drain() { s.server.Drain() }
 // (fault follower, lock clients) and the Redis clients. Call it after the HTTP server has drained.
 func (s *Shop) Close() error {
 	s.server.Close()
+	if s.stopMark != nil {
+		s.stopMark()
+	}
 	err := s.Inventory.Close()
 	return errors.Join(err, s.closeClients())
 }

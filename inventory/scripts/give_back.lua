@@ -34,4 +34,5 @@ elseif proof == 'buyer' then
 end
 redis.call('INCRBY', KEYS[1], tonumber(ARGV[1]))
 redis.call('INCRBY', KEYS[2], -tonumber(ARGV[1]))
+redis.call('PUBLISH', 'lockstep:stock-back', KEYS[1]) -- inventory.StockBackChannel
 return 1

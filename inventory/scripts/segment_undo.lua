@@ -10,4 +10,5 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 end
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('INCRBY', KEYS[2], -tonumber(ARGV[3]))
+redis.call('PUBLISH', 'lockstep:stock-back', KEYS[1]) -- inventory.StockBackChannel
 return 1
