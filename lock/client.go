@@ -148,6 +148,7 @@ type Client struct {
 	closed  bool
 	cohorts map[string]*cohort
 	subs    subscriptions
+	waiters waitQueues
 
 	renewals renewalQueue
 }
@@ -179,6 +180,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		c.publishArg = "spublish"
 	}
 	c.subs.init(c)
+	c.waiters.init(c)
 	c.renewals.init(c)
 	return c
 }

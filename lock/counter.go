@@ -67,19 +67,39 @@ func (k *counter) run(ctx context.Context, script *redis.Script, id string, n an
 	return k.c.eval(ctx, script, k.keys, args...)
 }
 
+// tryFunc is one try of an acquisition under the attempt id: whether it
+// took what it asks for, else the permits it saw free (negative: not
+// known) and how long until one may come back by itself (negative: none).
+type tryFunc func(ctx context.Context, id string) (ok bool, free int, ttl time.Duration, err error)
+
 // acquire runs try, with one attempt id for the whole call, until it
-// takes what it asks for, wait is spent (0: one try; negative: no limit)
-// or ctx ends, woken by the counter's channel or after the ttl try
-// reports (negative: none). It returns the attempt id. On an error the
+// takes the need permits it asks for, wait is spent (0: one try; negative:
+// no limit) or ctx ends, woken by the counter's channel (waitQueues) or
+// after the ttl try reports. It returns the attempt id. On an error the
 // attempt is given up by cancel: what it may have taken goes back, and a
 // run arriving late takes nothing.
-func (k *counter) acquire(ctx context.Context, wait time.Duration, try func(ctx context.Context, id string) (bool, time.Duration, error), cancel func(ctx context.Context, id string) error) (string, bool, error) {
+func (k *counter) acquire(ctx context.Context, need int, wait time.Duration, try tryFunc, cancel func(ctx context.Context, id string) error) (string, bool, error) {
 	c := k.c
 	id := c.newToken()
-	w := newWaker("")
-	defer c.subs.unsubscribe(k.channel, w.listener)
-	ok, err := c.waitFor(ctx, w, k.channel, time.Now(), wait, forever, func(ctx context.Context, _ bool) (bool, time.Duration, error) {
-		return try(ctx, id)
+	// The waiter joins the channel's queue after a first try failed, as
+	// waitFor subscribes: an acquisition that takes at once queues nowhere.
+	var qw *queuedWaiter
+	w := &waker{}
+	defer func() {
+		if qw != nil {
+			c.waiters.leave(k.channel, qw)
+		}
+	}()
+	ok, err := c.waitFor(ctx, w, k.channel, time.Now(), wait, forever, func(ctx context.Context, waiting bool) (bool, time.Duration, error) {
+		ok, free, ttl, err := try(ctx, id)
+		switch {
+		case ok || err != nil:
+		case !waiting && wait != 0:
+			qw, *w = c.waiters.join(k.channel, need)
+		case free > 0: // fewer than it needs, but others may fit
+			c.waiters.offer(k.channel, free)
+		}
+		return ok, ttl, err
 	})
 	if err == nil {
 		return id, ok, nil

@@ -198,8 +198,13 @@
 // its RPermitExpirableSemaphore and Client.CountDownLatch its
 // RCountDownLatch: a number under the name's key (as a lock's), changed by
 // scripts that publish on "<key>:channel" when a waiter may go on. Their
-// waiters listen on the Client's shared pub/sub connection, try again on
-// each message and otherwise sleep: they never poll.
+// waiters listen on the Client's shared pub/sub connection and otherwise
+// sleep: they never poll. A semaphore's message says how many permits are
+// free, and each Client wakes, first come first, only the waiters those
+// permits serve (waitqueue.go: a waiter that finds too few passes what it
+// saw on; one that leaves with a wake unused passes it on), so a release
+// costs a try or so per Client rather than one per waiter; a latch at zero
+// wakes all its waiters.
 //
 // Every call that changes the number has an attempt id, new per call and
 // the same for every try of one Acquire. The scripts keep each attempt's

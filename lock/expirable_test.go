@@ -154,10 +154,10 @@ func TestLostExpirableAcquisitionGivesItsPermitBack(t *testing.T) {
 	}
 	assertExpirablePermits(t, s, 1)
 	late := c.newToken()
-	if err := s.k.run(ctx, expReleaseScript, late, 0, late, "cancel").Err(); err != nil {
+	if err := s.k.run(ctx, expReleaseScript, late, 0, late, "cancel", 1).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := s.k.run(ctx, expAcquireScript, late, int64(60000)).Result(); res != attemptCancelled || err != nil {
+	if res, err := s.k.run(ctx, expAcquireScript, late, int64(60000), 1).Result(); res != attemptCancelled || err != nil {
 		t.Fatalf("a cancelled attempt's late run = %v, %v", res, err)
 	}
 	assertExpirablePermits(t, s, 1)

@@ -9,8 +9,8 @@ import (
 
 // Semaphore is Redisson's RSemaphore: a number of permits in Redis, taken
 // and given back by any process, with no owner. Waiters wait on the
-// Client's shared pub/sub connection and are woken by every Release,
-// AddPermits and TrySetPermits.
+// Client's shared pub/sub connection; a Release, AddPermits or
+// TrySetPermits wakes as many as the permits free serve (waitqueue.go).
 //
 // Permits are not leased: a process that dies holding some leaves them
 // taken for ever (PermitExpirableSemaphore gives them back).
@@ -97,14 +97,15 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 		return false, ErrInvalidPermits
 	}
 	k := &s.k
-	try := func(ctx context.Context, id string) (bool, time.Duration, error) {
+	try := func(ctx context.Context, id string) (bool, int, time.Duration, error) {
 		res, err := k.run(ctx, semAcquireScript, id, n).Result()
-		return res == acquiredOK, -1, err
+		free, _ := res.(int64) // the permits free when it did not take
+		return res == acquiredOK, int(free), -1, err
 	}
 	cancel := func(ctx context.Context, id string) error {
 		return k.run(ctx, semCancelScript, id, n).Err()
 	}
-	if _, ok, err := k.acquire(ctx, wait, try, cancel); err != nil || !ok {
+	if _, ok, err := k.acquire(ctx, n, wait, try, cancel); err != nil || !ok {
 		return false, err
 	}
 	return true, nil
