@@ -47,7 +47,7 @@ func (s *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, n int) (bo
 
 // AddPermits adds n permits (n < 0 removes them) and wakes the waiters.
 func (s *PermitExpirableSemaphore) AddPermits(ctx context.Context, n int) error {
-	if err := s.k.run(ctx, semAddScript, s.k.c.newToken(), n).Err(); err != nil {
+	if err := s.k.call(ctx, semAddScript, n).Err(); err != nil {
 		return fmt.Errorf("lock: add %d permits to semaphore %q: %w", n, s.k.name, err)
 	}
 	return nil
@@ -144,7 +144,7 @@ func permitIDs(id string, n int) []string {
 // when it is not taken (released already, or its lease ended). A request
 // go-redis sends again gives back once and answers as the first run.
 func (s *PermitExpirableSemaphore) Release(ctx context.Context, id string) error {
-	res, err := s.k.run(ctx, expReleaseScript, s.k.c.newToken(), 0, id, "release").Text()
+	res, err := s.k.call(ctx, expReleaseScript, 0, id, "release").Text()
 	if err != nil {
 		return fmt.Errorf("lock: release permit %s of semaphore %q: %w", id, s.k.name, err)
 	}

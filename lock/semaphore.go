@@ -42,7 +42,7 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 // AddPermits adds n permits (n < 0 removes them; the number may go
 // below zero) and wakes the waiters.
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
-	if err := s.k.run(ctx, semAddScript, s.k.c.newToken(), n).Err(); err != nil {
+	if err := s.k.call(ctx, semAddScript, n).Err(); err != nil {
 		return fmt.Errorf("lock: add %d permits to semaphore %q: %w", n, s.k.name, err)
 	}
 	return nil
@@ -55,7 +55,7 @@ func (s *Semaphore) Release(ctx context.Context, n int) error {
 	if n < 1 {
 		return ErrInvalidPermits
 	}
-	if err := s.k.run(ctx, semAddScript, s.k.c.newToken(), n).Err(); err != nil {
+	if err := s.k.call(ctx, semAddScript, n).Err(); err != nil {
 		return fmt.Errorf("lock: release %d permits of semaphore %q: %w", n, s.k.name, err)
 	}
 	return nil
@@ -72,7 +72,7 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int, error) {
 
 // Drain takes every available permit and returns how many it took.
 func (s *Semaphore) Drain(ctx context.Context) (int, error) {
-	res, err := s.k.run(ctx, semDrainScript, s.k.c.newToken(), 0).Text()
+	res, err := s.k.call(ctx, semDrainScript, 0).Text()
 	if err == nil {
 		var n int
 		if n, err = strconv.Atoi(res); err == nil {
