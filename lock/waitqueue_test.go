@@ -1,9 +1,13 @@
 package lock
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -73,5 +77,57 @@ func TestWaitQueueOfferSkipsWhoSawTooFew(t *testing.T) {
 	c.waiters.leave("ch", small)
 	if n := len(c.waiters.queues); n != 0 {
 		t.Fatalf("%d queues left after every waiter left", n)
+	}
+}
+
+// A woken waiter that finds fewer permits than it needs, but some, offers
+// them to the waiters behind it: the message said two were free (the one
+// needing two was woken, not the one needing one), another Client took one
+// before the woken waiter's try.
+func TestAWakeThatFindsTooFewPassesThemOn(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	s := newSemaphore(t, srv, "offer", 0)
+	c := s.k.c
+	queued := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			c.waiters.mu.Lock()
+			q := c.waiters.queues[s.k.channel]
+			got := q != nil && len(q.waiters) == n
+			c.waiters.mu.Unlock()
+			if got {
+				return
+			}
+		}
+		t.Fatalf("never %d waiters queued", n)
+	}
+	bigCtx, stopBig := context.WithCancel(ctx)
+	defer stopBig()
+	go func() { _, _ = s.TryAcquire(bigCtx, 2, -1) }()
+	queued(1)
+	small := make(chan error, 1)
+	go func() {
+		ok, err := s.TryAcquire(ctx, 1, 10*time.Second)
+		if err == nil && !ok {
+			err = errors.New("not taken within its wait")
+		}
+		small <- err
+	}()
+	queued(2)
+	time.Sleep(100 * time.Millisecond) // both listen
+	// Two given back and said free, one of them taken at once by another.
+	const giveTwoTakeOne = "redis.call('incrby', KEYS[1], 2) redis.call('publish', ARGV[1], 'u2') redis.call('decrby', KEYS[1], 1)"
+	if err := rdb.Eval(ctx, giveTwoTakeOne, []string{s.k.key}, s.k.channel).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-small:
+		if err != nil {
+			t.Fatalf("the waiter needing one, with one free: %v", err)
+		}
+	case <-time.After(2 * time.Second): // its wait's last try would come at 10 s
+		t.Fatal("the waiter needing one slept while one permit was free")
 	}
 }
