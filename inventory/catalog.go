@@ -142,6 +142,16 @@ var catalog = []catalogEntry{
 		Defect:    "None: no oversell, no undersell, the order and the units in one transaction; every sale is a database write on one hot row.",
 	}, redisLock: true},
 	{Info: Info{
+		ID: "semaphore", Title: "Stock as a Redisson RSemaphore: trySetPermits, tryAcquire", ArticleCase: "谷粒商城 秒杀 (Redisson 信号量)",
+		Mechanism: "The reset loads the stock into the SKU's semaphore with trySetPermits; a sale is tryAcquire(qty) with no wait, then the order insert (synchronous here; the course sends it to a queue). Nothing gives a permit back.",
+		Defect:    "trySetPermits does nothing once the semaphore exists, so a reset that changes the stock is ignored and the sales go on against the permits left (past the new stock: oversold); a replica killed between the acquire and the insert, or an insert that fails, leaves a unit neither sold nor on sale (undersold, 少卖).",
+	}, redisLock: true},
+	{Info: Info{
+		ID: "semaphore-expirable", Title: "Stock as a PermitExpirableSemaphore: leased until the order is written", ArticleCase: "谷粒商城 秒杀 fixed (Redisson RPermitExpirableSemaphore)",
+		Mechanism: "One semaphore per reset round set to the stock; a sale leases its permits for 1 s, inserts its order within half of it, then consumes them (AddPermits(-qty), then release); a failed insert is voided and its permits given back.",
+		Defect:    "No undersell: a replica killed before its insert loses nothing, its permits come back when their lease ends. Its limit is the lease: an insert that cannot be voided may land after its permits came back, and sell them twice.",
+	}, redisLock: true},
+	{Info: Info{
 		ID: "async-stream", Title: "秒杀优化: admit in one script, order workers write later", ArticleCase: "黑马点评 秒杀优化 (Lua + Stream 消息队列)",
 		Mechanism: "One script checks the stock and the buyer set, deducts, adds the buyer and XADDs the order message (one hash tag); the sale answers with the order id at once. Order workers (cmd/orderworker) read in one consumer group, insert the order by its id, XACK; they claim entries idle past a bound (XAUTOCLAIM), and an entry whose order the database refused too often (an error about the row; never an outage nor a redelivery) goes to a dead-letter stream with its unit returned and its buyer freed, once.",
 		Defect:    "None once drained: initial = remaining + units in orders, nothing pending. The order row comes later than the answer (the lag), and a Redis without persistence loses admitted messages on a restart.",

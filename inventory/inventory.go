@@ -260,6 +260,8 @@ func (inv *Inventory) addOrderStages(seller func(id string) *orderSeller, watchd
 	inv.stages["optimistic-redis"] = &optimisticRedisStage{seller("optimistic-redis")}
 	inv.stages["optimistic-mysql-version"] = &optimisticSQLStage{orderSeller: seller("optimistic-mysql-version"), cond: orders.SameStock}
 	inv.stages["optimistic-mysql"] = &optimisticSQLStage{orderSeller: seller("optimistic-mysql"), cond: orders.EnoughStock}
+	inv.stages["semaphore"] = &semaphoreStage{orderSeller: seller("semaphore"), clients: watchdog("semaphore", cfg.Redis)}
+	inv.stages["semaphore-expirable"] = &semaphoreExpirableStage{orderSeller: seller("semaphore-expirable"), clients: watchdog("semaphore-expirable", cfg.Redis)}
 	inv.addAsyncStages(seller)
 }
 
@@ -354,7 +356,7 @@ func (inv *Inventory) unavailableReason(id string) string {
 	case "zookeeper":
 		return "needs a ZooKeeper ensemble (--zookeeper-servers)"
 	case "one-per-user-naive", "one-per-user-synchronized", "one-per-user-lua", "one-per-user-lock",
-		"optimistic-redis", "optimistic-mysql-version", "optimistic-mysql",
+		"optimistic-redis", "optimistic-mysql-version", "optimistic-mysql", "semaphore", "semaphore-expirable",
 		"async-stream", "async-two-steps", "async-no-claim", "async-wrong-ack":
 		return "needs an order database (--mysql-dsn, or --orders-sqlite for the embedded one)"
 	case "mongodb":

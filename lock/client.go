@@ -148,6 +148,12 @@ type Client struct {
 	closed  bool
 	cohorts map[string]*cohort
 	subs    subscriptions
+	waiters waitQueues
+
+	// acks are the counters' attempts to drop, and quickReply the longest
+	// a reply may take to be acknowledged (attemptacks.go).
+	acks       attemptAcks
+	quickReply time.Duration
 
 	renewals renewalQueue
 }
@@ -173,12 +179,14 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	}
 	c.idArg, c.watchdogTTLArg = c.id, ms(o.watchdogTimeout)
 	c.latchTTLArg = ms(replayWindow(rdb))
+	c.quickReply = quickReply(budgetOfClient(rdb))
 	c.publishArg = "publish"
 	if cluster, ok := rdb.(*redis.ClusterClient); ok && !o.plainPubSub {
 		c.subs.sharded = cluster
 		c.publishArg = "spublish"
 	}
 	c.subs.init(c)
+	c.waiters.init(c)
 	c.renewals.init(c)
 	return c
 }
@@ -270,16 +278,21 @@ func ownKey(kind, key string) string { return "~" + kind + ":" + key }
 // tries once (a *redis.Client with MaxRetries: -1) never sends a request
 // again: 0, and the scripts write no latch.
 func replayWindow(rdb redis.UniversalClient) time.Duration {
+	return budgetOfClient(rdb).window()
+}
+
+// budgetOfClient is the re-send budget of rdb's requests.
+func budgetOfClient(rdb redis.UniversalClient) resendBudget {
 	switch r := rdb.(type) {
 	case *redis.Client:
-		return budgetOf(r.Options(), 1).window()
+		return budgetOf(r.Options(), 1)
 	case *redis.ClusterClient:
 		// A Cluster client tries again on another node up to MaxRedirects
 		// times, each node's client with its own retries.
 		o := r.Options()
-		return budgetOf(clusterNodeOptions(o), o.MaxRedirects+1).window()
+		return budgetOf(clusterNodeOptions(o), o.MaxRedirects+1)
 	}
-	return budgetOf(initOptions(&redis.Options{}), 1).window() // go-redis's defaults
+	return budgetOf(initOptions(&redis.Options{}), 1) // go-redis's defaults
 }
 
 // unboundedIO stands for a read or a write with no timeout: go-redis

@@ -32,7 +32,7 @@ func (l *CountDownLatch) TrySetCount(ctx context.Context, n int) (bool, error) {
 // CountDown counts the latch down by one; at zero it wakes the waiters.
 // A request go-redis sends again counts once.
 func (l *CountDownLatch) CountDown(ctx context.Context) error {
-	if err := l.k.run(ctx, countDownScript, l.k.c.newToken(), 0).Err(); err != nil {
+	if err := l.k.call(ctx, countDownScript, 0).Err(); err != nil {
 		return fmt.Errorf("lock: count latch %q down: %w", l.k.name, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,27 +62,73 @@ func attemptWindow(rdb redis.UniversalClient) time.Duration {
 }
 
 // run runs script for the attempt id with n, the channel, the publish
-// command and more as its further arguments.
+// command and more as its further arguments; it carries a few of the
+// Client's acknowledged attempts of the counter (attemptacks.go).
 func (k *counter) run(ctx context.Context, script *redis.Script, id string, n any, more ...any) *redis.Cmd {
-	args := append([]any{id, k.window, n, k.channel, k.c.publishArg}, more...)
+	window := k.window
+	if acks := k.c.acks.take(k.key); len(acks) > 0 {
+		window += " " + strings.Join(acks, " ")
+	}
+	args := append([]any{id, window, n, k.channel, k.c.publishArg}, more...)
 	return k.c.eval(ctx, script, k.keys, args...)
 }
 
+// call runs script once under a new attempt id (run), and acknowledges
+// the attempt when its reply came quickly.
+func (k *counter) call(ctx context.Context, script *redis.Script, n any, more ...any) *redis.Cmd {
+	id, start := k.c.newToken(), time.Now()
+	cmd := k.run(ctx, script, id, n, more...)
+	k.ack(id, cmd.Err() == nil && time.Since(start) < k.c.quickReply)
+	return cmd
+}
+
+// ack acknowledges the attempt id when quick: its caller has the reply,
+// which came from the request's only write.
+func (k *counter) ack(id string, quick bool) {
+	if quick {
+		k.c.acks.add(k.key, id)
+	}
+}
+
+// tryFunc is one try of an acquisition under the attempt id: whether it
+// took what it asks for, else the permits it saw free (negative: not
+// known) and how long until one may come back by itself (negative: none).
+type tryFunc func(ctx context.Context, id string) (ok bool, free int, ttl time.Duration, err error)
+
 // acquire runs try, with one attempt id for the whole call, until it
-// takes what it asks for, wait is spent (0: one try; negative: no limit)
-// or ctx ends, woken by the counter's channel or after the ttl try
-// reports (negative: none). It returns the attempt id. On an error the
+// takes the need permits it asks for, wait is spent (0: one try; negative:
+// no limit) or ctx ends, woken by the counter's channel (waitQueues) or
+// after the ttl try reports. It returns the attempt id. On an error the
 // attempt is given up by cancel: what it may have taken goes back, and a
 // run arriving late takes nothing.
-func (k *counter) acquire(ctx context.Context, wait time.Duration, try func(ctx context.Context, id string) (bool, time.Duration, error), cancel func(ctx context.Context, id string) error) (string, bool, error) {
+func (k *counter) acquire(ctx context.Context, need int, wait time.Duration, try tryFunc, cancel func(ctx context.Context, id string) error) (string, bool, error) {
 	c := k.c
 	id := c.newToken()
-	w := newWaker("")
-	defer c.subs.unsubscribe(k.channel, w.listener)
-	ok, err := c.waitFor(ctx, w, k.channel, time.Now(), wait, forever, func(ctx context.Context, _ bool) (bool, time.Duration, error) {
-		return try(ctx, id)
+	// The waiter joins the channel's queue after a first try failed, as
+	// waitFor subscribes: an acquisition that takes at once queues nowhere.
+	var qw *queuedWaiter
+	w := &waker{}
+	defer func() {
+		if qw != nil {
+			c.waiters.leave(k.channel, qw)
+		}
+	}()
+	quick := true // every try's reply came quickly (attemptacks.go)
+	ok, err := c.waitFor(ctx, w, k.channel, time.Now(), wait, forever, func(ctx context.Context, waiting bool) (bool, time.Duration, error) {
+		start := time.Now()
+		ok, free, ttl, err := try(ctx, id)
+		quick = quick && time.Since(start) < c.quickReply
+		switch {
+		case ok || err != nil:
+		case !waiting && wait != 0:
+			qw, *w = c.waiters.join(k.channel, need)
+		case free > 0: // fewer than it needs, but others may fit
+			c.waiters.offer(k.channel, free)
+		}
+		return ok, ttl, err
 	})
 	if err == nil {
+		k.ack(id, ok && quick) // a try that took nothing recorded nothing
 		return id, ok, nil
 	}
 	cctx, stop := c.cleanupContext(ctx)
@@ -103,7 +150,7 @@ func (k *counter) get(ctx context.Context) (int, error) {
 
 // trySet sets the counter to n unless it exists.
 func (k *counter) trySet(ctx context.Context, n int) (bool, error) {
-	res, err := k.run(ctx, counterSetScript, k.c.newToken(), n).Text()
+	res, err := k.call(ctx, counterSetScript, n).Text()
 	if err != nil {
 		return false, err
 	}

@@ -198,8 +198,13 @@
 // its RPermitExpirableSemaphore and Client.CountDownLatch its
 // RCountDownLatch: a number under the name's key (as a lock's), changed by
 // scripts that publish on "<key>:channel" when a waiter may go on. Their
-// waiters listen on the Client's shared pub/sub connection, try again on
-// each message and otherwise sleep: they never poll.
+// waiters listen on the Client's shared pub/sub connection and otherwise
+// sleep: they never poll. A semaphore's message says how many permits are
+// free, and each Client wakes, first come first, only the waiters those
+// permits serve (waitqueue.go: a waiter that finds too few passes what it
+// saw on; one that leaves with a wake unused passes it on), so a release
+// costs a try or so per Client rather than one per waiter; a latch at zero
+// wakes all its waiters.
 //
 // Every call that changes the number has an attempt id, new per call and
 // the same for every try of one Acquire. The scripts keep each attempt's
@@ -211,8 +216,18 @@
 // first did. An acquisition whose outcome its caller does not know (an
 // error, or its context ended while a try ran) is given up before
 // TryAcquire returns: semaphore_cancel.lua gives back what it took and
-// marks it, so a first run that arrives later takes nothing. The memory
-// is one small hash field and zset entry per call of the last window.
+// marks it, so a first run that arrives later takes nothing. A call whose
+// reply came back within the client's read and write timeouts came from
+// its request's only write, so nothing can run it again: the Client's
+// next call on the counter carries its id and drops its record
+// (attemptacks.go). The record then holds, per counter, the calls in
+// flight, a few acknowledged ones per Client (up to 64 per Client and
+// counter when it stops calling), and the slow, failed or cancelled calls
+// of the last window: 256 bytes after 100 000 releases, where keeping every
+// call for the window held 22 MB (a hash field and a zset entry each).
+// The limit: behind a proxy that still delivers a request after the
+// client's connection to it failed fast, a quick re-sent call's first
+// write could run after its record was dropped.
 //
 //	script                  twice               late                         reply lost
 //	semaphore_acquire.lua   its reply: takes    after a cancel: 'X', takes   the caller's cancel gives

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -46,7 +47,7 @@ func (s *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, n int) (bo
 
 // AddPermits adds n permits (n < 0 removes them) and wakes the waiters.
 func (s *PermitExpirableSemaphore) AddPermits(ctx context.Context, n int) error {
-	if err := s.k.run(ctx, semAddScript, s.k.c.newToken(), n).Err(); err != nil {
+	if err := s.k.call(ctx, semAddScript, n).Err(); err != nil {
 		return fmt.Errorf("lock: add %d permits to semaphore %q: %w", n, s.k.name, err)
 	}
 	return nil
@@ -74,32 +75,76 @@ func (s *PermitExpirableSemaphore) Acquire(ctx context.Context, lease time.Durat
 // it took one. On an error it took none: an attempt whose outcome is
 // unknown is given up before TryAcquire returns.
 func (s *PermitExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease time.Duration) (string, bool, error) {
+	ids, ok, err := s.TryAcquireN(ctx, 1, wait, lease)
+	if !ok {
+		return "", ok, err
+	}
+	return ids[0], true, nil
+}
+
+// AcquireN takes n permits at once, each leased for lease, waiting until
+// it can or ctx ends, and returns their ids (Redisson's acquire(permits,
+// leaseTime)).
+func (s *PermitExpirableSemaphore) AcquireN(ctx context.Context, n int, lease time.Duration) ([]string, error) {
+	ids, _, err := s.TryAcquireN(ctx, n, -1, lease)
+	return ids, err
+}
+
+// TryAcquireN takes n permits at once, each leased for lease, waiting up
+// to wait for them as TryAcquire does, and returns their ids and whether
+// it took them (Redisson's tryAcquire(permits, waitTime, leaseTime)). It
+// takes all n or none; each is given back by Release with its id, or at
+// its lease's end.
+func (s *PermitExpirableSemaphore) TryAcquireN(ctx context.Context, n int, wait, lease time.Duration) ([]string, bool, error) {
+	if n < 1 {
+		return nil, false, ErrInvalidPermits
+	}
 	if lease <= 0 {
-		return "", false, fmt.Errorf("lock: lease %v of semaphore %q: %w", lease, s.k.name, ErrInvalidLease)
+		return nil, false, fmt.Errorf("lock: lease %v of semaphore %q: %w", lease, s.k.name, ErrInvalidLease)
 	}
 	k := &s.k
 	leaseMs := lease.Milliseconds()
-	try := func(ctx context.Context, id string) (bool, time.Duration, error) {
-		res, err := k.run(ctx, expAcquireScript, id, leaseMs).Result()
+	try := func(ctx context.Context, id string) (bool, int, time.Duration, error) {
+		res, err := k.run(ctx, expAcquireScript, id, leaseMs, n).Result()
 		if err != nil {
-			return false, 0, err
+			return false, 0, 0, err
 		}
-		if next, ok := res.(int64); ok {
-			return false, time.Duration(next) * time.Millisecond, nil
+		// Not taken: the permits free and the ms until the first lease ends.
+		if busy, ok := res.([]any); ok && len(busy) == 2 {
+			free, _ := busy[0].(int64)
+			next, _ := busy[1].(int64)
+			return false, int(free), time.Duration(next) * time.Millisecond, nil
 		}
-		return res == acquiredOK, -1, nil
+		return res == acquiredOK, -1, -1, nil
 	}
 	cancel := func(ctx context.Context, id string) error {
-		return k.run(ctx, expReleaseScript, id, 0, id, "cancel").Err()
+		return k.run(ctx, expReleaseScript, id, 0, id, "cancel", n).Err()
 	}
-	return k.acquire(ctx, wait, try, cancel)
+	id, ok, err := k.acquire(ctx, n, wait, try, cancel)
+	if !ok {
+		return nil, false, err
+	}
+	return permitIDs(id, n), true, nil
+}
+
+// permitIDs are the ids of the n permits the attempt id took (leases.lua,
+// permitId).
+func permitIDs(id string, n int) []string {
+	if n == 1 {
+		return []string{id}
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = id + ":" + strconv.Itoa(i+1)
+	}
+	return ids
 }
 
 // Release gives the permit id back and wakes the waiters; ErrPermitNotHeld
 // when it is not taken (released already, or its lease ended). A request
 // go-redis sends again gives back once and answers as the first run.
 func (s *PermitExpirableSemaphore) Release(ctx context.Context, id string) error {
-	res, err := s.k.run(ctx, expReleaseScript, s.k.c.newToken(), 0, id, "release").Text()
+	res, err := s.k.call(ctx, expReleaseScript, 0, id, "release").Text()
 	if err != nil {
 		return fmt.Errorf("lock: release permit %s of semaphore %q: %w", id, s.k.name, err)
 	}

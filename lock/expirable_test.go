@@ -154,11 +154,86 @@ func TestLostExpirableAcquisitionGivesItsPermitBack(t *testing.T) {
 	}
 	assertExpirablePermits(t, s, 1)
 	late := c.newToken()
-	if err := s.k.run(ctx, expReleaseScript, late, 0, late, "cancel").Err(); err != nil {
+	if err := s.k.run(ctx, expReleaseScript, late, 0, late, "cancel", 1).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := s.k.run(ctx, expAcquireScript, late, int64(60000)).Result(); res != attemptCancelled || err != nil {
+	if res, err := s.k.run(ctx, expAcquireScript, late, int64(60000), 1).Result(); res != attemptCancelled || err != nil {
 		t.Fatalf("a cancelled attempt's late run = %v, %v", res, err)
 	}
 	assertExpirablePermits(t, s, 1)
+}
+
+// TryAcquireN takes n permits at once or none (Redisson's
+// tryAcquire(permits, waitTime, leaseTime)): each has its own id, each is
+// released on its own, all come back at their lease's end; a waiter for n
+// is woken when n are free; a lost acquisition of n gives all n back.
+func TestExpirableAcquireNTakesAllOrNone(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	c, d := droppingCounterClient(t, srv)
+	t.Run("all or none", func(t *testing.T) {
+		s := newExpirable(t, c, "n-all", 3)
+		if _, err := s.AcquireN(ctx, 0, time.Minute); !errors.Is(err, ErrInvalidPermits) {
+			t.Fatalf("AcquireN(0) = %v, want ErrInvalidPermits", err)
+		}
+		ids, err := s.AcquireN(ctx, 2, time.Minute)
+		if err != nil || len(ids) != 2 || ids[0] == ids[1] {
+			t.Fatalf("AcquireN(2) = %v, %v; want two ids", ids, err)
+		}
+		if got, ok, err := s.TryAcquireN(ctx, 2, 0, time.Minute); ok || err != nil || got != nil {
+			t.Fatalf("TryAcquireN(2) with one free = %v, %v, %v; want none taken", got, ok, err)
+		}
+		assertExpirablePermits(t, s, 1)
+		for _, id := range ids {
+			if err := s.Release(ctx, id); err != nil {
+				t.Fatalf("Release(%s): %v", id, err)
+			}
+		}
+		assertExpirablePermits(t, s, 3)
+	})
+	t.Run("the leases end", func(t *testing.T) {
+		s := newExpirable(t, c, "n-lease", 2)
+		if _, err := s.AcquireN(ctx, 2, 200*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		ids, ok, err := s.TryAcquireN(ctx, 2, 5*time.Second, time.Minute)
+		if !ok || err != nil || len(ids) != 2 {
+			t.Fatalf("TryAcquireN(2) waiting for the leases = %v, %v, %v", ids, ok, err)
+		}
+		if waited := time.Since(start); waited < 150*time.Millisecond {
+			t.Fatalf("took the permits after %v, before their leases ended", waited)
+		}
+	})
+	t.Run("a waiter for two is woken by two releases", func(t *testing.T) {
+		s := newExpirable(t, c, "n-wake", 2)
+		held, err := s.AcquireN(ctx, 2, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() { _, err := s.AcquireN(ctx, 2, time.Minute); got <- err }()
+		time.Sleep(100 * time.Millisecond)
+		for _, id := range held {
+			if err := s.Release(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the waiter for two slept through both releases")
+		}
+	})
+	t.Run("a lost acquisition of two gives both back", func(t *testing.T) {
+		s := newExpirable(t, c, "n-lost", 2)
+		d.arm(expAcquireScript, 1+defaultRedisRetries)
+		if _, ok, err := s.TryAcquireN(ctx, 2, 0, time.Minute); ok || err == nil {
+			t.Fatalf("TryAcquireN, every reply lost = %v, %v; want an error", ok, err)
+		}
+		assertExpirablePermits(t, s, 2)
+	})
 }

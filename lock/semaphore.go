@@ -9,8 +9,8 @@ import (
 
 // Semaphore is Redisson's RSemaphore: a number of permits in Redis, taken
 // and given back by any process, with no owner. Waiters wait on the
-// Client's shared pub/sub connection and are woken by every Release,
-// AddPermits and TrySetPermits.
+// Client's shared pub/sub connection; a Release, AddPermits or
+// TrySetPermits wakes as many as the permits free serve (waitqueue.go).
 //
 // Permits are not leased: a process that dies holding some leaves them
 // taken for ever (PermitExpirableSemaphore gives them back).
@@ -42,7 +42,7 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 // AddPermits adds n permits (n < 0 removes them; the number may go
 // below zero) and wakes the waiters.
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
-	if err := s.k.run(ctx, semAddScript, s.k.c.newToken(), n).Err(); err != nil {
+	if err := s.k.call(ctx, semAddScript, n).Err(); err != nil {
 		return fmt.Errorf("lock: add %d permits to semaphore %q: %w", n, s.k.name, err)
 	}
 	return nil
@@ -55,7 +55,7 @@ func (s *Semaphore) Release(ctx context.Context, n int) error {
 	if n < 1 {
 		return ErrInvalidPermits
 	}
-	if err := s.k.run(ctx, semAddScript, s.k.c.newToken(), n).Err(); err != nil {
+	if err := s.k.call(ctx, semAddScript, n).Err(); err != nil {
 		return fmt.Errorf("lock: release %d permits of semaphore %q: %w", n, s.k.name, err)
 	}
 	return nil
@@ -72,7 +72,7 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int, error) {
 
 // Drain takes every available permit and returns how many it took.
 func (s *Semaphore) Drain(ctx context.Context) (int, error) {
-	res, err := s.k.run(ctx, semDrainScript, s.k.c.newToken(), 0).Text()
+	res, err := s.k.call(ctx, semDrainScript, 0).Text()
 	if err == nil {
 		var n int
 		if n, err = strconv.Atoi(res); err == nil {
@@ -97,14 +97,15 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 		return false, ErrInvalidPermits
 	}
 	k := &s.k
-	try := func(ctx context.Context, id string) (bool, time.Duration, error) {
+	try := func(ctx context.Context, id string) (bool, int, time.Duration, error) {
 		res, err := k.run(ctx, semAcquireScript, id, n).Result()
-		return res == acquiredOK, -1, err
+		free, _ := res.(int64) // the permits free when it did not take
+		return res == acquiredOK, int(free), -1, err
 	}
 	cancel := func(ctx context.Context, id string) error {
 		return k.run(ctx, semCancelScript, id, n).Err()
 	}
-	if _, ok, err := k.acquire(ctx, wait, try, cancel); err != nil || !ok {
+	if _, ok, err := k.acquire(ctx, n, wait, try, cancel); err != nil || !ok {
 		return false, err
 	}
 	return true, nil

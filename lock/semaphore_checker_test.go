@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,11 +15,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The semaphore checker: workers, each on its own Client and go-redis
-// client, take and give back permits at random, while replies are lost
-// (go-redis re-sends the request) and, on a PermitExpirableSemaphore,
-// holders "crash" (never release). It checks, from the workers' own
-// clocks:
+// The semaphore checker: workers, two to a Client and go-redis client
+// (so a Client's waiters queue, waitqueue.go), take one or two permits at
+// once and give them back at random, while replies are lost (go-redis
+// re-sends the request) and, on a PermitExpirableSemaphore, holders
+// "crash" (never release). It checks, from the workers' own clocks:
 //   - never more permits held than set: the holders between an
 //     acquisition's return and their release's call whose lease cannot
 //     have ended yet (counted from the acquisition's call, or the last
@@ -27,9 +28,9 @@ import (
 //   - no waiter waits while permits are free beyond semBound: a monitor
 //     reads the free permits (for the expirable one, with the permits
 //     whose lease ended, read without giving them back) every 10 ms, and a
-//     waiter that waited through a run of samples all with a free permit
-//     longer than semBound is reported; so is an expired permit that no
-//     waiter takes;
+//     waiter that waited through a run of samples all with as many permits
+//     free as it asks for longer than semBound is reported; so is an
+//     expired permit that no waiter takes;
 //   - at the end, with every lease ended, the permits are as set: none
 //     taken or given twice by a re-sent request.
 
@@ -37,14 +38,17 @@ import (
 // a round trip of a woken waiter, with room for a loaded test machine.
 const semBound = time.Second
 
+// semMaxNeed is the most permits a checker's worker asks for at once.
+const semMaxNeed = 2
+
 type semChecker struct {
 	permits int
 	mu      sync.Mutex
-	// holds: a permit taken (acquisition returned, release not called)
-	// -> the earliest its lease may end (far off on a Semaphore; a
+	// holds: permits taken (acquisition returned, release not called)
+	// -> the earliest their lease may end (far off on a Semaphore; a
 	// crashed holder's is never released).
-	holds   map[*time.Time]struct{}
-	waiting map[int]time.Time // worker -> when its acquisition began
+	holds   map[*semHold]struct{}
+	waiting map[int]semWait // worker -> its acquisition under way
 	fails   []string
 	free    func(context.Context) (int, error) // the monitor's read
 }
@@ -57,43 +61,74 @@ func (k *semChecker) fail(format string, args ...any) {
 	}
 }
 
-// took records an acquisition that returned, its permit held until
-// *until at least, and returns its hold for drop.
-func (k *semChecker) took(worker int, until time.Time) *time.Time {
+// semHold is n permits held until at least until.
+type semHold struct {
+	until time.Time
+	n     int
+}
+
+// semWait is an acquisition of need permits under way since since.
+type semWait struct {
+	since time.Time
+	need  int
+}
+
+// wait records that worker began to acquire need permits.
+func (k *semChecker) wait(worker, need int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.waiting[worker] = semWait{time.Now(), need}
+}
+
+// gaveUp records an acquisition that returned without permits.
+func (k *semChecker) gaveUp(worker int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.waiting, worker)
+}
+
+// took records an acquisition of n permits that returned, held until
+// until at least, and returns its hold for drop.
+func (k *semChecker) took(worker, n int, until time.Time) *semHold {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.waiting, worker)
 	now := time.Now()
+	held := n
 	for h := range k.holds {
-		if !now.Before(*h) {
+		if !now.Before(h.until) {
 			delete(k.holds, h)
+		} else {
+			held += h.n
 		}
 	}
-	h := &until
+	h := &semHold{until, n}
 	k.holds[h] = struct{}{}
-	if n := len(k.holds); n > k.permits {
-		k.fails = append(k.fails, fmt.Sprintf("%d permits held at once of %d", n, k.permits))
+	if held > k.permits {
+		k.fails = append(k.fails, fmt.Sprintf("%d permits held at once of %d", held, k.permits))
 	}
 	return h
 }
 
 // drop ends a hold as its release is called.
-func (k *semChecker) drop(h *time.Time) {
+func (k *semChecker) drop(h *semHold) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.holds, h)
 }
 
 // leased moves a hold's earliest end, for a lease set at from.
-func (k *semChecker) leased(h *time.Time, from time.Time, lease time.Duration) {
+func (k *semChecker) leased(h *semHold, from time.Time, lease time.Duration) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	*h = from.Add(lease)
+	h.until = from.Add(lease)
 }
 
 // monitor samples the free permits until ctx ends.
 func (k *semChecker) monitor(ctx context.Context) {
-	var freeSince time.Time // start of the current run of samples with a free permit
+	// freeSince[need]: start of the current run of samples with need
+	// permits free, for the needs of the workers (1 or 2).
+	var freeSince [semMaxNeed + 1]time.Time
 	for ctx.Err() == nil {
 		now := time.Now()
 		n, err := k.free(ctx)
@@ -103,16 +138,19 @@ func (k *semChecker) monitor(ctx context.Context) {
 			}
 			return
 		}
-		if n < 1 {
-			freeSince = time.Time{}
-		} else if freeSince.IsZero() {
-			freeSince = now
+		for need := 1; need <= semMaxNeed; need++ {
+			if n < need {
+				freeSince[need] = time.Time{}
+			} else if freeSince[need].IsZero() {
+				freeSince[need] = now
+			}
 		}
 		k.mu.Lock()
-		for w, since := range k.waiting {
-			if !freeSince.IsZero() && since.Before(freeSince) && now.Sub(freeSince) > semBound && len(k.fails) < 10 {
-				k.fails = append(k.fails, fmt.Sprintf("worker %d waited %v while a permit was free (%d free now)", w, now.Sub(freeSince), n))
-				freeSince = time.Time{}
+		for w, wt := range k.waiting {
+			free := freeSince[wt.need]
+			if !free.IsZero() && wt.since.Before(free) && now.Sub(free) > semBound && len(k.fails) < 10 {
+				k.fails = append(k.fails, fmt.Sprintf("worker %d waited %v for %d while as many permits were free (%d free now)", w, now.Sub(free), wt.need, n))
+				freeSince[wt.need] = time.Time{}
 			}
 		}
 		k.mu.Unlock()
@@ -127,6 +165,8 @@ type semCheckerRun struct {
 	permits   int
 	d         time.Duration
 	seed      uint64
+	// maxWait is the longest a worker waits to acquire (4 s when 0).
+	maxWait time.Duration
 }
 
 func (r semCheckerRun) check(t *testing.T, srv *redistest.Server) []string {
@@ -135,7 +175,7 @@ func (r semCheckerRun) check(t *testing.T, srv *redistest.Server) []string {
 	name := "checked-" + t.Name()
 	monitorRdb := srv.Client(t)
 	mon := newClient(t, srv)
-	k := &semChecker{permits: r.permits, holds: make(map[*time.Time]struct{}), waiting: make(map[int]time.Time)}
+	k := &semChecker{permits: r.permits, holds: make(map[*semHold]struct{}), waiting: make(map[int]semWait)}
 	var setup interface {
 		TrySetPermits(context.Context, int) (bool, error)
 	}
@@ -158,10 +198,15 @@ func (r semCheckerRun) check(t *testing.T, srv *redistest.Server) []string {
 	monDone.Add(1)
 	go func() { defer monDone.Done(); k.monitor(monCtx) }()
 	var wg sync.WaitGroup
+	var d *replyDropper
+	var c *Client
 	for w := range r.workers {
-		d := &replyDropper{}
-		c := defaultClient(t, srv, d)
-		loadCounterScripts(t, srv.Client(t))
+		if w%2 == 0 {
+			d = &replyDropper{}
+			c = defaultClient(t, srv, d)
+			loadCounterScripts(t, srv.Client(t))
+		}
+		d, c := d, c
 		rng := rand.New(rand.NewPCG(r.seed, uint64(w)))
 		wg.Add(1)
 		go func() {
@@ -170,16 +215,15 @@ func (r semCheckerRun) check(t *testing.T, srv *redistest.Server) []string {
 				if rng.IntN(4) == 0 { // a lost reply, re-sent by go-redis
 					d.arm([]*redis.Script{semAcquireScript, semAddScript, expAcquireScript, expReleaseScript}[rng.IntN(4)], 1)
 				}
-				wait := time.Duration(rng.IntN(4000)) * time.Millisecond
+				wait := time.Duration(rng.Int64N(int64(cmp.Or(r.maxWait, 4*time.Second))))
 				hold := time.Duration(rng.IntN(20)) * time.Millisecond
+				need := 1 + rng.IntN(semMaxNeed)
 				start := time.Now()
-				k.mu.Lock()
-				k.waiting[w] = start
-				k.mu.Unlock()
+				k.wait(w, need)
 				if r.expirable {
-					r.expirableOp(ctx, k, c.PermitExpirableSemaphore(name), w, rng, start, wait, hold, lease)
+					r.expirableOp(ctx, k, c.PermitExpirableSemaphore(name), w, need, rng, start, wait, hold, lease)
 				} else {
-					r.plainOp(ctx, k, c.Semaphore(name), w, start, wait, hold)
+					r.plainOp(ctx, k, c.Semaphore(name), w, need, wait, hold)
 				}
 			}
 		}()
@@ -201,57 +245,55 @@ func (r semCheckerRun) check(t *testing.T, srv *redistest.Server) []string {
 	return k.fails
 }
 
-func (r semCheckerRun) plainOp(ctx context.Context, k *semChecker, s *Semaphore, w int, start time.Time, wait, hold time.Duration) {
-	ok, err := s.TryAcquire(ctx, 1, wait)
+func (r semCheckerRun) plainOp(ctx context.Context, k *semChecker, s *Semaphore, w, need int, wait, hold time.Duration) {
+	ok, err := s.TryAcquire(ctx, need, wait)
 	if err != nil || !ok {
-		k.mu.Lock()
-		delete(k.waiting, w)
-		k.mu.Unlock()
+		k.gaveUp(w)
 		if err != nil {
 			k.fail("worker %d: TryAcquire: %v", w, err)
 		}
 		return
 	}
-	h := k.took(w, time.Now().Add(forever/2))
+	h := k.took(w, need, time.Now().Add(forever/2))
 	time.Sleep(hold)
 	k.drop(h)
-	if err := s.Release(ctx, 1); err != nil {
+	if err := s.Release(ctx, need); err != nil {
 		k.fail("worker %d: Release: %v", w, err)
 	}
 }
 
-func (r semCheckerRun) expirableOp(ctx context.Context, k *semChecker, s *PermitExpirableSemaphore, w int, rng *rand.Rand, start time.Time, wait, hold, lease time.Duration) {
-	id, ok, err := s.TryAcquire(ctx, wait, lease)
+func (r semCheckerRun) expirableOp(ctx context.Context, k *semChecker, s *PermitExpirableSemaphore, w, need int, rng *rand.Rand, start time.Time, wait, hold, lease time.Duration) {
+	ids, ok, err := s.TryAcquireN(ctx, need, wait, lease)
 	if err != nil || !ok {
-		k.mu.Lock()
-		delete(k.waiting, w)
-		k.mu.Unlock()
+		k.gaveUp(w)
 		if err != nil {
-			k.fail("worker %d: TryAcquire: %v", w, err)
+			k.fail("worker %d: TryAcquireN: %v", w, err)
 		}
 		return
 	}
-	h := k.took(w, start.Add(lease))
+	h := k.took(w, need, start.Add(lease))
 	if rng.IntN(4) == 0 { // crashed: never released
 		return
 	}
 	time.Sleep(hold)
-	if rng.IntN(2) == 0 {
+	if need == 1 && rng.IntN(2) == 0 {
 		from := time.Now()
-		ok, err := s.UpdateLeaseTime(ctx, id, lease)
+		ok, err := s.UpdateLeaseTime(ctx, ids[0], lease)
 		switch {
 		case err != nil:
 			k.fail("worker %d: UpdateLeaseTime: %v", w, err)
 		case ok:
 			k.leased(h, from, lease)
-		case from.Before(*h): // a loaded machine may let a lease end
+		case from.Before(h.until): // a loaded machine may let a lease end
 			k.fail("worker %d: UpdateLeaseTime found no permit %v into its lease of %v", w, from.Sub(start), lease)
 		}
 	}
 	k.drop(h)
 	from := time.Now()
-	if err := s.Release(ctx, id); err != nil && !(errors.Is(err, ErrPermitNotHeld) && !from.Before(*h)) {
-		k.fail("worker %d: Release: %v", w, err)
+	for _, id := range ids {
+		if err := s.Release(ctx, id); err != nil && !(errors.Is(err, ErrPermitNotHeld) && !from.Before(h.until)) {
+			k.fail("worker %d: Release: %v", w, err)
+		}
 	}
 }
 
@@ -301,20 +343,24 @@ func TestSemaphoreCheckerFindsDefects(t *testing.T) {
 		files     []string
 		old, new  string
 		expirable bool
+		// maxWait: longer waits, so that few tries run but the waiters'.
+		maxWait time.Duration
 	}{
 		{"acquire ignores the record (a re-sent request takes twice)", &semAcquireScript, []string{"semaphore_acquire.lua"},
-			"if done then\n    return done\nend", "", false},
+			"if done then\n    return done\nend", "", false, 0},
 		{"acquire takes without enough permits", &semAcquireScript, []string{"semaphore_acquire.lua"},
-			"if have < n then", "if have < 0 then", false},
+			"if have < n then", "if have < 0 then", false, 0},
 		{"a waiter is not told when the first lease ends", &expAcquireScript, []string{"leases.lua", "expirable_acquire.lua"},
-			"return nextEnd(now)", "return -1", true},
+			"return {have, nextEnd(now)}", "return {have, -1}", true, 20 * time.Second},
+		{"a release says no permit is free (a lost wake-up)", &semAddScript, []string{"semaphore_add.lua"},
+			"'u' .. free", "'u0'", false, 10 * time.Second},
 	} {
 		t.Run(p.name, func(t *testing.T) {
 			mutated := plantedScript(t, p.files, p.old, p.new)
 			saved := *p.script
 			*p.script = mutated
 			defer func() { *p.script = saved }()
-			r := semCheckerRun{expirable: p.expirable, workers: 6, permits: 2, d: 8 * time.Second, seed: seed}
+			r := semCheckerRun{expirable: p.expirable, workers: 6, permits: 2, d: 8 * time.Second, seed: seed, maxWait: p.maxWait}
 			fails := r.check(t, srv)
 			if len(fails) == 0 {
 				t.Fatal("the checker found nothing")

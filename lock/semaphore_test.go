@@ -314,6 +314,7 @@ func TestAttemptRecordEnds(t *testing.T) {
 	ctx := ctxTimeout(t, 10*time.Second)
 	s := newSemaphore(t, srv, "record", -1)
 	s.k.window = "300"
+	s.k.c.quickReply = 0 // no reply is acknowledged: only the ends drop them
 	for range 3 {
 		if err := s.Release(ctx, 1); err != nil {
 			t.Fatal(err)
@@ -332,6 +333,39 @@ func TestAttemptRecordEnds(t *testing.T) {
 	if n, m := rdb.HLen(ctx, s.k.keys[1]).Val(), rdb.ZCard(ctx, s.k.keys[2]).Val(); n != 1 || m != 1 {
 		t.Fatalf("%d replies, %d ends after the first three ended; want the last one", n, m)
 	}
+}
+
+// Quick replies are acknowledged by the Client's next call on the
+// counter, which drops their records: a hundred releases leave one record
+// (the last's), where they left a hundred for the window. A slow reply is
+// not acknowledged, and its request run again after later calls still
+// answers as its first run and adds nothing (as go-redis's re-send or a
+// late first run would).
+func TestAcknowledgedAttemptsLeaveTheRecord(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	s := newSemaphore(t, srv, "acks", 0)
+	records := func() (int64, int64) {
+		return rdb.HLen(ctx, s.k.keys[1]).Val(), rdb.ZCard(ctx, s.k.keys[2]).Val()
+	}
+	slow := s.k.c.newToken()
+	if err := s.k.run(ctx, semAddScript, slow, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.k.ack(slow, false)
+	for range 100 {
+		if err := s.Release(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, m := records(); n != 2 || m != 2 {
+		t.Fatalf("%d replies, %d ends after 100 quick releases and a slow one; want the slow one's and the last's", n, m)
+	}
+	if res, err := s.k.run(ctx, semAddScript, slow, 1).Result(); res != acquiredOK || err != nil {
+		t.Fatalf("the slow release run again = %v, %v", res, err)
+	}
+	assertPermits(t, s, 101)
 }
 
 // A counter's error names it once, on one line (as TestErrorsNameTheLockOnce).

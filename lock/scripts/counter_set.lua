@@ -11,5 +11,5 @@ end
 if redis.call('setnx', KEYS[1], ARGV[3]) == 0 then
     return record('0')
 end
-redis.call(ARGV[5], ARGV[4], 'u')
+redis.call(ARGV[5], ARGV[4], 'u' .. ARGV[3])
 return record('1')

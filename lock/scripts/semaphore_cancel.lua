@@ -6,8 +6,8 @@
 -- again it gives nothing back twice.
 local done = recorded()
 if done == 'OK' then
-    redis.call('incrby', KEYS[1], ARGV[3])
-    redis.call(ARGV[5], ARGV[4], 'u')
+    local free = redis.call('incrby', KEYS[1], ARGV[3])
+    redis.call(ARGV[5], ARGV[4], 'u' .. free)
 end
 if done ~= 'X' then
     record('X')
