@@ -211,7 +211,8 @@ func TestAnAsyncAuditOfANeverResetSKUStartsIt(t *testing.T) {
 // and an entry a worker holds from the round before never lands in the
 // next. Before the fence, the first sale's order landed in the table
 // before its reset, which deleted it (undersold 1), and the held entry
-// landed after the reset (an order of the old stock beside a full stock).
+// landed after the reset: an order of the old stock beside a full stock,
+// which took its buyer's place from her sale of the new round.
 func TestAnAsyncResetFencesTheRoundBefore(t *testing.T) {
 	const stage = asyncorders.StageStream
 	for name, store := range orderStores(t) {
@@ -301,11 +302,24 @@ func TestAnAsyncResetFencesTheRoundBefore(t *testing.T) {
 			if err := inv.Reset(ctx, stage, "sku-1", 10, 0); err != nil {
 				t.Fatal(err)
 			}
+			// carol buys again in the new round (the checker's finding 2:
+			// her old order, landing after the reset, took her place in the
+			// unique index, and this sale, answered 200, was given up and
+			// its order id voided).
+			sale, err := inv.DeductFor(ctx, stage, "sku-1", "carol", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
 			close(land)
 			drained(t, rdb)
 			time.Sleep(200 * time.Millisecond) // the held entry's handling ends
-			if got := orderAudit(t, inv, stage); got.Orders.Orders != 0 || got.Orders.Undersold != 0 || got.Stock != 10 {
-				t.Fatalf("after a reset, an order of the stock before: stock %d, orders %+v", got.Stock, *got.Orders)
+			list, err := store.List(ctx, stage, "sku-1", "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := orderAudit(t, inv, stage); len(list) != 1 || list[0].ID != sale.Order || got.Orders.Undersold != 0 || got.Stock != 9 || got.Stream.DeadLetters != 0 {
+				t.Fatalf("carol's sale %s of the new round answered; after the reset: orders %+v, stock %d, audit %+v, stream %+v",
+					sale.Order, list, got.Stock, *got.Orders, *got.Stream)
 			}
 		})
 	}
