@@ -14,11 +14,8 @@
 // run them while the checker still finds defects at some seeds: a shop
 // killed between the Redis deduction and the order insert (the crash
 // window docs/orders.md documents) leaves a unit, and on one-per-user-lua
-// a buyer, without an order; an async-stream sale answered 200 whose order
-// id a worker voided during a MariaDB stop; and async-stream's reset fences
-// no round (a sale admitted between the Redis reset and the order table's
-// loses its order; a worker's old-round entry lands after it), so the
-// reset-rung fault resets only the rungs whose reset does (resetDuringSales).
+// a buyer, without an order. The reset-rung fault resets every rung
+// (resetDuringSales): async-stream's reset fences a round too.
 // make check-orders runs TestOrderChecker (CHECKER_TIME, CHECKER_SEED);
 // go test -tags orderchecker also runs TestOrderCheckerFindsDefects. A
 // failure prints the command that runs its seed again:
