@@ -10,11 +10,17 @@
 // and workers have finished what they hold, it compares every answer the
 // buyers got with the order table, the payment table and Redis.
 //
+// Once the faults stop, every keyed sale on the rungs that resume keyed
+// sales whose last answer was not definite is sent again with its key
+// until it is (finishKeyed): a sale a killed shop left between the Redis
+// deduction and the order insert is finished so. An unkeyed sale killed
+// there cannot be (the crash window docs/orders.md documents): the checker
+// allows one-per-user-lua and one-per-user-lock at most one undersold unit
+// per unkeyed sale a killed shop had in flight, and on one-per-user-lua
+// its buyer kept without an order; without a kill, none.
+//
 // The test files carry the build tag orderchecker, so go test ./... does not
-// run them while the checker still finds defects at some seeds: a shop
-// killed between the Redis deduction and the order insert (the crash
-// window docs/orders.md documents) leaves a unit, and on one-per-user-lua
-// a buyer, without an order; an async-stream sale answered 200 whose order
+// run them while the checker still finds defects at some seeds: an async-stream sale answered 200 whose order
 // id a worker voided during a MariaDB stop; and async-stream's reset fences
 // no round (a sale admitted between the Redis reset and the order table's
 // loses its order; a worker's old-round entry lands after it), so the
