@@ -248,8 +248,9 @@ const finishKeyedTimeout = 45 * time.Second
 // whose last answer was not definite again with its key, as its buyer
 // would, until it is: a sale a killed shop left between the Redis
 // deduction and the insert is then finished (its order is the key's), and
-// the checker judges the rest as for any other request.
-func finishKeyed(h *history, e *env, client *http.Client) {
+// the checker judges the rest as for any other request. It returns how
+// many sales it sent again.
+func finishKeyed(h *history, e *env, client *http.Client) int {
 	last := map[int]attempt{}
 	for _, a := range h.att {
 		if a.Key != "" && slices.Contains(resumesKeyed, a.Rung) && a.Try >= last[a.Sale].Try {
@@ -259,10 +260,12 @@ func finishKeyed(h *history, e *env, client *http.Client) {
 	b := &buyer{h: h, e: e, client: client}
 	deadline := time.Now().Add(finishKeyedTimeout)
 	var wg sync.WaitGroup
+	n := 0
 	for _, a := range last {
 		if a.definite() {
 			continue
 		}
+		n++
 		wg.Go(func() {
 			for try := a.Try + 1; time.Now().Before(deadline); try++ {
 				a = b.send(a.Sale, try, a.Rung, a.User, a.Anon, a.Key, (a.Shop+1)%len(e.shops))
@@ -275,6 +278,7 @@ func finishKeyed(h *history, e *env, client *http.Client) {
 		})
 	}
 	wg.Wait()
+	return n
 }
 
 // run sells until stop closes.
