@@ -20,7 +20,11 @@
 // its buyer kept without an order; without a kill, none.
 //
 // The test files carry the build tag orderchecker, so go test ./... does not
-// run them while the checker still finds defects at some seeds: an async-stream sale answered 200 whose order
+// run them while the checker still finds defects at some seeds: a shop
+// killed while its resolver still owes the void and give-back of an
+// unkeyed sale it answered may_have_sold loses them, and the unit (on
+// one-per-user-lua, the buyer) stays without an order (seed 20; the
+// resolver's queue lives in the process, docs/orders.md); an async-stream sale answered 200 whose order
 // id a worker voided during a MariaDB stop; and async-stream's reset fences
 // no round (a sale admitted between the Redis reset and the order table's
 // loses its order; a worker's old-round entry lands after it), so the
