@@ -2,7 +2,6 @@ package inventory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -52,12 +51,14 @@ func (s *onePerUserStage) sell(ctx context.Context, sku, user string, qty int64,
 	if err := s.work(ctx, held, f); err != nil {
 		return Sale{}, err
 	}
-	o := s.newOrder(orders.NewID(), sku, user, qty, false)
-	remaining, err := s.initialised(ctx, sku, func() (int64, error) { return s.deductForOrder(ctx, &o) })
-	if err != nil {
-		return Sale{}, err
-	}
-	return s.placeAfterDeduction(ctx, placing{order: o, proof: byTakenSet, hold: hold}, remaining, f)
+	return s.byGeneration(ctx, sku, func(id string) (Sale, error) {
+		o := s.newOrder(id, sku, user, qty, false)
+		remaining, err := s.initialised(ctx, sku, func() (int64, error) { return s.deductForOrder(ctx, &o) })
+		if err != nil {
+			return Sale{}, err
+		}
+		return s.placeAfterDeduction(ctx, placing{order: o, proof: byTakenSet, hold: hold}, remaining, f)
+	})
 }
 
 // errNoBuyer is the answer of a per-user stage to a sale naming no buyer.
@@ -132,21 +133,14 @@ func (s *onePerUserLuaStage) sell(ctx context.Context, sku, user string, qty int
 	if err := beforeWrite(ctx); err != nil {
 		return Sale{}, err
 	}
-	for generation := range maxGenerations {
-		o := s.newOrder(s.orderID(ctx, sku, generation), sku, user, qty, true)
+	return s.byGeneration(ctx, sku, func(id string) (Sale, error) {
+		o := s.newOrder(id, sku, user, qty, true)
 		remaining, err := s.initialised(ctx, sku, func() (int64, error) { return s.take(ctx, &o) })
-		if errors.Is(err, errVoidedID) {
-			continue
-		}
 		if err != nil {
 			return Sale{}, err
 		}
-		sale, err := s.placeAfterDeduction(ctx, placing{order: o, proof: byBuyer}, remaining, f)
-		if !errors.Is(err, errVoidedID) {
-			return sale, err
-		}
-	}
-	return Sale{}, fmt.Errorf("%w: the sales of this idempotency key were voided %d times: use a new key", ErrInvalid, maxGenerations)
+		return s.placeAfterDeduction(ctx, placing{order: o, proof: byBuyer}, remaining, f)
+	})
 }
 
 // take runs one_per_user.lua for o (takeByID) and records the round it

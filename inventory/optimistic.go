@@ -8,12 +8,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockstep/lockstep/internal/outcome"
 	"github.com/lockstep/lockstep/orders"
 )
 
 // optimisticRedisStage is 乐观锁 on Redis: WATCH the stock, GET it, do the
 // business work, and write the new stock and the sold units in a
-// MULTI/EXEC that Redis refuses when the stock changed since the WATCH.
+// MULTI/EXEC that Redis refuses when the stock changed since the WATCH;
+// the MULTI also records the sale's order id in the taken set, by which a
+// lost EXEC reply is resolved (undoLostExec).
 // A refused sale is not retried (as 黑马点评's version check is not): under
 // contention most sales are refused, and a run that ends with buyers turned
 // away and stock left has sold too little (少卖).
@@ -30,6 +33,7 @@ func (s *optimisticRedisStage) sell(ctx context.Context, sku, user string, qty i
 	k := s.store.keys(sku)
 	var remaining int64
 	o := s.newOrder(orders.NewID(), sku, user, qty, false)
+	var execLost error // the EXEC was sent and its reply lost
 	err := s.store.rdb.Watch(ctx, func(tx *redis.Tx) error {
 		// The round with the stock, in one read: a reset changes both, and
 		// fails the EXEC.
@@ -51,18 +55,25 @@ func (s *optimisticRedisStage) sell(ctx context.Context, sku, user string, qty i
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, k.stock(), stock-qty, 0)
 			p.IncrBy(ctx, k.sold(), qty)
+			// The sale's mark: what a lost EXEC reply is resolved by.
+			p.SAdd(ctx, k.taken(), o.ID)
 			return nil
 		})
 		switch {
 		case errors.Is(err, redis.TxFailedErr):
 			return err
 		case err != nil:
+			if outcome.MayHaveRunErr(err) {
+				execLost = err
+			}
 			return writeFailed("commit watched stock", err)
 		}
 		remaining = stock - qty
 		return nil
-	}, k.stock())
+	}, k.stock(), k.givenBack()) // a give-back of the sale's id fails an EXEC still on its way
 	switch {
+	case execLost != nil:
+		return Sale{}, s.undoLostExec(ctx, o, execLost)
 	case errors.Is(err, redis.TxFailedErr):
 		s.countConflict(ctx, sku)
 		return Sale{}, fmt.Errorf("%w: optimistic lock: the stock changed after the WATCH, nothing sold", ErrLockBusy)
@@ -72,6 +83,31 @@ func (s *optimisticRedisStage) sell(ctx context.Context, sku, user string, qty i
 		return Sale{}, unavailable("watch stock", err)
 	}
 	return s.placeAfterDeduction(ctx, placing{order: o}, remaining, f)
+}
+
+// undoLostExec resolves a sale whose EXEC ran or not, its reply lost: the
+// give-back of its order id (give_back.lua, proof "taken") returns the
+// units when the EXEC's mark shows it ran, and marks the id given back
+// either way, which fails an EXEC still on its way (the sale WATCHes the
+// given-back ids). Sent again until Redis answers within the sale's
+// deadline, it answers "nothing sold"; after the deadline the sale's
+// outcome is unknown, and the resolver gives back once Redis answers.
+func (s *optimisticRedisStage) undoLostExec(ctx context.Context, o orders.Order, lost error) error {
+	_, undoCtx, cancel := splitDeadline(ctx)
+	defer cancel()
+	for wait := rerunWait; ; wait = min(2*wait, rerunWaitMax) {
+		err := s.giveBack(undoCtx, o, byTakenSet)
+		if err == nil {
+			return unavailable("commit watched stock (its reply was lost; undone: nothing sold)", lost)
+		}
+		if sleep(undoCtx, wait) != nil {
+			s.resolver.resolve("give back order "+o.ID, func(ctx context.Context) (bool, error) {
+				err := s.giveBack(ctx, o, byTakenSet)
+				return err == nil, err
+			})
+			return fmt.Errorf("%w (the shop gives the units back, if the EXEC ran, once Redis answers)", writeFailed("commit watched stock", lost))
+		}
+	}
 }
 
 // stockAndRound reads an MGET of the stock and the round (absent: 0).
@@ -118,12 +154,12 @@ func (s *optimisticSQLStage) sell(ctx context.Context, sku, user string, qty int
 	if err := s.crashBeforeOrder(ctx, f); err != nil {
 		return Sale{}, err
 	}
-	for generation := range maxGenerations {
-		o := s.newOrder(s.orderID(ctx, sku, generation), sku, user, qty, false)
+	return s.byGeneration(ctx, sku, func(id string) (Sale, error) {
+		o := s.newOrder(id, sku, user, qty, false)
 		remaining, err := s.buy(ctx, o, st.Stock)
 		switch {
 		case errors.Is(err, orders.ErrVoided):
-			continue // an earlier request with this key voided this id: it sold nothing
+			return Sale{}, fmt.Errorf("%w: %w", errVoidedID, err) // an earlier request with this key voided this id: it sold nothing
 		case errors.Is(err, orders.ErrConflict):
 			s.countConflict(ctx, sku)
 			return Sale{}, fmt.Errorf("%w: optimistic lock: %w", ErrLockBusy, err)
@@ -135,8 +171,7 @@ func (s *optimisticSQLStage) sell(ctx context.Context, sku, user string, qty int
 			return Sale{}, ordersUnavailable("buy", err)
 		}
 		return Sale{Remaining: remaining, Order: o.ID}, nil
-	}
-	return Sale{}, fmt.Errorf("%w: the sales of this idempotency key were voided %d times: use a new key", ErrInvalid, maxGenerations)
+	})
 }
 
 // buy runs Buy for o, again with the same id while its outcome is unknown

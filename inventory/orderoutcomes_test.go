@@ -1,6 +1,7 @@
 package inventory_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockstep/lockstep/internal/faultproxy"
 	"github.com/lockstep/lockstep/internal/lockserver/lockservertest"
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/inventory"
@@ -478,4 +480,58 @@ func TestAnonymousSalesAreNoDuplicateOrders(t *testing.T) {
 			})
 		}
 	}
+}
+
+// cutExecReply cuts, through the fault proxy, the replies to the first
+// budget requests holding an EXEC: Redis ran the transaction, the shop
+// cannot know.
+type cutExecReply struct{ budget atomic.Int32 }
+
+func (c *cutExecReply) Request([]byte) time.Duration { return 0 }
+func (c *cutExecReply) Reply(_, last []byte) (time.Duration, bool) {
+	return 0, bytes.Contains(bytes.ToLower(last), []byte("exec")) && c.budget.Add(-1) >= 0
+}
+
+// optimistic-redis's EXEC ran and its reply was lost: the sale resolves it
+// by its order id, which the MULTI recorded in the taken set — it gives
+// the units back (and marks the id, which fails an EXEC still on its way)
+// and answers "nothing sold", rather than "outcome unknown" with a unit
+// nobody's order holds. The buyer's next sale sells.
+func TestALostExecReplyOfTheOptimisticRedisStageIsUndone(t *testing.T) {
+	const stage = "optimistic-redis"
+	srv := redistest.Start(t)
+	cut := &cutExecReply{}
+	proxy, err := faultproxy.Start(srv.Addr, cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	lite, err := orders.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "orders.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lite.Close() })
+	inv := newOrderInventory(t, rdb, lite, "r0")
+	if err := inv.Reset(context.Background(), stage, "sku-1", 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	cut.budget.Store(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = inv.DeductFor(ctx, stage, "sku-1", "alice", 1)
+	if cut.budget.Load() > 0 {
+		t.Fatalf("no EXEC reply was cut (the sale: %v)", err)
+	}
+	if !errors.Is(err, inventory.ErrUnavailable) || errors.Is(err, inventory.ErrOutcomeUnknown) {
+		t.Fatalf("sale whose EXEC reply was lost: %v, want nothing sold", err)
+	}
+	if err := settled(inv, stage, 0, 10)(); err != nil {
+		t.Fatalf("after the lost EXEC: %v", err)
+	}
+	if _, err := inv.DeductFor(ctx, stage, "sku-1", "alice", 1); err != nil {
+		t.Fatalf("the next sale: %v", err)
+	}
+	eventually(t, settled(inv, stage, 1, 9))
 }

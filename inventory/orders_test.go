@@ -324,6 +324,38 @@ func TestACrashBetweenDeductionAndOrderLeavesUndersoldUnits(t *testing.T) {
 	}
 }
 
+// The crash window closed for keyed sales: a sale with an idempotency key
+// that crashed between the Redis deduction and the insert is finished by
+// the buyer's request sent again with the key — the same order id, whose
+// deduction the script recognises, so nothing more is taken — on every
+// stage that resumes keyed sales (optimistic-redis does not: it names no
+// order before its EXEC). Its order is the key's.
+func TestAKeyedSaleThatCrashedBeforeItsOrderIsFinishedByItsRetry(t *testing.T) {
+	invs := orderReplicas(t, 2)
+	for _, stage := range []string{"one-per-user-naive", "one-per-user-synchronized", "one-per-user-lua", "one-per-user-lock"} {
+		t.Run(stage, func(t *testing.T) {
+			if !invs[0].ResumesKeyedSales(stage) {
+				t.Fatalf("%s does not resume keyed sales", stage)
+			}
+			prepare(t, invs, stage, 10, inventory.Faults{CrashHoldingLock: true})
+			ctx := inventory.WithSaleKey(context.Background(), "key-1")
+			if _, err := invs[0].DeductFor(ctx, stage, "sku-1", "alice", 1); !errors.Is(err, inventory.ErrCrashed) {
+				t.Fatalf("sale: %v, want the injected crash", err)
+			}
+			sale, err := invs[1].DeductFor(ctx, stage, "sku-1", "alice", 1)
+			if err != nil {
+				t.Fatalf("the retry with the key: %v", err)
+			}
+			if want := orders.KeyedID(stage, "sku-1", "key-1", 0); sale.Order != want {
+				t.Errorf("the retry's order %s, want the key's %s", sale.Order, want)
+			}
+			if a := orderAudit(t, invs[0], stage); a.Orders.Undersold != 0 || a.Orders.Orders != 1 || a.Stock != 9 {
+				t.Fatalf("stock %d, orders %+v; want one unit sold, in one order", a.Stock, *a.Orders)
+			}
+		})
+	}
+}
+
 // A database that stops answering (SIGSTOP to MariaDB): the sale answers
 // within its deadline that its outcome is unknown, its units counted
 // undersold until the order lands or is voided; once the database runs

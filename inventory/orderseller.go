@@ -80,14 +80,42 @@ func (s *orderSeller) newOrder(id, sku, user string, qty int64, onePerUser bool)
 // orderID is the order id of generation of a sale: derived from the
 // client's idempotency key when the request has one (WithSaleKey), so that
 // a request sent again finds the sale the first one started, else random.
-// Only the stages whose first write recognises its own order id by it
-// (one-per-user-lua's script, the optimistic MySQL transaction) use a
-// keyed id; the others take their units before they know the id is theirs.
+// Every stage that uses it writes first with a script or a transaction
+// that recognises its own order id (one_per_user.lua, order_deduct.lua,
+// Buy): sent again, it takes nothing more.
 func (s *orderSeller) orderID(ctx context.Context, sku string, generation int) string {
 	if key, ok := saleKey(ctx); ok {
 		return orders.KeyedID(s.id, sku, key, generation)
 	}
 	return orders.NewID()
+}
+
+// byGeneration runs sell under the sale's order id of each generation in
+// turn while sell finds the id voided (errVoidedID: a request sent earlier
+// with the key gave it up, so it sold nothing, and the key may sell once,
+// under the next id). A sale without a key draws a fresh id each time.
+func (s *orderSeller) byGeneration(ctx context.Context, sku string, sell func(id string) (Sale, error)) (Sale, error) {
+	for generation := range maxGenerations {
+		sale, err := sell(s.orderID(ctx, sku, generation))
+		if !errors.Is(err, errVoidedID) {
+			return sale, err
+		}
+	}
+	return Sale{}, fmt.Errorf("%w: the sales of this idempotency key were voided %d times: use a new key", ErrInvalid, maxGenerations)
+}
+
+// ResumesKeyedSales reports whether stage's sales with an idempotency key
+// name their order by the key (orderID), so that a request sent again
+// with the key finishes the sale an earlier one started, or finds it
+// voided and sells under the next id, and never sells twice: a request
+// whose replica died may then be sent again (httpapi's idempotency takes
+// such a key over instead of answering that its outcome is unknown).
+func (inv *Inventory) ResumesKeyedSales(stage string) bool {
+	switch inv.stages[stage].(type) {
+	case *onePerUserStage, *onePerUserLuaStage, *optimisticSQLStage:
+		return true
+	}
+	return false
 }
 
 // crashBeforeOrder exits the process between the Redis deduction and the
@@ -284,9 +312,12 @@ func (s *orderSeller) giveBack(ctx context.Context, o orders.Order, proof takenP
 // back), until it answers: when its reply is lost it runs it again with
 // the same id, until it answers or the insert's share of the sale's
 // deadline ends. Then the sale's outcome is unknown, and the resolver
-// gives back whatever a run took (proof shows it), once Redis answers; the
-// give-back marks the id, so a run still on its way takes nothing. The
-// reply is {n, round}: n as the script answers, round the SKU's.
+// voids the id and gives back whatever a run took (proof shows it), once
+// the stores answer: the give-back marks the id, so a run still on its
+// way takes nothing, and the void comes first because a keyed request
+// sent again may have inserted the order under the same id (then the
+// order stands, and nothing is given back). The reply is {n, round}: n as
+// the script answers, round the SKU's.
 func (s *orderSeller) takeByID(ctx context.Context, what string, script *redis.Script, keys []string, args []any, o orders.Order, proof takenProof) ([]int64, error) {
 	insertCtx, _, cancel := splitDeadline(ctx) // the insert's share of the deadline
 	defer cancel()
@@ -305,11 +336,8 @@ func (s *orderSeller) takeByID(ctx context.Context, what string, script *redis.S
 			return nil, err // refused: it ran nothing
 		}
 		if sleep(runCtx, wait) != nil {
-			s.resolver.resolve("give back order "+o.ID, func(ctx context.Context) (bool, error) {
-				err := s.giveBack(ctx, o, proof)
-				return err == nil, err
-			})
-			return nil, fmt.Errorf("%w (the shop gives back what it may have taken once Redis answers)", err)
+			s.resolveOrder(placing{order: o, proof: proof})
+			return nil, fmt.Errorf("%w (the shop voids the order id and gives back what it may have taken once the stores answer)", err)
 		}
 	}
 }

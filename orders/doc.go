@@ -39,9 +39,10 @@
 // SKU and the key, so a request sent again with the key names the same
 // order; the next generation's id is used only once the previous one was
 // voided (which proves that request sold nothing). A sale without a key
-// draws one (NewID). The shop uses the keyed id where the first write
-// recognises its own id (one-per-user-lua's script, Buy); the rungs that
-// deduct first and learn the id's fate at the insert draw a fresh one.
+// draws one (NewID). Every order stage but optimistic-redis and the async
+// ones uses the keyed id: their first write recognises its own id
+// (one_per_user.lua, order_deduct.lua, Buy), so a request sent again after
+// its replica died finishes the order the dead one started.
 //
 // # Every write, when it runs twice, runs late, or ran and lost its reply
 //

@@ -98,7 +98,11 @@ type answer struct {
 // is an answer or the key is free again. A marker not renewed for a lease
 // belongs to a request that reached its write and whose outcome was lost
 // (its replica died, its answer could not be stored): the key answers
-// errOutcomeUnknown for its lifetime rather than risk a second sale.
+// errOutcomeUnknown for its lifetime rather than risk a second sale —
+// except on the stages whose keyed sales name their order by the key,
+// where running the sale again finishes it (or finds it voided and sells
+// under the next id) and cannot sell twice: there the next request takes
+// the key over.
 type idempotency struct {
 	rdb        redis.UniversalClient
 	log        *slog.Logger
@@ -128,12 +132,20 @@ func (idem *idempotency) redisKey(stage, key string) string {
 
 // do returns the answer of the request with key: run's, or the stored one
 // of an earlier run (replayed true). request describes what is asked.
-func (idem *idempotency) do(ctx context.Context, stage, key, request string, run func(context.Context) answer) (a answer, replayed bool, err error) {
+// resumes: the stage's keyed sales finish the sale an earlier request with
+// the key started (inventory.ResumesKeyedSales), so a key whose owner
+// stopped for a lease is taken over and run again rather than answered
+// errOutcomeUnknown.
+func (idem *idempotency) do(ctx context.Context, stage, key, request string, resumes bool, run func(context.Context) answer) (a answer, replayed bool, err error) {
 	rkey := idem.redisKey(stage, key)
+	var takeover int64
+	if resumes {
+		takeover = idem.pendingTTL.Milliseconds()
+	}
 	poll := pollMin
 	for {
 		id := rand.Text()
-		res, err := claimKeyScript.Run(ctx, idem.rdb, []string{rkey}, id, idem.pendingTTL.Milliseconds()).StringSlice()
+		res, err := claimKeyScript.Run(ctx, idem.rdb, []string{rkey}, id, idem.pendingTTL.Milliseconds(), takeover).StringSlice()
 		if err != nil || len(res) != 2 {
 			if outcome.MayHaveRunErr(err) {
 				idem.unclaim(ctx, rkey, id)

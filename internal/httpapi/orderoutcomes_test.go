@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/inventory"
 	"github.com/lockstep/lockstep/orders"
+	"github.com/redis/go-redis/v9"
 )
 
 // replyLostOrders is an order table whose first Buy and first Insert are
@@ -119,6 +121,97 @@ func TestAKeyedSaleWhoseOrderMayHaveLandedSellsOnce(t *testing.T) {
 			}
 			if (first.Code == http.StatusOK || retry.Code == http.StatusOK) && a.Orders.Orders != 1 {
 				t.Fatalf("answers %d and %d, %d orders: a 200 without its order", first.Code, retry.Code, a.Orders.Orders)
+			}
+		})
+	}
+}
+
+// A replica killed between a keyed sale's Redis deduction and its order
+// insert (the crash window docs/orders.md names) leaves the key's marker
+// pending with nobody renewing it. On the stages whose keyed sales name
+// their order by the key, the buyer's retry with the key, on another
+// replica once the marker is a lease old, takes the key over and finishes
+// that sale: one unit, one order, the key's — not 409 outcome_unknown for
+// the key's lifetime and a unit nobody's order holds.
+func TestAKeyedSaleOfAKilledReplicaIsFinishedByItsRetry(t *testing.T) {
+	for _, stage := range []string{"one-per-user-lua", "one-per-user-lock"} {
+		t.Run(stage, func(t *testing.T) {
+			lite, err := orders.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "orders.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = lite.Close() })
+			srv := redistest.Start(t)
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			dead := make(chan struct{})
+			t.Cleanup(func() { close(dead) })
+			// The killed replica: its crash stops its lock renewals and its
+			// key's beats (its clients close) and never answers.
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+			var killed *inventory.Inventory
+			crashed := make(chan struct{})
+			killed, err = inventory.New(inventory.Config{Redis: rdb, Orders: lite, Logger: log, Replica: "r0", Exit: func(int) {
+				close(crashed)
+				_ = killed.Close()
+				_ = rdb.Close()
+				<-dead
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			live, err := inventory.New(inventory.Config{Redis: srv.Client(t), Orders: lite, Logger: log, Replica: "r1", Exit: func(int) {}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = live.Close() })
+			handler := func(inv *inventory.Inventory, rdb redis.UniversalClient) http.Handler {
+				s := httpapi.New(httpapi.Config{
+					Inventory: inv, Redis: rdb, Metrics: metrics.New(inv, log), Logger: log, Replica: "r",
+					AdminToken: testToken, RequestTimeout: time.Second,
+				})
+				t.Cleanup(s.Close)
+				return s.Handler()
+			}
+			hKilled, hLive := handler(killed, rdb), handler(live, srv.Client(t))
+			if err := live.Reset(context.Background(), stage, "sku-1", 10, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := live.SetFaults(context.Background(), stage, inventory.Faults{CrashHoldingLock: true, LockTTL: 300 * time.Millisecond}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond) // the killed replica has read the faults
+			sale := func(h http.Handler) *httptest.ResponseRecorder {
+				req := keyedSale(context.Background(), stage, "order-1")
+				req.URL.RawQuery = "user=alice"
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				return rec
+			}
+			go sale(hKilled) // never answers
+			select {
+			case <-crashed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the replica did not crash")
+			}
+			// The buyer retries while she is told to (423 while the dead
+			// request's marker is younger than a lease, 503 when Redis is
+			// slow), until she gets a sale or a refusal.
+			var retry *httptest.ResponseRecorder
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+				if retry = sale(hLive); retry.Code == http.StatusOK || retry.Code == http.StatusConflict {
+					break
+				}
+			}
+			want := orders.KeyedID(stage, "sku-1", "order-1", 0)
+			if retry.Code != http.StatusOK || !strings.Contains(retry.Body.String(), want) {
+				t.Fatalf("retry after the replica died = %d %s, want 200 with the key's order %s", retry.Code, retry.Body, want)
+			}
+			a, err := live.Audit(context.Background(), stage, "sku-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Stock != 9 || a.Orders.Orders != 1 || a.Orders.Undersold != 0 {
+				t.Fatalf("stock %d, orders %+v: want one unit sold, in one order", a.Stock, *a.Orders)
 			}
 		})
 	}

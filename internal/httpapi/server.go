@@ -346,7 +346,7 @@ func (s *Server) deduct(c *gin.Context) {
 	}
 	// The key names the sale: every request with it sells under one order id.
 	keyedSell := func(ctx context.Context) answer { return sell(inventory.WithSaleKey(ctx, key[0])) }
-	a, replayed, err := s.idem.do(ctx, stage, key[0], fmt.Sprintf("sku=%s&qty=%d&user=%s", sku, qty, url.QueryEscape(user)), keyedSell)
+	a, replayed, err := s.idem.do(ctx, stage, key[0], fmt.Sprintf("sku=%s&qty=%d&user=%s", sku, qty, url.QueryEscape(user)), s.inv.ResumesKeyedSales(stage), keyedSell)
 	switch {
 	case errors.Is(err, errKeyReused):
 		s.fail(c, http.StatusBadRequest, CodeBadRequest, err.Error())

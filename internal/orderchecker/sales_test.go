@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -147,6 +148,31 @@ type history struct {
 	// resets are when each rung's last reset during the run ended: a sale
 	// that started before may belong to the round the reset erased.
 	resets map[string]time.Duration
+	// kills are the shops killed (kill-shop), and when.
+	kills []kill
+}
+
+// kill is one kill-shop: shop killed at at.
+type kill struct {
+	shop int
+	at   time.Duration
+}
+
+func (h *history) kill(shop int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.kills = append(h.kills, kill{shop: shop, at: h.since()})
+}
+
+// inCrashWindow reports whether a was on its way in a shop when the
+// checker killed it: sent before the kill, never answered. An unkeyed such
+// sale of a rung that deducts in Redis before its insert may have died in
+// the window docs/orders.md documents, leaving its unit (and, on
+// one-per-user-lua, its buyer) without an order; a keyed one is finished
+// by finishKeyed.
+func (h *history) inCrashWindow(a attempt) bool {
+	return a.Key == "" && a.Status == 0 && (a.Rung == rungLua || a.Rung == rungLock) &&
+		slices.ContainsFunc(h.kills, func(k kill) bool { return k.shop == a.Shop && a.Start < k.at && a.End >= k.at })
 }
 
 func (h *history) reset(rung string, end time.Duration) {
@@ -205,6 +231,51 @@ func (c *counter) next() int {
 	defer c.mu.Unlock()
 	c.n++
 	return c.n
+}
+
+// resumesKeyed are the rungs whose keyed sales a request sent again with
+// the key finishes (inventory.ResumesKeyedSales).
+var resumesKeyed = []string{rungLua, rungLock, rungOptim}
+
+// finishKeyedTimeout bounds finishKeyed: past the lock rung's buyer locks
+// that killed shops left (the watchdog's 30 s lease).
+const finishKeyedTimeout = 45 * time.Second
+
+// finishKeyed sends every keyed sale of the rungs that resume keyed sales
+// whose last answer was not definite again with its key, as its buyer
+// would, until it is: a sale a killed shop left between the Redis
+// deduction and the insert is then finished (its order is the key's), and
+// the checker judges the rest as for any other request. It returns how
+// many sales it sent again.
+func finishKeyed(h *history, e *env, client *http.Client) int {
+	last := map[int]attempt{}
+	for _, a := range h.att {
+		if a.Key != "" && slices.Contains(resumesKeyed, a.Rung) && a.Try >= last[a.Sale].Try {
+			last[a.Sale] = a
+		}
+	}
+	b := &buyer{h: h, e: e, client: client}
+	deadline := time.Now().Add(finishKeyedTimeout)
+	var wg sync.WaitGroup
+	n := 0
+	for _, a := range last {
+		if a.definite() {
+			continue
+		}
+		n++
+		wg.Go(func() {
+			for try := a.Try + 1; time.Now().Before(deadline); try++ {
+				a = b.send(a.Sale, try, a.Rung, a.User, a.Anon, a.Key, (a.Shop+1)%len(e.shops))
+				b.h.add(a)
+				if a.definite() {
+					return
+				}
+				time.Sleep(time.Second)
+			}
+		})
+	}
+	wg.Wait()
+	return n
 }
 
 // run sells until stop closes.
