@@ -600,8 +600,8 @@ func TestWaitersLearnPromptlyThatRedisIsGone(t *testing.T) {
 			t.Fatal("Lock succeeded with Redis gone")
 		}
 		t.Logf("waiter returned %v after %v", err, time.Since(stopped))
-	case <-time.After(time.Second):
-		t.Fatal("a waiter still slept 1s after Redis went away")
+	case <-time.After(5 * time.Second): // not the holder's 30 s TTL, nor ctx's 10 s; a loaded machine's 1 s was too short
+		t.Fatal("a waiter still slept 5s after Redis went away")
 	}
 }
 
