@@ -31,6 +31,11 @@ var ckProofs = []struct {
 	{"the fencing counter starts over with Redis", 9, []ckMutation{
 		{"fenced_lock.lua", "if token < epoch then token = epoch end", ""},
 	}},
+	// read-unlock-count-decrements in mutants.txt: a re-sent inner read
+	// release takes a second level off the hold's count in Redis.
+	{"an inner read release that decrements the count", 9, []ckMutation{
+		{"read_unlock.lua", "redis.call('hset', KEYS[1], ARGV[1], left)", "redis.call('hincrby', KEYS[1], ARGV[1], -1)"},
+	}},
 	{"a lease 300 ms shorter in Redis than in the Client", 9, []ckMutation{
 		{"lock.lua", "ARGV[2], 1, 'hold', ARGV[4])\n    redis.call('pexpire', KEYS[1], ARGV[1])", "ARGV[2], 1, 'hold', ARGV[4])\n    redis.call('pexpire', KEYS[1], ARGV[1] - 300)"},
 	}},

@@ -28,6 +28,10 @@ package lock
 //   - an Unlock's answer says what it did: a last Unlock of a hold Redis
 //     had (live when called, its lease not over, no wipe) does not say
 //     ErrNotHeld, and an inner one leaves the owner's levels in Redis;
+//   - Redis counts each owner's levels as its Client does (FairMutex,
+//     FencedMutex, each RWMutex reader and writer: ckCount), after every
+//     acquisition, re-entry, inner Unlock and pause of a live hold — a
+//     re-sent request sets the count again, it never counts twice;
 //   - a FencedMutex's tokens only grow, across wipes and restarts too;
 //   - no waiter waits longer than ckWaitBound while the lock is free (a
 //     fair or read-write waiter a fair-waiter timeout more: it may wait
@@ -48,11 +52,8 @@ package lock
 // TestLockCheckerFindsDefects (checker_proof_test.go) proves the checker
 // can see what it guards: it runs it with defects put into the scripts —
 // the release latch removed, the fencing counter starting over with Redis,
-// a lease cut short — and wants each run to fail; TestCheckerOracle feeds
-// the oracle made-up runs. A re-sent inner read release counted twice
-// (read_unlock.lua's hincrby) is not among them: the checker finds it in
-// about three runs of four, too few inner read releases are cut in 15 s;
-// TestRetriedInnerReadUnlockKeepsTheCount finds it every time.
+// a re-sent inner read release counted twice, a lease cut short — and
+// wants each run to fail; TestCheckerOracle feeds the oracle made-up runs.
 //
 //	go test -race -run '^TestLockChecker$' ./lock/ -checker.seed=N -checker.time=10m
 //	make check-lock CHECKER_TIME=10m
@@ -165,7 +166,7 @@ type ckSpec struct {
 
 // ckRecord is one line of a process's record file.
 type ckRecord struct {
-	Kind  string `json:"k"` // hold, wait, dead, close, bad
+	Kind  string `json:"k"` // hold, wait, dead, close, bad, count
 	Lock  string `json:"l,omitempty"`
 	Owner string `json:"o,omitempty"`
 	// hold: Start..End live, UnlockAt the last Unlock's call (0: none)
@@ -183,7 +184,9 @@ type ckRecord struct {
 	Cause        string `json:"c,omitempty"`
 	// UnlockErr is a hold's last Unlock's error: a loss it reports.
 	UnlockErr string `json:"ue,omitempty"`
-	What      string `json:"x,omitempty"` // bad: what was wrong
+	// Levels: count, the owner's level count Redis had.
+	Levels int    `json:"n,omitempty"`
+	What   string `json:"x,omitempty"` // bad: what was wrong
 }
 
 func ckNow() int64 {
@@ -419,6 +422,8 @@ func (p *ckProc) cycle(ctx context.Context, rng *rand.Rand, cl *ckClient) {
 	if h.holdField != nil {
 		h.field = h.holdField()
 	}
+	count := ckCount{h: h, held: held, owner: owner, called: start, want: 1}
+	p.checkCount(ctx, &count, "its acquisition")
 	hr := ckRecord{Kind: "hold", Lock: h.lock, Owner: owner, Start: acquired, Called: start, Shared: h.shared, Watchdog: lease == 0,
 		What: fmt.Sprintf("lock(%v)", lease)}
 	if h.token != nil {
@@ -438,8 +443,15 @@ func (p *ckProc) cycle(ctx context.Context, rng *rand.Rand, cl *ckClient) {
 		hr.End, hr.Cause = ckNow(), ckCause(held)
 	}()
 
-	levels := 1
-	for steps := rng.IntN(5); steps > 0; steps-- {
+	// A reader goes deeper and changes level more often: a read hold's
+	// count is the one a re-sent release has most ways to get wrong (every
+	// read hold has its own level keys, and one reader's release looks at
+	// every other reader's count).
+	levels, maxLevels, steps := 1, 3, rng.IntN(5)
+	if h.shared {
+		maxLevels, steps = 4, 2+rng.IntN(6)
+	}
+	for ; steps > 0; steps-- {
 		pause := time.Duration(rng.IntN(400)) * time.Millisecond
 		if rng.IntN(8) == 0 { // a long critical section: the watchdog renews it
 			pause = time.Duration(1000+rng.IntN(2000)) * time.Millisecond
@@ -448,8 +460,9 @@ func (p *ckProc) cycle(ctx context.Context, rng *rand.Rand, cl *ckClient) {
 			pause = lease + 300*time.Millisecond // a holder paused past its lease
 		}
 		ckSleep(ctx, pause)
+		p.checkCount(ctx, &count, "a pause") // nobody else changes it
 		switch {
-		case levels < 3 && rng.IntN(2) == 0:
+		case levels < maxLevels && rng.IntN(2) == 0:
 			innerLease := ckLease(rng)
 			_, ok, err := h.tryLock(ctx, 0, innerLease)
 			log(fmt.Sprintf("re-enter(%v)=%v,%v", innerLease, ok, err))
@@ -459,13 +472,15 @@ func (p *ckProc) cycle(ctx context.Context, rng *rand.Rand, cl *ckClient) {
 					hr.Deadline = max(hr.Deadline, ckNow()+ckDur(h.levelLease(innerLease, lease)))
 				}
 			}
+			count.done(levels, err, levels+1)
+			p.checkCount(ctx, &count, fmt.Sprintf("a re-entry (%v, %v)", ok, err))
 		case levels > 1:
-			log("unlock=" + errString(p.unlockInner(ctx, h, held, owner, hr.Deadline, levels-1)))
+			log("unlock=" + errString(p.unlockInner(ctx, h, held, owner, hr.Deadline, &count, levels-1)))
 			levels--
 		}
 	}
 	for ; levels > 1; levels-- {
-		log("unlock=" + errString(p.unlockInner(ctx, h, held, owner, hr.Deadline, levels-1)))
+		log("unlock=" + errString(p.unlockInner(ctx, h, held, owner, hr.Deadline, &count, levels-1)))
 	}
 	log("last unlock")
 	hr.UnlockAt = ckNow()
@@ -527,11 +542,15 @@ func (h ckHandle) levelLease(level, hold time.Duration) time.Duration {
 
 // unlockInner releases an inner level, leaving left, and checks that the
 // owner still holds its levels in Redis while its held context is live —
-// no fewer than left, where Redis counts them per owner (not a Mutex,
-// whose field is its Client's) — and (a lease hold, whose lease ends at
-// deadline at the latest) that the lock's TTL was not cut below that lease.
-func (p *ckProc) unlockInner(ctx context.Context, h ckHandle, held context.Context, owner string, deadline int64, left int) error {
-	if err := h.unlock(ctx); err != nil {
+// exactly left of them, where Redis counts them per owner (count) — and (a
+// lease hold, whose lease ends at deadline at the latest) that the lock's
+// TTL was not cut below that lease.
+func (p *ckProc) unlockInner(ctx context.Context, h ckHandle, held context.Context, owner string, deadline int64, count *ckCount, left int) error {
+	err := h.unlock(ctx)
+	// Not run, its count is still left+1.
+	count.done(left, err, left+1)
+	p.checkCount(ctx, count, fmt.Sprintf("an inner Unlock (%v)", err))
+	if err != nil {
 		return err
 	}
 	at := ckNow()
@@ -544,12 +563,7 @@ func (p *ckProc) unlockInner(ctx context.Context, h ckHandle, held context.Conte
 				What: fmt.Sprintf("an inner Unlock left the lock a TTL of %v while its live hold's lease runs %v more", ttl, time.Duration(deadline-at).Round(time.Millisecond))})
 		}
 	}
-	n, err := p.field(ctx, h)
-	if err == nil && h.fieldGoes && n > 0 && n < left && context.Cause(held) == nil {
-		p.rec.add(ckRecord{Kind: "bad", Lock: h.lock, Owner: owner, Start: at,
-			What: fmt.Sprintf("an inner Unlock left %d levels in Redis to an owner that holds %d", n, left)})
-	}
-	if err != nil || n > 0 {
+	if _, present, err := p.field(ctx, h); err != nil || present {
 		return nil
 	}
 	// Gone from Redis: fine only if the held context ends (a lease ran out
@@ -580,21 +594,65 @@ func (p *ckProc) checkReleased(ctx context.Context, h ckHandle, held context.Con
 	if !h.fieldGoes {
 		return
 	}
-	if n, err := p.field(ctx, h); err == nil && n > 0 {
+	if n, present, err := p.field(ctx, h); err == nil && present {
 		p.rec.add(ckRecord{Kind: "bad", Lock: h.lock, Owner: owner, Start: at,
 			What: fmt.Sprintf("the last Unlock returned nil but the owner's field is still in Redis (%d)", n)})
 	}
 }
 
 // field reads the owner's level count in Redis, on a Client of the
-// process, through the proxy (with its faults).
-func (p *ckProc) field(ctx context.Context, h ckHandle) (int, error) {
+// process, through the proxy (with its faults): present is false when
+// the hash has no such field.
+func (p *ckProc) field(ctx context.Context, h ckHandle) (n int, present bool, err error) {
 	cl := p.clients[0].Load()
-	n, err := cl.rdb.HGet(ctx, h.key, h.field).Int()
+	n, err = cl.rdb.HGet(ctx, h.key, h.field).Int()
 	if errors.Is(err, redis.Nil) {
-		return 0, nil
+		return 0, false, nil
 	}
-	return n, err
+	return n, err == nil, err
+}
+
+// ckCount is the checker's model of one owner's level count in Redis, for
+// the kinds that count each owner's levels in a field of its own (not a
+// Mutex: its field is its Client's, whose handles pass it levels): the
+// count the Client has, and the counts an operation that ended with an
+// error may have left — it ran, or it did not.
+type ckCount struct {
+	h      ckHandle
+	held   context.Context
+	owner  string
+	called int64 // the acquisition's call
+	want   int
+	may    []int
+}
+
+// done records an operation's end. Without an error Redis counts want:
+// every script sets the count the Client sends, so one that ran twice (its
+// reply lost, the request re-sent) leaves it too. With an error it may
+// count want or unrun, the count had it not run.
+func (c *ckCount) done(want int, err error, unrun int) {
+	if err == nil {
+		c.may = nil
+	} else {
+		c.may = append(c.may, unrun)
+	}
+	c.want = want
+}
+
+// checkCount wants Redis to count what c says for its owner, while the
+// held context is live: once it ended the handle's next acquisition is a
+// new hold, and what Redis lost (a wipe, a lease run out) is not this
+// check's. A count that differs is a "count" record.
+func (p *ckProc) checkCount(ctx context.Context, c *ckCount, after string) {
+	if !c.h.fieldGoes || context.Cause(c.held) != nil {
+		return
+	}
+	n, present, err := p.field(ctx, c.h)
+	if err != nil || !present || n == c.want || slices.Contains(c.may, n) || context.Cause(c.held) != nil {
+		return
+	}
+	p.rec.add(ckRecord{Kind: "count", Lock: c.h.lock, Owner: c.owner, Start: c.called, End: ckNow(), Levels: n,
+		What: fmt.Sprintf("after %s Redis counts %d levels for a live hold whose Client counts %d (or one of %v)", after, n, c.want, c.may)})
 }
 
 // ckFaults is the proxy's policy, from the run's seed.
@@ -605,7 +663,8 @@ type ckFaults struct {
 	// releases are the SHA1s of the unlock scripts, whose replies are cut
 	// more often: a release run twice is where the unknown-outcome design
 	// is most easily broken (its latch, its level count). A read release,
-	// the rarest (a third of one lock's holds), the most often. Not
+	// the rarest (two thirds of one lock's holds), the most often: close to
+	// half of them, so that a run sees a few inner ones run twice. Not
 	// release.lua: a waiter's leave that lost its reply keeps a grant for
 	// a lease (doc.go), a wait the checker would report.
 	releases            [][]byte
@@ -625,7 +684,7 @@ func newCkFaults(seed uint64, on map[string]bool) *ckFaults {
 // cutRate is how often, per 1000, a script's reply is cut.
 func (f *ckFaults) cutRate(request []byte) int {
 	if bytes.Contains(request, f.readRelease) {
-		return 300
+		return 450
 	}
 	for _, h := range f.releases {
 		if bytes.Contains(request, h) {
@@ -928,6 +987,13 @@ func ckCheck(records []ckRecord, events []ckEvent) (violations []string, stats s
 			dead[r.Lock] = append(dead[r.Lock], ckSpan{r.Start, r.End})
 		case "close":
 			closes = append(closes, r.Start)
+		case "count":
+			// A wipe takes the owner's field; only a late first run of its
+			// acquisition could write it again, with one level.
+			if r.Levels == 1 && ckWipedBetween(events, r.Start, r.End) {
+				continue
+			}
+			violations = append(violations, fmt.Sprintf("%s, %s at %s: %s", r.Lock, r.Owner, at(r.End), r.What))
 		case "bad":
 			if r.End > 0 && ckWipedBetween(events, r.Start-tol, r.End+tol) {
 				continue
