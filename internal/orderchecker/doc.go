@@ -23,7 +23,7 @@
 // run them while the checker still finds defects at some seeds: a shop
 // killed while its resolver still owes the void and give-back of an
 // unkeyed sale it answered may_have_sold loses them, and the unit (on
-// one-per-user-lua, the buyer) stays without an order (seed 20; the
+// one-per-user-lua, the buyer) stays without an order (checker seed 20; the
 // resolver's queue lives in the process, docs/orders.md). The reset-rung
 // fault resets every rung (resetDuringSales): async-stream's reset fences
 // a round too.
