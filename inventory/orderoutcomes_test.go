@@ -229,7 +229,12 @@ func TestAnOrderThatMayStillLandKeepsItsGuardAndSaysOutcomeUnknown(t *testing.T)
 				}
 				retry := make(chan error, 1)
 				go func() {
-					_, err := inv.DeductFor(context.Background(), tc.stage, "sku-1", user, 1)
+					// Bounded: on a loaded machine the first sale can end
+					// before its insert, and this retry then takes the held
+					// one; it must fail the test, not hang it.
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					_, err := inv.DeductFor(ctx, tc.stage, "sku-1", user, 1)
 					retry <- err
 				}()
 				time.Sleep(300 * time.Millisecond)
