@@ -31,12 +31,17 @@ func TestEtcdErrorsFromAServer(t *testing.T) {
 	ctx := context.Background()
 	ranKey := func(key string) func(t *testing.T) bool {
 		return func(t *testing.T) bool {
-			time.Sleep(300 * time.Millisecond)
-			resp, err := direct.Get(ctx, key)
-			if err != nil {
-				t.Fatal(err)
+			// The member applies the write after the cut; on a loaded
+			// machine that took longer than a fixed 300 ms (CI).
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				resp, err := direct.Get(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(resp.Kvs) == 1 || time.Now().After(deadline) {
+					return len(resp.Kvs) == 1
+				}
 			}
-			return len(resp.Kvs) == 1
 		}
 	}
 	check(t, []row{
