@@ -31,3 +31,13 @@ func beforeWrite(ctx context.Context) error {
 	}
 	return nil
 }
+
+// workThenWrite is the opening of a sale without a lock: the stage's work
+// (the fault's work time), then beforeWrite. A sale that fails it sold
+// nothing.
+func workThenWrite(ctx context.Context, f Faults) error {
+	if err := sleep(ctx, f.workTime()); err != nil {
+		return heldError(ctx, err)
+	}
+	return beforeWrite(ctx)
+}

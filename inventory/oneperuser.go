@@ -127,10 +127,7 @@ func (s *onePerUserLuaStage) sell(ctx context.Context, sku, user string, qty int
 	if user == "" {
 		return Sale{}, errNoBuyer(s.id)
 	}
-	if err := sleep(ctx, f.workTime()); err != nil {
-		return Sale{}, heldError(ctx, err)
-	}
-	if err := beforeWrite(ctx); err != nil {
+	if err := workThenWrite(ctx, f); err != nil {
 		return Sale{}, err
 	}
 	return s.byGeneration(ctx, sku, func(id string) (Sale, error) {

@@ -25,10 +25,7 @@ type segmentedAtomicStage struct {
 }
 
 func (s *segmentedAtomicStage) deduct(ctx context.Context, sku string, qty int64, f Faults) (Sale, error) {
-	if err := sleep(ctx, f.workTime()); err != nil {
-		return Sale{}, heldError(ctx, err)
-	}
-	if err := beforeWrite(ctx); err != nil {
+	if err := workThenWrite(ctx, f); err != nil {
 		return Sale{}, err
 	}
 	n, err := s.segmentCount(ctx, sku, false)

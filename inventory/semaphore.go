@@ -39,10 +39,7 @@ func (s *semaphoreStage) deduct(ctx context.Context, sku string, qty int64, f Fa
 }
 
 func (s *semaphoreStage) sell(ctx context.Context, sku, user string, qty int64, f Faults) (Sale, error) {
-	if err := sleep(ctx, f.workTime()); err != nil {
-		return Sale{}, heldError(ctx, err)
-	}
-	if err := beforeWrite(ctx); err != nil {
+	if err := workThenWrite(ctx, f); err != nil {
 		return Sale{}, err
 	}
 	c, err := s.client()

@@ -56,10 +56,7 @@ func (s *semaphoreExpirableStage) deduct(ctx context.Context, sku string, qty in
 }
 
 func (s *semaphoreExpirableStage) sell(ctx context.Context, sku, user string, qty int64, f Faults) (Sale, error) {
-	if err := sleep(ctx, f.workTime()); err != nil {
-		return Sale{}, heldError(ctx, err)
-	}
-	if err := beforeWrite(ctx); err != nil {
+	if err := workThenWrite(ctx, f); err != nil {
 		return Sale{}, err
 	}
 	sem, round, err := s.semaphore(ctx, sku)

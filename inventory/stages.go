@@ -409,10 +409,7 @@ func (s *guardedStage) audit(ctx context.Context, sku string) (Audit, error) {
 type atomicStage struct{ *seller }
 
 func (s *atomicStage) deduct(ctx context.Context, sku string, qty int64, f Faults) (Sale, error) {
-	if err := sleep(ctx, f.workTime()); err != nil {
-		return Sale{}, heldError(ctx, err)
-	}
-	if err := beforeWrite(ctx); err != nil {
+	if err := workThenWrite(ctx, f); err != nil {
 		return Sale{}, err
 	}
 	remaining, err := s.initialised(ctx, sku, func() (int64, error) { return s.store.atomicDeduct(ctx, sku, qty) })
