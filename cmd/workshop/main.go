@@ -340,6 +340,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Redis:        redisComponent,
 		Proxy:        proxy.component,
 		Orders:       servers.orders(),
+		Shop:         scenarios.Shop(),
 		Scenario:     sc,
 		ScenarioFile: scenarioName,
 		Progress:     stderr,

@@ -65,7 +65,7 @@ runs:
 func TestRunAnnotatesEachStageRun(t *testing.T) {
 	fake := startFakeShop(t, 1)
 	grafana, srv := startGrafanaRecorder(t, http.StatusOK)
-	sc, err := ParseScenario([]byte(annotatedScenario))
+	sc, err := ParseScenario([]byte(annotatedScenario), testShop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestAnnotationFailuresAreWarnings(t *testing.T) {
 	refused, refusing := startGrafanaRecorder(t, http.StatusUnauthorized)
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close()
-	sc, err := ParseScenario([]byte("name: one\nruns:\n  - stage: atomic\n    stock: 5\n    until_sold_out: true\n"))
+	sc, err := ParseScenario([]byte("name: one\nruns:\n  - stage: atomic\n    stock: 5\n    until_sold_out: true\n"), testShop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,10 @@ import (
 // latest audit's figures, and the run keeps the most each figure reached;
 // other stages keep nothing.
 func TestAStreamIsFollowedWhileItRuns(t *testing.T) {
-	if streamPeak("atomic") != nil {
+	if streamPeak(testShop(), "atomic") != nil {
 		t.Error("a lock stage keeps a stream peak")
 	}
-	peak := streamPeak(asyncorders.StageStream)
+	peak := streamPeak(testShop(), asyncorders.StageStream)
 	live := &LiveStage{}
 	for _, s := range []asyncorders.Stats{
 		{Length: 10, Pending: 7, OldestPending: 2 * time.Second, LagP50: time.Millisecond, LagP99: 40 * time.Millisecond},

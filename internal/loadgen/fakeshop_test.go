@@ -87,7 +87,7 @@ func startFakeShop(t *testing.T, replicas int) fakeSetUp {
 // run runs the scenario doc against the fake shop, through its proxy.
 func (setUp fakeSetUp) run(t *testing.T, doc string) *report.Report {
 	t.Helper()
-	sc, err := ParseScenario([]byte(doc))
+	sc, err := ParseScenario([]byte(doc), testShop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,11 +34,12 @@ func TestPackagesKeepTheirImportRules(t *testing.T) {
 		// shopapi decodes the API's answers into the stores' result types
 		// (orders.Order) and nothing else of theirs.
 		// fault and the runner reach the servers through the Injector and
-		// Stores the workshop gives them; the stores' result types the
-		// shop's API returns (orders.Order, inventory.OrderCounts,
-		// asyncorders.Stats) are all they take of the stores. The runner
-		// still asks asyncorders.ModeOf which stages are async.
-		{".", all(clients[:2], []string{mod + "orders", mod + "segments", view})},
+		// Stores the workshop gives them, and learn which stages are async
+		// from its plan.Shop; the stores' result types the shop's API
+		// returns (orders.Order, inventory.OrderCounts, asyncorders.Stats)
+		// are all they take of the stores; the runner imports only
+		// inventory's, for the live page's order counts.
+		{".", all(stores[1:], clients[:2], []string{view})},
 		{"fault", all([]string{mod + "inventory", mod + "segments"}, clients[:2], []string{view, runner, runner + "/expect"})},
 		{"shards", all(stores, clients, []string{view, runner, runner + "/attack", runner + "/fault"})},
 		{"progress", all(stores, clients, []string{view, runner, runner + "/fault", runner + "/report"})},

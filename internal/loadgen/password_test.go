@@ -22,7 +22,7 @@ func TestRedisPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := startFakeShop(t, 1)
-	sc, err := ParseScenario([]byte("runs: [{stage: atomic, stock: 5, workers: 1, rate: 50, duration: 100ms}]"))
+	sc, err := ParseScenario([]byte("runs: [{stage: atomic, stock: 5, workers: 1, rate: 50, duration: 100ms}]"), testShop())
 	if err != nil {
 		t.Fatal(err)
 	}

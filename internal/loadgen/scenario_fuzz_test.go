@@ -48,7 +48,7 @@ func FuzzParseScenario(f *testing.F) {
 		f.Add([]byte(doc))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sc, err := ParseScenario(data)
+		sc, err := ParseScenario(data, testShop())
 		if err != nil {
 			if sc != nil {
 				t.Fatalf("ParseScenario returned a scenario with the error %v", err)
@@ -60,7 +60,7 @@ func FuzzParseScenario(f *testing.F) {
 		if err != nil {
 			t.Fatalf("encode accepted scenario: %v", err)
 		}
-		again, err := ParseScenario(encoded)
+		again, err := ParseScenario(encoded, testShop())
 		if err != nil {
 			t.Fatalf("the JSON of an accepted scenario is refused: %v\n%s", err, encoded)
 		}

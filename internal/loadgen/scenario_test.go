@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
 
@@ -17,7 +18,7 @@ runs:
     rate: max
     stock: 7
     crash: {observe: 1s}
-`))
+`), testShop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ runs:
 }
 
 func TestParseScenarioAcceptsJSON(t *testing.T) {
-	sc, err := ParseScenario([]byte(`{"name": "j", "runs": [{"stage": "atomic", "rate": 100, "faults": {"work": "2ms", "slow_ratio": 0.5, "slow": "1s"}}]}`))
+	sc, err := ParseScenario([]byte(`{"name": "j", "runs": [{"stage": "atomic", "rate": 100, "faults": {"work": "2ms", "slow_ratio": 0.5, "slow": "1s"}}]}`), testShop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +77,19 @@ func TestParseScenarioRejects(t *testing.T) {
 		{"bad check argument", "runs: [{stage: naive, expect: [faster-than watchdog three]}]", "factor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseScenario([]byte(tc.doc))
+			_, err := ParseScenario([]byte(tc.doc), testShop())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want one mentioning %q", err, tc.want)
 			}
 		})
 	}
+}
+
+// testShop is the shop the tests parse and run against: the module's async
+// stages are async (as scenarios.Shop says; that package imports this one).
+func testShop() plan.Shop {
+	return plan.Shop{Async: func(stage string) bool {
+		_, ok := asyncorders.ModeOf(stage)
+		return ok
+	}}
 }

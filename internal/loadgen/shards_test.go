@@ -35,7 +35,7 @@ func TestBusiestShare(t *testing.T) {
 func TestLiveShardsDuringTheLoad(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	fake := startFakeShop(t, 1)
-	sc, err := ParseScenario([]byte("runs:\n  - stage: atomic\n    stock: 100000\n    duration: 2s\n"))
+	sc, err := ParseScenario([]byte("runs:\n  - stage: atomic\n    stock: 100000\n    duration: 2s\n"), testShop())
 	if err != nil {
 		t.Fatal(err)
 	}

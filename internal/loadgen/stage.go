@@ -71,7 +71,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		r.live.follow(tl)
 		r.live.setPhase(run.Fault.Kind + " step")
 		r.progress.Phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.Name(), run.Fault.Kind), run.Fault.Window())
-		peak := streamPeak(run.Stage)
+		peak := streamPeak(r.cfg.Shop, run.Stage)
 		stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, nil, peak)
 		t, err := fault.Run(ctx, r.faultEnv(), run, &row, tl)
 		if t != nil {
@@ -115,7 +115,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		shardReader = r.cfg.Stores
 	}
 	sampler := shards.Start(ctx, shardReader, run.Stage, sku, run.Segments)
-	peak := streamPeak(run.Stage)
+	peak := streamPeak(r.cfg.Shop, run.Stage)
 	stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, sampler, peak)
 	var payersOfLoad *payers.Payers
 	observers := []attack.Observer{tl, r.progress}
@@ -245,6 +245,6 @@ func (r *runner) faultEnv() *fault.Env {
 	return &fault.Env{
 		Shop: r.shop, Target: r.cfg.Target, Names: r.names, URLs: r.cfg.ReplicaURLs,
 		SKU: r.cfg.Scenario.SKU, Injector: r.cfg.Injector, Stores: r.cfg.Stores,
-		Progress: r.progress, WaitAllReady: r.waitAllReady, IsAsync: isAsync,
+		Progress: r.progress, WaitAllReady: r.waitAllReady, IsAsync: r.cfg.Shop.IsAsync,
 	}
 }

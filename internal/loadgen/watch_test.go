@@ -47,7 +47,7 @@ func (w *recordingWatcher) StageDone(row report.StageRun) {
 // sees the running stage's figures grow.
 func TestWatcherFollowsTheRun(t *testing.T) {
 	fake := startFakeShop(t, 1)
-	sc, err := ParseScenario([]byte("runs:\n  - stage: racy\n    stock: 100000\n    duration: 500ms\n  - stage: absent\n  - stage: atomic\n    duration: 300ms\n    stock: 100000\n"))
+	sc, err := ParseScenario([]byte("runs:\n  - stage: racy\n    stock: 100000\n    duration: 500ms\n  - stage: absent\n  - stage: atomic\n    duration: 300ms\n    stock: 100000\n"), testShop())
 	if err != nil {
 		t.Fatal(err)
 	}
