@@ -19,14 +19,17 @@ func TestPackagesKeepTheirImportRules(t *testing.T) {
 		// storeview reads the stores' servers for the runner: the runner
 		// takes it as its Stores, and none of its parts imports it.
 		view = mod + "internal/storeview"
+		// shoprules reads the shop's rules in the stores' packages for
+		// whoever runs a scenario; loadgen takes them as a plan.Shop.
+		rules = mod + "internal/shoprules"
 	)
 	all := func(sets ...[]string) []string { return slices.Concat(sets...) }
 	for _, tc := range []struct {
 		pkg       string
 		forbidden []string
 	}{
-		// plan reads the shop's limits from inventory and segments for now.
-		{"plan", all(clients, []string{"net/http", runner, runner + "/attack", runner + "/expect", runner + "/report"})},
+		// plan takes the shop's limits in the plan.Shop it is given.
+		{"plan", all(stores, clients, []string{"net/http", rules, runner, runner + "/attack", runner + "/expect", runner + "/report"})},
 		{"attack", all(stores, clients[:2], []string{runner, runner + "/expect"})},
 		{"expect", all(stores, clients, []string{runner, runner + "/attack"})},
 		{"report", all(clients, []string{"net/http", runner, runner + "/attack", runner + "/expect"})},
@@ -39,7 +42,7 @@ func TestPackagesKeepTheirImportRules(t *testing.T) {
 		// returns (orders.Order, inventory.OrderCounts, asyncorders.Stats)
 		// are all they take of the stores; the runner imports only
 		// inventory's, for the live page's order counts.
-		{".", all(stores[1:], clients[:2], []string{view})},
+		{".", all(stores[1:], clients[:2], []string{view, rules})},
 		{"fault", all([]string{mod + "inventory", mod + "segments"}, clients[:2], []string{view, runner, runner + "/expect"})},
 		{"shards", all(stores, clients, []string{view, runner, runner + "/attack", runner + "/fault"})},
 		{"progress", all(stores, clients, []string{view, runner, runner + "/fault", runner + "/report"})},

@@ -73,7 +73,7 @@ type Config struct {
 	// (MariaDB, or the embedded SQLite fallback), for the report.
 	Orders string
 	// Shop is what the shop's code decides (which stages are async), the
-	// one the scenario was parsed against (scenarios.Shop). Its zero
+	// one the scenario was parsed against (shoprules.Shop). Its zero
 	// value has no async stage: no stream is followed.
 	Shop         plan.Shop
 	Scenario     *plan.Scenario

@@ -26,7 +26,7 @@ func LoadScenario(path string, shop plan.Shop) (*plan.Scenario, error) {
 // plan cannot know: that every expectation is one loadgen judges, and that
 // hold_workers is on one of shop's async stages.
 func ParseScenario(data []byte, shop plan.Shop) (*plan.Scenario, error) {
-	return plan.Parse(data, func(run plan.RunSpec) []error {
+	return plan.Parse(data, shop, func(run plan.RunSpec) []error {
 		var errs []error
 		if run.HoldWorkers && !shop.IsAsync(run.Stage) {
 			errs = append(errs, errors.New("hold_workers holds the order workers of an async stage"))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redistrace"
+	"github.com/lockstep/lockstep/internal/shoprules"
 )
 
 // recordingWatcher keeps what a run told it, and samples the running
@@ -47,7 +48,7 @@ func (w *recordingWatcher) StageDone(row report.StageRun) {
 // sees the running stage's figures grow.
 func TestWatcherFollowsTheRun(t *testing.T) {
 	fake := startFakeShop(t, 1)
-	sc, err := ParseScenario([]byte("runs:\n  - stage: racy\n    stock: 100000\n    duration: 500ms\n  - stage: absent\n  - stage: atomic\n    duration: 300ms\n    stock: 100000\n"), testShop())
+	sc, err := ParseScenario([]byte("runs:\n  - stage: racy\n    stock: 100000\n    duration: 500ms\n  - stage: absent\n  - stage: atomic\n    duration: 300ms\n    stock: 100000\n"), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}
