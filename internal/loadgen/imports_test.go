@@ -47,6 +47,8 @@ func TestPackagesKeepTheirImportRules(t *testing.T) {
 		{"shards", all(stores, clients, []string{view, runner, runner + "/attack", runner + "/fault"})},
 		{"progress", all(stores, clients, []string{view, runner, runner + "/fault", runner + "/report"})},
 		{"payers", all(stores, clients[:2], []string{view, runner, runner + "/fault"})},
+		{"auditpoll", all(stores, clients, []string{view, runner, runner + "/attack", runner + "/fault", runner + "/expect"})},
+		{"saletrace", all(stores, clients, []string{view, runner, runner + "/attack", runner + "/fault", runner + "/expect"})},
 		{"shopapi", all(stores[:1], stores[2:], clients[:2], []string{runner, runner + "/attack", runner + "/expect"})},
 	} {
 		out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, "./"+strings.TrimPrefix(tc.pkg, ".")).Output()

@@ -20,11 +20,13 @@
 //     per file, through the Injector and the Stores the workshop provides;
 //   - the observers in packages of their own: timeline (its record
 //     report.Timeline), shards (report.ShardLoad), payers
-//     (report.PaymentReport), progress (the line);
+//     (report.PaymentReport), saletrace (report.SaleTrace), progress (the
+//     line), and auditpoll, which reads the audit while the load runs
+//     and hands each reading to its observers;
 //   - this package walks the scenario (run.go: reset → faults → attack →
-//     audit → drain → payment or crash step) and follows the attacks with
-//     the other observers and pollers (trace, stream figures, the live
-//     page).
+//     audit → drain → payment or crash step), starts the observers, and
+//     feeds the live page (watch.go) from the timeline, the tracer and
+//     the audit poller.
 //
 // loadgen speaks HTTP to the shops. It does not import the stores'
 // packages (inventory, orders, asyncorders, segments) for anything but the
