@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/internal/loadgen"
+	"github.com/lockstep/lockstep/internal/shoprules"
 	"github.com/lockstep/lockstep/internal/storeview"
 )
 
@@ -85,7 +86,7 @@ func TestLiveStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := loadgen.ParseScenario(data)
+	sc, err := loadgen.ParseScenario(data, shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestLiveStack(t *testing.T) {
 	defer stores.Close()
 	rep, err := loadgen.Run(ctx, loadgen.Config{
 		Target: s.nginxURL, ReplicaURLs: urls, AdminToken: s.adminToken, Stores: stores,
-		Scenario: sc, ScenarioFile: "deploy/testdata/live.yaml",
+		Shop: shoprules.Shop(), Scenario: sc, ScenarioFile: "deploy/testdata/live.yaml",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/loadgen"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/shoprules"
 )
 
 //go:embed *.yaml
@@ -70,7 +71,7 @@ func loadOne(item string) (*plan.Scenario, string, error) {
 	// A directory of that name (./orders, the package, beside the orders
 	// scenario) is no scenario file.
 	if fi, err := os.Stat(item); err == nil && !fi.IsDir() || path.Ext(item) != "" {
-		sc, err := loadgen.LoadScenario(item)
+		sc, err := loadgen.LoadScenario(item, shoprules.Shop())
 		return sc, item, err
 	}
 	data, err := builtIn.ReadFile(item + ".yaml")
@@ -80,7 +81,7 @@ func loadOne(item string) (*plan.Scenario, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("built-in scenario %s: %w", item, err)
 	}
-	sc, err := loadgen.ParseScenario(data)
+	sc, err := loadgen.ParseScenario(data, shoprules.Shop())
 	if err != nil {
 		return nil, "", fmt.Errorf("built-in scenario %s: %w", item, err)
 	}

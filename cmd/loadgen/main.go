@@ -23,6 +23,7 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen"
 	"github.com/lockstep/lockstep/internal/loadgen/progress"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/shoprules"
 	"github.com/lockstep/lockstep/internal/storeview"
 	"github.com/lockstep/lockstep/scenarios"
 )
@@ -122,6 +123,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Target:       o.target,
 		ReplicaURLs:  flagenv.List(o.replicaURLs),
 		AdminToken:   o.adminToken,
+		Shop:         shoprules.Shop(),
 		Scenario:     sc,
 		ScenarioFile: name,
 		GrafanaURL:   o.grafanaURL,

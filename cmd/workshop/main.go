@@ -34,6 +34,7 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/progress"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/shoprules"
 	"github.com/lockstep/lockstep/internal/storeview"
 	"github.com/lockstep/lockstep/inventory"
 	"github.com/lockstep/lockstep/nginx"
@@ -340,6 +341,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Redis:        redisComponent,
 		Proxy:        proxy.component,
 		Orders:       servers.orders(),
+		Shop:         shoprules.Shop(),
 		Scenario:     sc,
 		ScenarioFile: scenarioName,
 		Progress:     stderr,

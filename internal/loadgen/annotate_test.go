@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/shoprules"
 )
 
 // grafanaRecorder stands in for Grafana's annotation API and keeps what
@@ -65,7 +66,7 @@ runs:
 func TestRunAnnotatesEachStageRun(t *testing.T) {
 	fake := startFakeShop(t, 1)
 	grafana, srv := startGrafanaRecorder(t, http.StatusOK)
-	sc, err := ParseScenario([]byte(annotatedScenario))
+	sc, err := ParseScenario([]byte(annotatedScenario), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestAnnotationFailuresAreWarnings(t *testing.T) {
 	refused, refusing := startGrafanaRecorder(t, http.StatusUnauthorized)
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close()
-	sc, err := ParseScenario([]byte("name: one\nruns:\n  - stage: atomic\n    stock: 5\n    until_sold_out: true\n"))
+	sc, err := ParseScenario([]byte("name: one\nruns:\n  - stage: atomic\n    stock: 5\n    until_sold_out: true\n"), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,26 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockstep/lockstep/internal/loadgen/fault"
 	"time"
 
-	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/loadgen/fault"
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // streamPeak is where a run of stage keeps its stream's most-seen figures
 // while it runs; nil for a stage without a stream.
-func streamPeak(stage string) *report.StreamView {
-	if isAsync(stage) {
+func streamPeak(shop plan.Shop, stage string) *report.StreamView {
+	if shop.IsAsync(stage) {
 		return &report.StreamView{}
 	}
 	return nil
-}
-
-// isAsync reports whether stage is an async stage, with order workers.
-func isAsync(stage string) bool {
-	_, ok := asyncorders.ModeOf(stage)
-	return ok
 }
 
 // holdWorkers stops every order worker (SIGSTOP) until the function it

@@ -9,16 +9,17 @@ import (
 
 	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/shoprules"
 )
 
 // An async stage's stream while it runs: the live page's snapshot has the
 // latest audit's figures, and the run keeps the most each figure reached;
 // other stages keep nothing.
 func TestAStreamIsFollowedWhileItRuns(t *testing.T) {
-	if streamPeak("atomic") != nil {
+	if streamPeak(shoprules.Shop(), "atomic") != nil {
 		t.Error("a lock stage keeps a stream peak")
 	}
-	peak := streamPeak(asyncorders.StageStream)
+	peak := streamPeak(shoprules.Shop(), asyncorders.StageStream)
 	live := &LiveStage{}
 	for _, s := range []asyncorders.Stats{
 		{Length: 10, Pending: 7, OldestPending: 2 * time.Second, LagP50: time.Millisecond, LagP99: 40 * time.Millisecond},

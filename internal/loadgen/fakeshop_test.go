@@ -15,6 +15,7 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
+	"github.com/lockstep/lockstep/internal/shoprules"
 )
 
 // fakeShop follows the shop's HTTP contract with in-memory stages whose
@@ -87,7 +88,7 @@ func startFakeShop(t *testing.T, replicas int) fakeSetUp {
 // run runs the scenario doc against the fake shop, through its proxy.
 func (setUp fakeSetUp) run(t *testing.T, doc string) *report.Report {
 	t.Helper()
-	sc, err := ParseScenario([]byte(doc))
+	sc, err := ParseScenario([]byte(doc), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,12 @@ import (
 
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/shoprules"
 )
 
 // TestFaultStepsParse: the fault steps' defaults, and what they refuse.
 func TestFaultStepsParse(t *testing.T) {
-	sc, err := ParseScenario([]byte("runs: [{stage: atomic, fault: {kind: redis-restart, before: 1s, hold: 1s, observe: 1s}}, {stage: watchdog, fault: {kind: failover}}]"))
+	sc, err := ParseScenario([]byte("runs: [{stage: atomic, fault: {kind: redis-restart, before: 1s, hold: 1s, observe: 1s}}, {stage: watchdog, fault: {kind: failover}}]"), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestFaultStepsParse(t *testing.T) {
 		"runs: [{stage: async-stream, fault: {kind: worker-kill, observe: 1s, hold: 2s}}]",             // no before
 		"runs: [{stage: async-stream, fault: {kind: duplicate-delivery, before: 1s, observe: 3s, hold: 2s}}]",
 	} {
-		if _, err := ParseScenario([]byte(doc)); err == nil {
+		if _, err := ParseScenario([]byte(doc), shoprules.Shop()); err == nil {
 			t.Errorf("accepted %s", doc)
 		}
 	}

@@ -19,14 +19,17 @@ func TestPackagesKeepTheirImportRules(t *testing.T) {
 		// storeview reads the stores' servers for the runner: the runner
 		// takes it as its Stores, and none of its parts imports it.
 		view = mod + "internal/storeview"
+		// shoprules reads the shop's rules in the stores' packages for
+		// whoever runs a scenario; loadgen takes them as a plan.Shop.
+		rules = mod + "internal/shoprules"
 	)
 	all := func(sets ...[]string) []string { return slices.Concat(sets...) }
 	for _, tc := range []struct {
 		pkg       string
 		forbidden []string
 	}{
-		// plan reads the shop's limits from inventory and segments for now.
-		{"plan", all(clients, []string{"net/http", runner, runner + "/attack", runner + "/expect", runner + "/report"})},
+		// plan takes the shop's limits in the plan.Shop it is given.
+		{"plan", all(stores, clients, []string{"net/http", rules, runner, runner + "/attack", runner + "/expect", runner + "/report"})},
 		{"attack", all(stores, clients[:2], []string{runner, runner + "/expect"})},
 		{"expect", all(stores, clients, []string{runner, runner + "/attack"})},
 		{"report", all(clients, []string{"net/http", runner, runner + "/attack", runner + "/expect"})},
@@ -34,15 +37,18 @@ func TestPackagesKeepTheirImportRules(t *testing.T) {
 		// shopapi decodes the API's answers into the stores' result types
 		// (orders.Order) and nothing else of theirs.
 		// fault and the runner reach the servers through the Injector and
-		// Stores the workshop gives them; the stores' result types the
-		// shop's API returns (orders.Order, inventory.OrderCounts,
-		// asyncorders.Stats) are all they take of the stores. The runner
-		// still asks asyncorders.ModeOf which stages are async.
-		{".", all(clients[:2], []string{mod + "orders", mod + "segments", view})},
+		// Stores the workshop gives them, and learn which stages are async
+		// from its plan.Shop; the stores' result types the shop's API
+		// returns (orders.Order, inventory.OrderCounts, asyncorders.Stats)
+		// are all they take of the stores; the runner imports only
+		// inventory's, for the live page's order counts.
+		{".", all(stores[1:], clients[:2], []string{view, rules})},
 		{"fault", all([]string{mod + "inventory", mod + "segments"}, clients[:2], []string{view, runner, runner + "/expect"})},
 		{"shards", all(stores, clients, []string{view, runner, runner + "/attack", runner + "/fault"})},
 		{"progress", all(stores, clients, []string{view, runner, runner + "/fault", runner + "/report"})},
 		{"payers", all(stores, clients[:2], []string{view, runner, runner + "/fault"})},
+		{"auditpoll", all(stores, clients, []string{view, runner, runner + "/attack", runner + "/fault", runner + "/expect"})},
+		{"saletrace", all(stores, clients, []string{view, runner, runner + "/attack", runner + "/fault", runner + "/expect"})},
 		{"shopapi", all(stores[:1], stores[2:], clients[:2], []string{runner, runner + "/attack", runner + "/expect"})},
 	} {
 		out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, "./"+strings.TrimPrefix(tc.pkg, ".")).Output()

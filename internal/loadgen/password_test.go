@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/redistest"
+	"github.com/lockstep/lockstep/internal/shoprules"
 )
 
 // TestRedisPassword: the load generator reads the Redis it is given (its
@@ -22,7 +23,7 @@ func TestRedisPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := startFakeShop(t, 1)
-	sc, err := ParseScenario([]byte("runs: [{stage: atomic, stock: 5, workers: 1, rate: 50, duration: 100ms}]"))
+	sc, err := ParseScenario([]byte("runs: [{stage: atomic, stock: 5, workers: 1, rate: 50, duration: 100ms}]"), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,8 @@
 // It is split by responsibility, like vegeta's lib and k6's packages:
 //   - plan (internal/loadgen/plan) is the scenario model and its own
 //     validation, no I/O; ParseScenario here adds the checks plan cannot
-//     know (the expectations' grammar, which stages are async);
+//     know (the expectations' grammar; which stages are async, from the
+//     plan.Shop its caller gives);
 //   - expect (internal/loadgen/expect) judges the rows: each expectation a
 //     check over a stage's record, one file per family;
 //   - report (internal/loadgen/report) holds the records a run fills
@@ -19,18 +20,20 @@
 //     per file, through the Injector and the Stores the workshop provides;
 //   - the observers in packages of their own: timeline (its record
 //     report.Timeline), shards (report.ShardLoad), payers
-//     (report.PaymentReport), progress (the line);
+//     (report.PaymentReport), saletrace (report.SaleTrace), progress (the
+//     line), and auditpoll, which reads the audit while the load runs
+//     and hands each reading to its observers;
 //   - this package walks the scenario (run.go: reset → faults → attack →
-//     audit → drain → payment or crash step) and follows the attacks with
-//     the other observers and pollers (trace, stream figures, the live
-//     page).
+//     audit → drain → payment or crash step), starts the observers, and
+//     feeds the live page (watch.go) from the timeline, the tracer and
+//     the audit poller.
 //
 // loadgen speaks HTTP to the shops. It does not import the stores'
 // packages (inventory, orders, asyncorders, segments) for anything but the
 // result types the shop's HTTP API returns, nor a Redis client: what it
 // reads in the stores' servers it asks Config.Stores for
-// (internal/storeview), what it does to the processes Config.Injector.
-// Left over: which stages are async (asyncorders.ModeOf).
+// (internal/storeview), what it does to the processes Config.Injector,
+// which stages are async Config.Shop.
 package loadgen
 
 import (
@@ -70,7 +73,11 @@ type Config struct {
 	Redis, Proxy report.Component
 	// Orders, optional, says where the order stages keep their orders
 	// (MariaDB, or the embedded SQLite fallback), for the report.
-	Orders       string
+	Orders string
+	// Shop is what the shop's code decides (which stages are async), the
+	// one the scenario was parsed against (shoprules.Shop). Its zero
+	// value has no async stage: no stream is followed.
+	Shop         plan.Shop
 	Scenario     *plan.Scenario
 	ScenarioFile string
 	// Progress receives live progress; nil shows none. Interactive redraws

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/shoprules"
 )
 
 const fakeScenario = `
@@ -45,7 +46,7 @@ runs:
 
 func TestRunAgainstFakeShop(t *testing.T) {
 	fake := startFakeShop(t, 2)
-	sc, err := ParseScenario([]byte(fakeScenario))
+	sc, err := ParseScenario([]byte(fakeScenario), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func hasEvent(tl report.Timeline, label string) bool {
 
 func TestRunStopsWhenContextEnds(t *testing.T) {
 	fake := startFakeShop(t, 1)
-	sc, err := ParseScenario([]byte("runs:\n  - stage: atomic\n    rate: 50\n    duration: 1m\n  - stage: racy\n"))
+	sc, err := ParseScenario([]byte("runs:\n  - stage: atomic\n    rate: 50\n    duration: 1m\n  - stage: racy\n"), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestStageWaitsUntilTheProxyRoutesToEveryReplica(t *testing.T) {
 	fake.skip.Store(1)
 	const skipped = time.Second
 	time.AfterFunc(skipped, func() { fake.skip.Store(0) })
-	sc, err := ParseScenario([]byte("runs:\n  - stage: atomic\n    stock: 30\n    until_sold_out: true\n    duration: 2s\n"))
+	sc, err := ParseScenario([]byte("runs:\n  - stage: atomic\n    stock: 30\n    until_sold_out: true\n    duration: 2s\n"), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/loadgen/expect"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/shoprules"
 )
 
 // FuzzParseScenario: any bytes as a scenario file. ParseScenario never
@@ -48,7 +49,7 @@ func FuzzParseScenario(f *testing.F) {
 		f.Add([]byte(doc))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sc, err := ParseScenario(data)
+		sc, err := ParseScenario(data, shoprules.Shop())
 		if err != nil {
 			if sc != nil {
 				t.Fatalf("ParseScenario returned a scenario with the error %v", err)
@@ -60,7 +61,7 @@ func FuzzParseScenario(f *testing.F) {
 		if err != nil {
 			t.Fatalf("encode accepted scenario: %v", err)
 		}
-		again, err := ParseScenario(encoded)
+		again, err := ParseScenario(encoded, shoprules.Shop())
 		if err != nil {
 			t.Fatalf("the JSON of an accepted scenario is refused: %v\n%s", err, encoded)
 		}

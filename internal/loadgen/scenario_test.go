@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/internal/shoprules"
 )
 
 func TestParseScenarioFillsDefaults(t *testing.T) {
@@ -17,7 +18,7 @@ runs:
     rate: max
     stock: 7
     crash: {observe: 1s}
-`))
+`), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ runs:
 }
 
 func TestParseScenarioAcceptsJSON(t *testing.T) {
-	sc, err := ParseScenario([]byte(`{"name": "j", "runs": [{"stage": "atomic", "rate": 100, "faults": {"work": "2ms", "slow_ratio": 0.5, "slow": "1s"}}]}`))
+	sc, err := ParseScenario([]byte(`{"name": "j", "runs": [{"stage": "atomic", "rate": 100, "faults": {"work": "2ms", "slow_ratio": 0.5, "slow": "1s"}}]}`), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +62,7 @@ func TestParseScenarioRejects(t *testing.T) {
 		{"slow ratio", "runs: [{stage: naive, faults: {slow_ratio: 2}}]", "slow_ratio"},
 		{"stock over the shop's limit", "runs: [{stage: naive, stock: 1000000001}]", "stock"},
 		{"negative segments", "runs: [{stage: segmented, segments: -2}]", "segments"},
+		{"segments over the shop's limit", "runs: [{stage: segmented, segments: 100000}]", "segments must be within 0..1024"},
 		{"work_max below work", "runs: [{stage: naive, faults: {work: 5ms, work_max: 2ms}}]", "work_max"},
 		{"fault longer than the shop allows", "runs: [{stage: naive, faults: {slow: 2h}}]", "slow"},
 		{"lock_ttl below 1ms", "runs: [{stage: watchdog, faults: {lock_ttl: 10us}}]", "lock_ttl"},
@@ -76,7 +78,7 @@ func TestParseScenarioRejects(t *testing.T) {
 		{"bad check argument", "runs: [{stage: naive, expect: [faster-than watchdog three]}]", "factor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseScenario([]byte(tc.doc))
+			_, err := ParseScenario([]byte(tc.doc), shoprules.Shop())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want one mentioning %q", err, tc.want)
 			}

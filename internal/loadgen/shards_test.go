@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redistest"
+	"github.com/lockstep/lockstep/internal/shoprules"
 )
 
 func TestBusiestShare(t *testing.T) {
@@ -35,7 +36,7 @@ func TestBusiestShare(t *testing.T) {
 func TestLiveShardsDuringTheLoad(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	fake := startFakeShop(t, 1)
-	sc, err := ParseScenario([]byte("runs:\n  - stage: atomic\n    stock: 100000\n    duration: 2s\n"))
+	sc, err := ParseScenario([]byte("runs:\n  - stage: atomic\n    stock: 100000\n    duration: 2s\n"), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,14 +3,15 @@ package loadgen
 import (
 	"context"
 	"fmt"
-	"github.com/lockstep/lockstep/internal/loadgen/payers"
-	"sync"
 	"time"
 
 	"github.com/lockstep/lockstep/internal/loadgen/attack"
+	"github.com/lockstep/lockstep/internal/loadgen/auditpoll"
 	"github.com/lockstep/lockstep/internal/loadgen/fault"
+	"github.com/lockstep/lockstep/internal/loadgen/payers"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/loadgen/saletrace"
 	"github.com/lockstep/lockstep/internal/loadgen/shards"
 	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
 	"github.com/lockstep/lockstep/internal/loadgen/timeline"
@@ -57,11 +58,11 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 			return fail(err)
 		}
 	}
-	var tracer *saleTracer
+	var tracer *saletrace.Tracer
 	if r.cfg.TraceSales && len(r.cfg.ReplicaURLs) > 0 {
-		tracer = traceSales(ctx, r.shop, r.cfg.ReplicaURLs[0], run.Stage, r.live)
+		tracer = saletrace.Start(ctx, r.shop, r.cfg.ReplicaURLs[0], run.Stage, saletrace.Func(r.live.traced))
 	}
-	defer func() { row.Trace = tracer.stop() }()
+	defer func() { row.Trace = tracer.Stop() }()
 	if err := r.waitAllReady(ctx); err != nil {
 		return fail(err)
 	}
@@ -71,7 +72,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		r.live.follow(tl)
 		r.live.setPhase(run.Fault.Kind + " step")
 		r.progress.Phase(fmt.Sprintf("[%d/%d] %s: %s", index+1, len(r.cfg.Scenario.Runs), row.Name(), run.Fault.Kind), run.Fault.Window())
-		peak := streamPeak(run.Stage)
+		peak := streamPeak(r.cfg.Shop, run.Stage)
 		stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, nil, peak)
 		t, err := fault.Run(ctx, r.faultEnv(), run, &row, tl)
 		if t != nil {
@@ -115,7 +116,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		shardReader = r.cfg.Stores
 	}
 	sampler := shards.Start(ctx, shardReader, run.Stage, sku, run.Segments)
-	peak := streamPeak(run.Stage)
+	peak := streamPeak(r.cfg.Shop, run.Stage)
 	stopPolling := r.pollLoad(ctx, base, run.Stage, sku, tl, sampler, peak)
 	var payersOfLoad *payers.Payers
 	observers := []attack.Observer{tl, r.progress}
@@ -205,39 +206,28 @@ func (r *runner) applyFaults(ctx context.Context, base, stage string, f plan.Fau
 	return r.shop.AwaitFaults(ctx, r.cfg.ReplicaURLs, stage, f)
 }
 
-// pollLoad keeps the progress line's "oversold so far" and the live
-// page's fresh from the audit, samples it on the timeline, and gives the
-// live page each master's load every second (on a cluster), keeps in peak
-// (an async stage's, else nil) the most its stream reached, until the
-// returned stop function is called.
+// pollLoad follows the audit while the load runs (auditpoll): it keeps
+// the progress line's "oversold so far" and the live page's figures
+// fresh, samples oversold on the timeline, keeps in peak (an async
+// stage's, else nil) the most its stream reached, and gives the live page
+// each master's load every fourth poll, once a second (on a cluster),
+// until the returned stop function is called.
 func (r *runner) pollLoad(ctx context.Context, base, stage, sku string, tl *timeline.Builder, sampler *shards.Sampler, peak *report.StreamView) (stop func()) {
 	if r.cfg.Progress == nil && r.cfg.Watch == nil && peak == nil {
 		return func() {}
 	}
 	live := r.live
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for n := 1; ; n++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if a, err := r.shop.Audit(ctx, base, stage, sku); err == nil {
-					r.progress.Oversold(a.Oversold)
-					live.audited(a)
-					peak.Most(a.Stream)
-					tl.SampleOversold(time.Now(), a.Oversold)
-				}
-				if live != nil && n%4 == 1 { // once a second
-					live.sharded(sampler.SoFar(ctx))
-				}
-			}
+	observers := []auditpoll.Observer{auditpoll.Func(func(_ int, at time.Time, a *report.Audit) {
+		if a != nil {
+			r.progress.Oversold(a.Oversold)
+			peak.Most(a.Stream)
+			tl.SampleOversold(at, a.Oversold)
 		}
-	})
-	return func() { cancel(); wg.Wait() }
+	})}
+	if live != nil {
+		observers = append(observers, live.feed(ctx, sampler))
+	}
+	return auditpoll.Start(ctx, r.shop, base, stage, sku, observers...)
 }
 
 // faultEnv is what this run's fault steps work with.
@@ -245,6 +235,6 @@ func (r *runner) faultEnv() *fault.Env {
 	return &fault.Env{
 		Shop: r.shop, Target: r.cfg.Target, Names: r.names, URLs: r.cfg.ReplicaURLs,
 		SKU: r.cfg.Scenario.SKU, Injector: r.cfg.Injector, Stores: r.cfg.Stores,
-		Progress: r.progress, WaitAllReady: r.waitAllReady, IsAsync: isAsync,
+		Progress: r.progress, WaitAllReady: r.waitAllReady, IsAsync: r.cfg.Shop.IsAsync,
 	}
 }

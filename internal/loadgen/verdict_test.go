@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/shoprules"
 )
 
 // A stage the shop does not have is an error before any stage runs,
@@ -16,7 +17,7 @@ import (
 // skipped row, and a scenario of it alone "met every expectation".
 func TestUnknownStageFailsBeforeAnyRun(t *testing.T) {
 	fake := startFakeShop(t, 1)
-	sc, err := ParseScenario([]byte("runs:\n  - stage: atomic\n    duration: 300ms\n  - stage: atomik\n    expect: [no-oversell]\n"))
+	sc, err := ParseScenario([]byte("runs:\n  - stage: atomic\n    duration: 300ms\n  - stage: atomik\n    expect: [no-oversell]\n"), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestUnknownStageFailsBeforeAnyRun(t *testing.T) {
 // was skipped — has not met them.
 func TestNothingJudgedIsNotMet(t *testing.T) {
 	fake := startFakeShop(t, 1)
-	sc, err := ParseScenario([]byte("runs:\n  - stage: absent\n    expect: [no-oversell]\n"))
+	sc, err := ParseScenario([]byte("runs:\n  - stage: absent\n    expect: [no-oversell]\n"), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestNothingJudgedIsNotMet(t *testing.T) {
 // and the table shows them.
 func TestInterruptedStageKeepsItsFigures(t *testing.T) {
 	fake := startFakeShop(t, 1)
-	sc, err := ParseScenario([]byte("runs:\n  - stage: atomic\n    stock: 100000\n    rate: 200\n    duration: 1m\n"))
+	sc, err := ParseScenario([]byte("runs:\n  - stage: atomic\n    stock: 100000\n    rate: 200\n    duration: 1m\n"), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/loadgen/attack"
+	"github.com/lockstep/lockstep/internal/loadgen/auditpoll"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
+	"github.com/lockstep/lockstep/internal/loadgen/shards"
 	"github.com/lockstep/lockstep/internal/loadgen/timeline"
 	"github.com/lockstep/lockstep/inventory"
 )
@@ -112,6 +114,20 @@ func (l *LiveStage) follow(tl *timeline.Builder) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.tl = tl
+}
+
+// feed is the live page's observer of the audit poller: each audit read,
+// and each master's load (sampler's so far) every fourth poll, once a
+// second.
+func (l *LiveStage) feed(ctx context.Context, sampler *shards.Sampler) auditpoll.Observer {
+	return auditpoll.Func(func(n int, _ time.Time, a *report.Audit) {
+		if a != nil {
+			l.audited(*a)
+		}
+		if n%4 == 1 {
+			l.sharded(sampler.SoFar(ctx))
+		}
+	})
 }
 
 func (l *LiveStage) audited(a report.Audit) {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/loadgen/report"
-	"github.com/lockstep/lockstep/internal/redistrace"
+	"github.com/lockstep/lockstep/internal/shoprules"
 )
 
 // recordingWatcher keeps what a run told it, and samples the running
@@ -47,7 +47,7 @@ func (w *recordingWatcher) StageDone(row report.StageRun) {
 // sees the running stage's figures grow.
 func TestWatcherFollowsTheRun(t *testing.T) {
 	fake := startFakeShop(t, 1)
-	sc, err := ParseScenario([]byte("runs:\n  - stage: racy\n    stock: 100000\n    duration: 500ms\n  - stage: absent\n  - stage: atomic\n    duration: 300ms\n    stock: 100000\n"))
+	sc, err := ParseScenario([]byte("runs:\n  - stage: racy\n    stock: 100000\n    duration: 500ms\n  - stage: absent\n  - stage: atomic\n    duration: 300ms\n    stock: 100000\n"), shoprules.Shop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,43 +71,5 @@ func TestWatcherFollowsTheRun(t *testing.T) {
 	}
 	if most == 0 {
 		t.Error("no snapshot saw a sale while the stages ran")
-	}
-}
-
-func TestWhatATracedSaleShows(t *testing.T) {
-	lockCall := func(key, script, reply string) redistrace.Call {
-		return redistrace.Call{Command: "EVALSHA", Script: script, Keys: []string{key}, Reply: reply}
-	}
-	for _, tc := range []struct {
-		name  string
-		calls []redistrace.Call
-		want  []string
-	}{
-		{"no lock", []redistrace.Call{{Command: "GET", Keys: []string{"lockstep:naive:{sku-1}:stock"}}}, nil},
-		{"lock and release", []redistrace.Call{
-			lockCall("lockstep:watchdog:{sku-1}:lock", "lock.lua", "OK"),
-			lockCall("lockstep:watchdog:{sku-1}:lock", "release.lua", "1"),
-		}, []string{showsAcquire, showsRelease}},
-		{"a renewal meanwhile", []redistrace.Call{
-			lockCall("lockstep:watchdog:{sku-1}:lock", "lock.lua", "OK"),
-			{Command: "EVALSHA", Script: "renew.lua", Keys: []string{"lockstep:watchdog:{sku-1}:lock"}, Background: true},
-			lockCall("lockstep:watchdog:{sku-1}:lock", "unlock.lua", "1"),
-		}, []string{showsAcquire, showsRelease, showsRenewal}},
-		{"a segment walked past", []redistrace.Call{
-			lockCall("lockstep:segmented:{sku-1:3}:lock", "lock.lua", "187"),
-			lockCall("lockstep:segmented:{sku-1:4}:lock", "lock.lua", "OK"),
-			lockCall("lockstep:segmented:{sku-1:4}:lock", "release.lua", "1"),
-		}, []string{showsAcquire, showsRelease, showsWalkedPast}},
-		{"a plain DEL releases", []redistrace.Call{
-			{Command: "SET", Keys: []string{"lockstep:setnx:{sku-1}:lock"}},
-			{Command: "DEL", Keys: []string{"lockstep:setnx:{sku-1}:lock"}},
-		}, []string{showsAcquire, showsRelease}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tr := &report.SaleTrace{Calls: tc.calls}
-			if got := showsOf(tr); !slices.Equal(got, tc.want) {
-				t.Errorf("shows %v, want %v", got, tc.want)
-			}
-		})
 	}
 }

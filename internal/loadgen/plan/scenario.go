@@ -5,11 +5,12 @@
 //
 // It owns the scenario file's schema, which params.scenario in report.json
 // repeats. It does no I/O beyond reading a scenario file, and must not
-// import the rest of loadgen, vegeta, HTTP or Redis clients; the shop's
-// own limits it checks (inventory.MaxStock, inventory.Faults.Validate,
-// segments.MaxCount) are constants and pure functions. What needs other
-// packages (the expectations' grammar, which stages are async) is checked
-// by loadgen.ParseScenario on top of Parse.
+// import the rest of loadgen, vegeta, HTTP or Redis clients, nor the
+// stores' packages: the shop's own limits it checks (the largest stock
+// and segment count, the fault knobs' rules) come in the Shop its caller
+// passes (internal/shoprules). What needs other packages (the
+// expectations' grammar, which stages are async) is checked by
+// loadgen.ParseScenario on top of Parse.
 package plan
 
 import (
@@ -20,8 +21,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockstep/lockstep/inventory"
-	"github.com/lockstep/lockstep/segments"
 	"gopkg.in/yaml.v3"
 )
 
@@ -102,16 +101,6 @@ type Faults struct {
 	Fence bool `yaml:"fence" json:"fence,omitempty"`
 }
 
-// shop returns the faults as the shop's inventory takes them.
-func (f Faults) shop() inventory.Faults {
-	return inventory.Faults{
-		Work: f.Work.D(), WorkMax: f.WorkMax.D(), SlowRatio: f.SlowRatio, Slow: f.Slow.D(),
-		LockTTL: f.LockTTL.D(), CrashHoldingLock: f.CrashHoldingLock, PauseBeforeWrite: f.PauseBeforeWrite,
-		TrackHolders: f.TrackHolders, WaitReplicas: f.WaitReplicas, WaitTimeout: f.WaitTimeout.D(),
-		Fence: f.Fence,
-	}
-}
-
 // Describe lists the fault knobs that are set, e.g. "work 2ms, 1% slow 300ms, ttl 200ms".
 func (f Faults) Describe() string {
 	var parts []string
@@ -155,7 +144,7 @@ type RunCheck func(RunSpec) []error
 
 // Parse parses a YAML or JSON scenario, fills in defaults and checks its
 // own rules and check's, so a bad file fails before anything is attacked.
-func Parse(data []byte, check RunCheck) (*Scenario, error) {
+func Parse(data []byte, shop Shop, check RunCheck) (*Scenario, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var sc Scenario
@@ -184,7 +173,7 @@ func Parse(data []byte, check RunCheck) (*Scenario, error) {
 			run.Fault.setDefaults()
 		}
 	}
-	if err := sc.validate(check); err != nil {
+	if err := sc.validate(shop, check); err != nil {
 		return nil, err
 	}
 	return &sc, nil
@@ -250,7 +239,7 @@ func (c RunConfig) AttackRate() Rate {
 // StopsWhenSoldOut reports whether the attack ends at the first sold-out answer.
 func (c RunConfig) StopsWhenSoldOut() bool { return c.UntilSoldOut != nil && *c.UntilSoldOut }
 
-func (sc *Scenario) validate(check RunCheck) error {
+func (sc *Scenario) validate(shop Shop, check RunCheck) error {
 	if len(sc.Runs) == 0 {
 		return errors.New("no runs")
 	}
@@ -262,8 +251,10 @@ func (sc *Scenario) validate(check RunCheck) error {
 			errs = append(errs, fmt.Errorf("%s: stage is required", where))
 		case run.Via != ViaProxy && run.Via != ViaOneReplica:
 			errs = append(errs, fmt.Errorf("%s: via %q: want %q or %q", where, run.Via, ViaProxy, ViaOneReplica))
-		case run.Segments < 0 || run.Segments > segments.MaxCount:
-			errs = append(errs, fmt.Errorf("%s: segments must be within 0..%d (0: the shop's default)", where, segments.MaxCount))
+		case shop.MaxStock > 0 && int(run.Stock) > shop.MaxStock:
+			errs = append(errs, fmt.Errorf("%s: stock %d: must be within 1..%d (leave it out for the default)", where, run.Stock, shop.MaxStock))
+		case run.Segments < 0 || shop.MaxSegments > 0 && run.Segments > shop.MaxSegments:
+			errs = append(errs, fmt.Errorf("%s: segments must be within 0..%d (0: the shop's default)", where, shop.MaxSegments))
 		case run.Workers < 1:
 			errs = append(errs, fmt.Errorf("%s: workers must be at least 1", where))
 		case run.Duration <= 0:
@@ -297,8 +288,10 @@ func (sc *Scenario) validate(check RunCheck) error {
 			}
 		}
 		// The shop's own rules, so a fault it would refuse fails here.
-		if err := run.Faults.shop().Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: faults: %w", where, err))
+		if shop.Faults != nil {
+			if err := shop.Faults(run.Faults); err != nil {
+				errs = append(errs, fmt.Errorf("%s: faults: %w", where, err))
+			}
 		}
 		if check != nil {
 			for _, err := range check(run) {

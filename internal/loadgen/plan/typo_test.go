@@ -18,7 +18,7 @@ func TestAFaultUnderTheWrongKeySaysWhereItGoes(t *testing.T) {
 			[]string{"field kind not found", "`fault:` (no s)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.scenario), nil)
+			_, err := Parse([]byte(tc.scenario), Shop{}, nil)
 			if err == nil {
 				t.Fatal("parsed")
 			}
@@ -29,7 +29,7 @@ func TestAFaultUnderTheWrongKeySaysWhereItGoes(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Parse([]byte("runs:\n  - stage: atomic\n    faults: {wrok: 2ms}\n"), nil); err == nil || strings.Contains(err.Error(), "goes under") {
+	if _, err := Parse([]byte("runs:\n  - stage: atomic\n    faults: {wrok: 2ms}\n"), Shop{}, nil); err == nil || strings.Contains(err.Error(), "goes under") {
 		t.Errorf("a misspelt knob: %v, want yaml's error alone", err)
 	}
 }

@@ -7,23 +7,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockstep/lockstep/inventory"
 	"gopkg.in/yaml.v3"
 )
 
-// Stock is a run's stock. Written in a scenario it is within
-// 1..inventory.MaxStock: an unset one takes the default, so a written 0
-// is refused rather than silently becoming it.
+// Stock is a run's stock. Written in a scenario it is at least 1: an
+// unset one takes the default, so a written 0 is refused rather than
+// silently becoming it. The shop's largest is checked with the run
+// (Shop.MaxStock).
 type Stock int
 
-// UnmarshalYAML accepts a whole number within 1..inventory.MaxStock.
+// UnmarshalYAML accepts a whole number of at least 1.
 func (s *Stock) UnmarshalYAML(node *yaml.Node) error {
 	var n int
 	if err := node.Decode(&n); err != nil {
 		return fmt.Errorf("stock %q: want a whole number", node.Value)
 	}
-	if n < 1 || n > inventory.MaxStock {
-		return fmt.Errorf("stock %d: must be within 1..%d (leave it out for the default)", n, inventory.MaxStock)
+	if n < 1 {
+		return fmt.Errorf("stock %d: must be at least 1 (leave it out for the default)", n)
 	}
 	*s = Stock(n)
 	return nil

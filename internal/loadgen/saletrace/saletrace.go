@@ -1,4 +1,11 @@
-package loadgen
+// Package saletrace is the observer that shows what one sale of a stage
+// run sends to Redis: it asks the first replica to trace a sale
+// (POST /api/stages/{stage}/trace), one after another until a sale shows
+// all its lock does or the run ends, hands each best-so-far to its
+// Observer (the live page) and keeps the best as the row's record,
+// report.SaleTrace. It speaks the shop's HTTP API alone (shopapi), and
+// imports no store and no Redis client.
+package saletrace
 
 import (
 	"context"
@@ -66,9 +73,20 @@ func showsOf(t *report.SaleTrace) []string {
 	return found
 }
 
-// saleTracer traces sales of one stage run until it ends, keeping the one
+// Observer learns each better trace as it is taken.
+type Observer interface {
+	Traced(*report.SaleTrace)
+}
+
+// Func is an Observer of one function.
+type Func func(*report.SaleTrace)
+
+// Traced calls f.
+func (f Func) Traced(t *report.SaleTrace) { f(t) }
+
+// Tracer traces sales of one stage run until it ends, keeping the one
 // that shows the most.
-type saleTracer struct {
+type Tracer struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -76,11 +94,11 @@ type saleTracer struct {
 	best *report.SaleTrace
 }
 
-// traceSales starts tracing the stage run's sales on the first replica;
-// nil when Config.TraceSales is off or the replicas' URLs are unknown.
-func traceSales(ctx context.Context, shop *shopapi.Client, replica, stage string, live *LiveStage) *saleTracer {
+// Start traces the stage run's sales on replica, telling obs of each
+// better one, until Stop.
+func Start(ctx context.Context, shop *shopapi.Client, replica, stage string, obs Observer) *Tracer {
 	ctx, cancel := context.WithCancel(ctx)
-	t := &saleTracer{cancel: cancel, done: make(chan struct{})}
+	t := &Tracer{cancel: cancel, done: make(chan struct{})}
 	want := stageShows[stage]
 	url := shopapi.StageURL(replica, stage, "trace") + "?wait=" + traceWait.String()
 	go func() {
@@ -113,10 +131,10 @@ func traceSales(ctx context.Context, shop *shopapi.Client, replica, stage string
 				RoundTrips: got.RoundTrips, Calls: got.Calls}
 			tr.Shows = showsOf(tr)
 			if t.keep(tr) && len(tr.Shows) == len(want) && tr.Sold {
-				live.traced(tr)
+				obs.Traced(tr)
 				return
 			}
-			live.traced(t.trace())
+			obs.Traced(t.trace())
 		}
 	}()
 	return t
@@ -124,7 +142,7 @@ func traceSales(ctx context.Context, shop *shopapi.Client, replica, stage string
 
 // keep keeps tr when it shows more than the best so far; it reports
 // whether tr is now the best.
-func (t *saleTracer) keep(tr *report.SaleTrace) bool {
+func (t *Tracer) keep(tr *report.SaleTrace) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	better := t.best == nil || (tr.Sold && !t.best.Sold) || (tr.Sold == t.best.Sold && len(tr.Shows) > len(t.best.Shows))
@@ -134,14 +152,15 @@ func (t *saleTracer) keep(tr *report.SaleTrace) bool {
 	return better
 }
 
-func (t *saleTracer) trace() *report.SaleTrace {
+func (t *Tracer) trace() *report.SaleTrace {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.best
 }
 
-// stop ends the tracing and returns the best sale traced; nil for none.
-func (t *saleTracer) stop() *report.SaleTrace {
+// Stop ends the tracing and returns the best sale traced; nil for none
+// (or a nil Tracer: tracing was off).
+func (t *Tracer) Stop() *report.SaleTrace {
 	if t == nil {
 		return nil
 	}
