@@ -1,6 +1,7 @@
 package inventory_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"slices"
@@ -37,9 +38,19 @@ const (
 
 // ceilingBatch is the rows of one of the ceiling's INSERTs: the batch
 // benchWorkers concurrent sales of one-per-user-lua make through the
-// group commit (15.9 orders on average: while one batch is on the wire,
-// about half the sales run their script).
+// group commit (15.8-16.0 orders on average: while one batch is on the
+// wire, about half the sales run their script).
 const ceilingBatch = benchWorkers / 2
+
+// ceilingWriters is the ceiling's writers: as many rows in flight as the
+// rung has sales, benchWorkers. The rung can never have more (each sale
+// waits for its own row), so a ceiling with more compares the database's
+// pace at another load: the 32 writers of ceilingBatch rows keep
+// 512 rows in flight, 16 times the rung's. That one stays beside it as
+// ceiling-32-writers (at load 15-32 on 2 cores the two read alike:
+// 5.1-10.7 k and 5.6-9.7 k rows/s; the CPU, not the rows in flight, was
+// what bounded them).
+const ceilingWriters = benchWorkers / ceilingBatch
 
 // BenchmarkOrderSalesSideBySide compares, on one Redis and one MariaDB,
 // atomic's script, one-per-user-lua's script without the order insert,
@@ -47,10 +58,17 @@ const ceilingBatch = benchWorkers / 2
 // same with one autocommit INSERT per sale (the path before group
 // commit), those one-row inserts alone, and the order database's ceiling:
 // a plain Go client writing the same rows as multi-row INSERTs of
-// ceilingBatch rows from 32 writers. 32 goroutines, each sale a new buyer,
-// stock that never runs out. b.N is the number of rounds; each reports its
-// median per second and the ratios to atomic, and one-per-user-lua's to
-// the ceiling.
+// ceilingBatch rows from ceilingWriters writers, the rows in flight of
+// the rung's 32 sales (ceilingWriters says why), and the 32
+// writers of ceilingBatch rows. Every other contender runs 32 goroutines,
+// each sale a new buyer, stock that never runs out. b.N is the number of
+// rounds; each reports its median per second and the ratios to atomic,
+// and one-per-user-lua's to both ceilings and to script-then-ceiling,
+// 1/(1/script + 1/ceiling): the rung's bound where the client, Redis and
+// MariaDB share the cores (2 on the machine these figures come from), as
+// each sale spends the script's CPU before its row's. The ceiling spends
+// none of the script's, so while the CPU is the bottleneck the rung's
+// ratio to it is at most script/(script + ceiling).
 //
 //	go test -run '^$' -bench BenchmarkOrderSalesSideBySide -benchtime 5x ./inventory/
 func BenchmarkOrderSalesSideBySide(b *testing.B) {
@@ -61,18 +79,27 @@ func BenchmarkOrderSalesSideBySide(b *testing.B) {
 	b.Cleanup(func() { _ = group.Close() })
 	nextUser := newBuyers()
 	sale := func(stage string, s orders.Store) func() error { return benchSale(b, rdb, s, stage, nextUser) }
-	const ceiling = "ceiling"
+	const ceiling, ceiling32 = "ceiling", "ceiling-32-writers"
+	script := &contender{name: "one-per-user-lua-script", server: rdb, op: sale("one-per-user-lua", noOrders{store})}
+	rung := &contender{name: "one-per-user-lua+insert", server: rdb, op: sale("one-per-user-lua", group), versus: []string{ceiling, ceiling32}}
+	fair := &contender{name: ceiling, server: rdb, workers: ceilingWriters, rows: ceilingBatch, op: multiRowInserts(b, m, nextUser)}
 	sideBySide(b, []*contender{
 		{name: "atomic", server: rdb, op: sale("atomic", store)},
-		{name: "one-per-user-lua-script", server: rdb, op: sale("one-per-user-lua", noOrders{store})},
-		{name: "one-per-user-lua+insert", server: rdb, op: sale("one-per-user-lua", group), versus: ceiling},
-		{name: "one-per-user-lua+insert-one-row", server: rdb, op: sale("one-per-user-lua", store), versus: ceiling},
+		script,
+		rung,
+		{name: "one-per-user-lua+insert-one-row", server: rdb, op: sale("one-per-user-lua", store), versus: []string{ceiling}},
 		{name: "insert-alone", server: rdb, op: func() error {
 			o := orders.Order{ID: orders.NewID(), Stage: "bench", SKU: "sku-1", User: nextUser(), Qty: 1, Replica: "r0"}
 			return store.Insert(context.Background(), o)
 		}},
-		{name: ceiling, server: rdb, rows: ceilingBatch, op: multiRowInserts(b, m, nextUser)},
+		fair,
+		{name: ceiling32, server: rdb, rows: ceilingBatch, op: multiRowInserts(b, m, nextUser)},
 	})
+	// On a machine whose cores the client, Redis and MariaDB share, a sale
+	// spends the script's CPU and its row's: the rung can at best run at
+	// one over the sum of the two contenders' times per sale.
+	serial := 1 / (1/median(script.rates) + 1/median(fair.rates))
+	b.ReportMetric(median(rung.rates)/serial, rung.name+"/script-then-ceiling")
 }
 
 // multiRowInserts is the ceiling's op: one INSERT of ceilingBatch new
@@ -123,10 +150,12 @@ type contender struct {
 	op   func() error
 	// server is the Redis op's sales run on, whose CPU is counted.
 	server redis.UniversalClient
+	// workers run op at once; 0 is benchWorkers.
+	workers int
 	// rows each op writes (the ceiling's multi-row INSERT); 0 is one.
 	rows int
-	// versus names the contender this one's rate is also compared with.
-	versus string
+	// versus names the contenders this one's rate is also compared with.
+	versus []string
 	rates  []float64
 	// clientCPU is this process's CPU (user and system) per sale, redisCPU
 	// the redis-server main thread's, in µs: what throughput the sale can
@@ -143,7 +172,7 @@ func sideBySide(b *testing.B, contenders []*contender) {
 	for range b.N {
 		for _, c := range contenders {
 			client, server := processCPU(b), redisCPU(b, c.server)
-			rate, sales := perSecond(b, c.op)
+			rate, sales := perSecond(b, cmp.Or(c.workers, benchWorkers), c.op)
 			if c.rows > 1 {
 				rate, sales = rate*float64(c.rows), sales*int64(c.rows)
 			}
@@ -152,22 +181,23 @@ func sideBySide(b *testing.B, contenders []*contender) {
 			c.redisCPU = append(c.redisCPU, perSale(redisCPU(b, c.server)-server, sales))
 		}
 	}
-	median := func(v []float64) float64 {
-		s := slices.Sorted(slices.Values(v))
-		return s[len(s)/2]
-	}
 	base := median(contenders[0].rates)
 	for _, c := range contenders {
 		b.ReportMetric(median(c.rates), c.name+"/s")
 		b.ReportMetric(median(c.rates)/base, c.name+"/"+contenders[0].name)
 		for _, v := range contenders {
-			if v.name == c.versus {
+			if slices.Contains(c.versus, v.name) {
 				b.ReportMetric(median(c.rates)/median(v.rates), c.name+"/"+v.name)
 			}
 		}
 		b.ReportMetric(median(c.clientCPU), c.name+"-client-cpu-us/sale")
 		b.ReportMetric(median(c.redisCPU), c.name+"-redis-cpu-us/sale")
 	}
+}
+
+func median(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	return s[len(s)/2]
 }
 
 func perSale(cpu time.Duration, sales int64) float64 {
@@ -207,14 +237,14 @@ func redisCPU(b *testing.B, rdb redis.UniversalClient) time.Duration {
 	return total
 }
 
-// perSecond runs op from benchWorkers goroutines for benchSlice and returns
-// how many succeeded per second, and how many in all.
-func perSecond(b *testing.B, op func() error) (float64, int64) {
+// perSecond runs op from workers goroutines for benchSlice and returns how
+// many succeeded per second, and how many in all.
+func perSecond(b *testing.B, workers int, op func() error) (float64, int64) {
 	var done atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
 	stop := start.Add(benchSlice)
-	for range benchWorkers {
+	for range workers {
 		wg.Go(func() {
 			for time.Now().Before(stop) {
 				if err := op(); err != nil {

@@ -273,8 +273,7 @@ func splitDeadline(ctx context.Context) (insert, void context.Context, cancel fu
 		void, cancelVoid := context.WithTimeout(context.WithoutCancel(ctx), voidTimeout)
 		return ctx, void, cancelVoid
 	}
-	reserve := min(voidTimeout, time.Until(deadline)/2)
-	insert, cancelInsert := context.WithDeadline(ctx, deadline.Add(-reserve))
+	insert, cancelInsert := context.WithDeadline(ctx, insertDeadline(deadline))
 	void, cancelVoid := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	return insert, void, func() { cancelInsert(); cancelVoid() }
 }
@@ -284,6 +283,22 @@ func splitDeadline(ctx context.Context) (insert, void context.Context, cancel fu
 func rerunWindow(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, voidTimeout)
+}
+
+// insertDeadline is the insert's share of a sale's deadline: all of it
+// but a reserve for the void and the give-back (half what is left, at
+// most voidTimeout).
+func insertDeadline(deadline time.Time) time.Time {
+	return deadline.Add(-min(voidTimeout, time.Until(deadline)/2))
+}
+
+// insertWindow is rerunWindow of splitDeadline's insert context, in one
+// context: every sale's first write runs in it.
+func insertWindow(ctx context.Context) (context.Context, context.CancelFunc) {
+	if deadline, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, insertDeadline(deadline))
 	}
 	return context.WithTimeout(ctx, voidTimeout)
 }
@@ -319,10 +334,8 @@ func (s *orderSeller) giveBack(ctx context.Context, o orders.Order, proof takenP
 // order stands, and nothing is given back). The reply is {n, round}: n as
 // the script answers, round the SKU's.
 func (s *orderSeller) takeByID(ctx context.Context, what string, script *redis.Script, keys []string, args []any, o orders.Order, proof takenProof) ([]int64, error) {
-	insertCtx, _, cancel := splitDeadline(ctx) // the insert's share of the deadline
+	runCtx, cancel := insertWindow(ctx)
 	defer cancel()
-	runCtx, stop := rerunWindow(insertCtx)
-	defer stop()
 	for wait := rerunWait; ; wait = min(2*wait, rerunWaitMax) {
 		res, err := s.store.run(runCtx, script, keys, args...).Int64Slice()
 		switch {

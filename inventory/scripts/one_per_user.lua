@@ -10,8 +10,10 @@
 -- order's insert must still find. The buyer's order id, not a set member,
 -- is kept so that a script run twice for one sale (a reply lost, a client
 -- retrying) recognises its own purchase and takes nothing more.
-local round = tonumber(redis.call('GET', KEYS[5]) or '0')
-local stock = redis.call('GET', KEYS[1])
+-- One MGET reads the round and the stock (false when missing).
+local got = redis.call('MGET', KEYS[5], KEYS[1])
+local round = tonumber(got[1] or '0')
+local stock = got[2]
 if not stock then
   return {-2, round}
 end

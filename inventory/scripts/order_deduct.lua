@@ -11,8 +11,10 @@
 -- Returns {remaining, round}; remaining is -1 when sold out, -2 when the
 -- SKU has no stock yet, -4 when this order id was given back (it never
 -- takes a unit again).
-local round = tonumber(redis.call('GET', KEYS[3]) or '0')
-local stock = redis.call('GET', KEYS[1])
+-- One MGET reads the round and the stock (false when missing).
+local got = redis.call('MGET', KEYS[3], KEYS[1])
+local round = tonumber(got[1] or '0')
+local stock = got[2]
 if not stock then
   return {-2, round}
 end
