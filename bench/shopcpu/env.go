@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockstep/lockstep/internal/childproc"
+	"github.com/lockstep/lockstep/internal/launch"
 	"github.com/lockstep/lockstep/internal/proc"
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/nginx"
@@ -42,8 +40,8 @@ type env struct {
 type shop struct {
 	label    string // "" for the shop measured, "baseline" for -baseline's
 	bin      string
-	proc     *child
-	nginx    *child
+	proc     *launch.Process
+	nginx    *launch.Process
 	url      string
 	pprofURL string
 	frontURL string
@@ -57,41 +55,13 @@ func (s *shop) name(workload string) string {
 	return workload + "@" + s.label
 }
 
-// child is a process the run started; it dies with the run however it ends
-// (internal/childproc).
-type child struct {
-	name   string
-	cmd    *exec.Cmd
-	exited <-chan error
-	log    string
-}
-
-func startChild(name, logPath string, deathSignal syscall.Signal, bin string, args ...string) (*child, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close() // the child keeps its own descriptor
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own process group: nginx's workers are counted and stopped with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	exited, err := childproc.Start(cmd, deathSignal)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	return &child{name: name, cmd: cmd, exited: exited, log: logPath}, nil
-}
-
-func (c *child) pid() int { return c.cmd.Process.Pid }
-
-// cpu is the CPU time its process group (the child and, for nginx, its
+// cpuOf is the CPU time p's process group (the child and, for nginx, its
 // workers) used so far.
-func (c *child) cpu() (time.Duration, error) {
+func cpuOf(p *launch.Process) (time.Duration, error) {
 	var total time.Duration
-	pids := proc.Group(c.pid())
+	pids := proc.Group(p.Pid())
 	if len(pids) == 0 {
-		return 0, fmt.Errorf("%s exited (log %s)", c.name, c.log)
+		return 0, fmt.Errorf("%s exited: %w", p.Name(), p.Err())
 	}
 	for _, pid := range pids {
 		if st, err := proc.Read(pid); err == nil {
@@ -101,25 +71,22 @@ func (c *child) cpu() (time.Duration, error) {
 	return total, nil
 }
 
-// stop ends the child with SIGTERM (a graceful stop for the shop and nginx)
-// and waits for it, SIGKILL after 10 s.
-func (c *child) stop() error {
-	_ = syscall.Kill(-c.pid(), syscall.SIGTERM)
-	select {
-	case err := <-c.exited:
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGTERM {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w (log %s)", c.name, err, c.log)
-		}
+// stop ends p with sig (a graceful stop: SIGTERM for the shop, SIGQUIT for
+// nginx) and reports an exit other than a clean one or by sig, and one
+// that needed the SIGKILL after launch.StopGrace.
+func stop(p *launch.Process, sig syscall.Signal) error {
+	p.Stop(sig)
+	err := p.Err()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
 		return nil
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
-		<-c.exited
-		return fmt.Errorf("%s did not stop within 10 s of SIGTERM", c.name)
+	case errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == sig:
+		return nil
+	case errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL:
+		return fmt.Errorf("%s did not stop within %v of %v", p.Name(), launch.StopGrace, sig)
 	}
+	return fmt.Errorf("%s: %w", p.Name(), err)
 }
 
 func startEnv(ctx context.Context, cfg config, dir string) (*env, error) {
@@ -148,18 +115,31 @@ func startEnv(ctx context.Context, cfg config, dir string) (*env, error) {
 // startShop starts s on the run's Redis, resets the measured stages
 // (again for a second shop: harmless), and starts its nginx.
 func (e *env) startShop(ctx context.Context, cfg config, dir string, s *shop) error {
-	addr, pprofAddr := freeAddr(), freeAddr()
+	addr, err := launch.FreeAddr()
+	if err != nil {
+		return err
+	}
+	pprofAddr, err := launch.FreeAddr()
+	if err != nil {
+		return err
+	}
 	s.url, s.pprofURL = "http://"+addr, "http://"+pprofAddr
-	var err error
-	s.proc, err = startChild(s.name("shop"), filepath.Join(dir, s.name("shop")+".log"), syscall.SIGKILL, s.bin,
-		"--addr", addr, "--pprof-addr", pprofAddr, "--redis-addr", e.redis.Addr, "--replica", s.name("shopcpu"), "--log-level", "warn")
+	logPath := filepath.Join(dir, s.name("shop")+".log")
+	s.proc, err = launch.Start(s.name("shop"), s.bin,
+		[]string{"--addr", addr, "--pprof-addr", pprofAddr, "--redis-addr", e.redis.Addr, "--replica", s.name("shopcpu"), "--log-level", "warn"}, nil, logPath)
 	if err != nil {
 		return err
 	}
 	e.shops = append(e.shops, s)
-	if err := waitOK(ctx, s.url+"/readyz"); err != nil {
-		log, _ := os.ReadFile(s.proc.log)
-		return fmt.Errorf("%s: %w\n%s", s.proc.name, err, log)
+	exited := func() error {
+		if s.proc.Exited() {
+			return fmt.Errorf("%s exited: %w", s.proc.Name(), s.proc.Err())
+		}
+		return nil
+	}
+	if err := launch.WaitHTTPReady(ctx, s.url+"/readyz", exited); err != nil {
+		log, _ := os.ReadFile(logPath)
+		return fmt.Errorf("%s: %w\n%s", s.proc.Name(), err, log)
 	}
 	for _, stage := range measuredStages {
 		body := fmt.Sprintf(`{"stock":%d}`, stock)
@@ -170,36 +150,15 @@ func (e *env) startShop(ctx context.Context, cfg config, dir string, s *shop) er
 	if cfg.noNginx {
 		return nil
 	}
-	bin, err := exec.LookPath("nginx")
+	bin, err := launch.NginxBinary()
 	if err != nil {
-		if bin, err = exec.LookPath("/usr/sbin/nginx"); err != nil {
-			return fmt.Errorf("nginx: %w (or -no-nginx)", err)
-		}
+		return fmt.Errorf("%w (or -no-nginx)", err)
 	}
-	prefix := filepath.Join(dir, s.name("nginx"))
-	for _, d := range []string{"logs", "tmp", "conf.d"} {
-		if err := os.MkdirAll(filepath.Join(prefix, d), 0o755); err != nil {
-			return err
-		}
-	}
-	listen := freeAddr()
-	var conf bytes.Buffer
-	if err := nginx.Render(&conf, nginx.Config{Listen: listen, Upstreams: []string{addr}, WorkerProcesses: cfg.nginxWorkers}); err != nil {
+	n, err := launch.StartNginx(ctx, bin, filepath.Join(dir, s.name("nginx")), nginx.Config{Upstreams: []string{addr}, WorkerProcesses: cfg.nginxWorkers})
+	if err != nil {
 		return err
 	}
-	confPath := filepath.Join(prefix, "nginx.conf")
-	if err := os.WriteFile(confPath, conf.Bytes(), 0o644); err != nil {
-		return err
-	}
-	if s.nginx, err = startChild(s.name("nginx"), filepath.Join(prefix, "logs", "stdout.log"), syscall.SIGTERM, bin,
-		"-p", prefix, "-c", confPath, "-g", "daemon off;"); err != nil {
-		return err
-	}
-	s.frontURL = "http://" + listen
-	if err := waitOK(ctx, s.frontURL+"/healthz"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(prefix, "logs", "error.log"))
-		return fmt.Errorf("%s: %w\n%s", s.nginx.name, err, log)
-	}
+	s.nginx, s.frontURL = n.Process, n.URL
 	return nil
 }
 
@@ -207,9 +166,9 @@ func (e *env) stop() error {
 	var errs []error
 	for _, s := range e.shops {
 		if s.nginx != nil {
-			errs = append(errs, s.nginx.stop())
+			errs = append(errs, stop(s.nginx, syscall.SIGQUIT))
 		}
-		errs = append(errs, s.proc.stop())
+		errs = append(errs, stop(s.proc, syscall.SIGTERM))
 	}
 	e.redis.Stop()
 	return errors.Join(errs...)
@@ -248,28 +207,6 @@ func (e *env) audit(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// freeAddr is a loopback address that was free a moment ago.
-func freeAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "127.0.0.1:1" // refused at once by whoever tries it
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// waitOK polls url until it answers 200, for at most 15 s.
-func waitOK(ctx context.Context, url string) error {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		_, err := call(ctx, http.MethodGet, url, "")
-		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // call sends one request and returns the body of its 200 answer.
 func call(ctx context.Context, method, url, body string) ([]byte, error) {
 	return callWithin(ctx, 5*time.Second, method, url, body)
@@ -298,19 +235,6 @@ func callWithin(ctx context.Context, timeout time.Duration, method, url, body st
 		return nil, fmt.Errorf("%s %s: %d %s", method, url, res.StatusCode, b)
 	}
 	return b, nil
-}
-
-// goBuild builds cmd/shop of the tree in the current directory into out.
-func goBuild(ctx context.Context, out string) error {
-	if _, err := os.Stat(filepath.Join("cmd", "shop")); err != nil {
-		return fmt.Errorf("no ./cmd/shop here: run from the repository's root, or give -shop: %w", err)
-	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/shop")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build ./cmd/shop: %w", err)
-	}
-	return nil
 }
 
 // revision is the tree's commit, "+dirty" when it has changes.

@@ -29,6 +29,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockstep/lockstep/internal/launch"
 )
 
 type config struct {
@@ -75,8 +77,8 @@ func run(ctx context.Context, cfg config) (err error) {
 	defer os.RemoveAll(dir)
 	if cfg.shopBin == "" {
 		cfg.shopBin = filepath.Join(dir, "shop")
-		if err := goBuild(ctx, cfg.shopBin); err != nil {
-			return err
+		if err := launch.BuildShop(ctx, cfg.shopBin); err != nil {
+			return fmt.Errorf("%w(run from the lockstep checkout, or give -shop)", err)
 		}
 	}
 	env, err := startEnv(ctx, cfg, dir)
@@ -87,7 +89,7 @@ func run(ctx context.Context, cfg config) (err error) {
 
 	fmt.Printf("shopcpu %s, %s; load average %s\n", time.Now().UTC().Format("2006-01-02 15:04:05 UTC"), revision(), loadAverage())
 	for _, s := range env.shops {
-		fmt.Printf("%s: %s, pid %d\n", s.name("shop"), s.bin, s.proc.pid())
+		fmt.Printf("%s: %s, pid %d\n", s.name("shop"), s.bin, s.proc.Pid())
 	}
 	fmt.Printf("on their own redis-server (pid %d); %d rounds of %v per workload, warm-up %v\n\n", env.redis.Pid(), cfg.rounds, cfg.round, cfg.warmup)
 

@@ -131,14 +131,14 @@ func (e *env) round(ctx context.Context, cfg config, w *workload, l load) error 
 // cpus reads the CPU time of w's shop, redis-server and, through nginx,
 // w's nginx.
 func (e *env) cpus(w *workload) (shop, redis, front time.Duration, err error) {
-	if shop, err = w.shop.proc.cpu(); err != nil {
+	if shop, err = cpuOf(w.shop.proc); err != nil {
 		return
 	}
 	if redis, err = e.redisCPU(); err != nil {
 		return
 	}
 	if w.front {
-		front, err = w.shop.nginx.cpu()
+		front, err = cpuOf(w.shop.nginx)
 	}
 	return
 }
@@ -323,7 +323,7 @@ func (e *env) profile(ctx context.Context, cfg config, w *workload, path string)
 		err error
 	}
 	done := make(chan result, 1)
-	shop0, err := w.shop.proc.cpu()
+	shop0, err := cpuOf(w.shop.proc)
 	if err != nil {
 		return 0, err
 	}
@@ -334,7 +334,7 @@ func (e *env) profile(ctx context.Context, cfg config, w *workload, path string)
 	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", w.shop.pprofURL, seconds)
 	body, perr := callWithin(ctx, time.Duration(seconds+10)*time.Second, http.MethodGet, url, "")
 	r := <-done
-	shop1, err := w.shop.proc.cpu()
+	shop1, err := cpuOf(w.shop.proc)
 	switch {
 	case r.err != nil:
 		return 0, r.err

@@ -30,6 +30,7 @@ import (
 	"syscall"
 
 	"github.com/lockstep/lockstep/internal/flagenv"
+	"github.com/lockstep/lockstep/internal/launch"
 	"github.com/lockstep/lockstep/internal/loadgen"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/progress"
@@ -260,7 +261,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	shopEnv := func(name string) []string { return append(wiring.env(name), servers.env()...) }
 
 	if o.shopBin == "" {
-		say("building the shop (go build %s)", shopPackage)
+		say("building the shop (go build %s)", launch.ShopPackage)
 	}
 	bin, err := shopBinary(ctx, o.shopBin, workDir)
 	if err != nil {

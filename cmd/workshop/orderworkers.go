@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/launch"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
 
@@ -122,8 +123,8 @@ func startOrderWorkers(ctx context.Context, sc *plan.Scenario, redisAddr string,
 			"LOCKSTEP_REDIS_ADDR=" + redisAddr, "LOCKSTEP_REDIS_PASSWORD=", "LOCKSTEP_CONSUMER=" + name,
 			"LOCKSTEP_STAGES=" + strings.Join(stages, ","), "LOCKSTEP_SKUS=" + sc.SKU,
 		}, append(paymentEnv(sc), servers.env()...)...)
-		sup, err := supervise(name, log, func() (*process, error) {
-			return startProcess(name, bin, nil, env, filepath.Join(dir, name+".log"))
+		sup, err := supervise(name, log, func() (*launch.Process, error) {
+			return launch.Start(name, bin, nil, env, filepath.Join(dir, name+".log"))
 		})
 		if err != nil {
 			w.stop()

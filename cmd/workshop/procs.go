@@ -5,101 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/lockstep/lockstep/internal/childproc"
-	"github.com/lockstep/lockstep/internal/proc"
+	"github.com/lockstep/lockstep/internal/launch"
 )
-
-// stopGrace is how long a child gets to exit after its polite signal before
-// its whole process group is killed.
-const stopGrace = 5 * time.Second
-
-// process is one child process of the workshop, in a process group of its
-// own so that stopping it also stops what it forked (nginx's workers), and
-// so that a Ctrl-C on the terminal reaches only the workshop, which then
-// stops the children in order.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{} // closed once Wait returned
-	err  error         // Wait's result, set before done closes
-}
-
-// startProcess starts bin with its output appended to logPath.
-func startProcess(name, bin string, args, env []string, logPath string) (*process, error) {
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("%s: log: %w", name, err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// The parent-death signal: if the workshop itself is killed outright
-	// (SIGKILL), the kernel signals the child instead of leaving it
-	// running. SIGTERM, not SIGKILL: nginx's master must live long enough
-	// to stop its workers. childproc forks from a thread that lives as
-	// long as the child, since the signal fires when that thread exits.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	exited, err := childproc.Start(cmd, syscall.SIGTERM)
-	if err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = <-exited
-		logFile.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *process) pid() int { return p.cmd.Process.Pid }
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends sig to the process, waits up to stopGrace, then kills its
-// whole group; it returns once the process has exited and its group is
-// empty, so nothing it forked outlives it.
-func (p *process) stop(sig syscall.Signal) {
-	pgid := p.pid() // Setpgid: the group id is the leader's pid
-	if !p.exited() {
-		_ = p.cmd.Process.Signal(sig)
-		_ = p.cmd.Process.Signal(syscall.SIGCONT) // a stopped process must run to exit
-		select {
-		case <-p.done:
-		case <-time.After(stopGrace):
-		}
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	<-p.done
-	deadline := time.Now().Add(stopGrace)
-	for len(proc.Group(pgid)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // supervised keeps a process running: when it exits on its own (a replica
 // that crashed while holding a lock) it is started again.
 type supervised struct {
 	name  string
-	start func() (*process, error)
+	start func() (*launch.Process, error)
 	log   *slog.Logger
 
 	mu       sync.Mutex
-	current  *process
+	current  *launch.Process
 	stopping bool
 	restarts int
 	stopped  chan struct{}
@@ -111,7 +32,7 @@ type supervised struct {
 // restartDelay spaces restarts so a child that cannot start does not spin.
 const restartDelay = 100 * time.Millisecond
 
-func supervise(name string, log *slog.Logger, start func() (*process, error)) (*supervised, error) {
+func supervise(name string, log *slog.Logger, start func() (*launch.Process, error)) (*supervised, error) {
 	p, err := start()
 	if err != nil {
 		return nil, err
@@ -127,7 +48,7 @@ func (s *supervised) loop() {
 		s.mu.Lock()
 		p := s.current
 		s.mu.Unlock()
-		<-p.done
+		<-p.Done()
 		time.Sleep(restartDelay)
 		s.mu.Lock()
 		held := s.held
@@ -143,7 +64,7 @@ func (s *supervised) loop() {
 		s.restarts++
 		// Crash steps and the crash scenario end a replica on purpose (exit
 		// status 137 is their SIGKILL): said here, not only at the end.
-		s.log.Info("process exited; restarting it (crash and kill steps end a process on purpose)", "name", s.name, "exit", fmt.Sprint(p.err), "restarts", s.restarts)
+		s.log.Info("process exited; restarting it (crash and kill steps end a process on purpose)", "name", s.name, "exit", fmt.Sprint(p.Err()), "restarts", s.restarts)
 		next, err := s.start()
 		if err != nil {
 			s.log.Error("restart failed; giving up on it", "name", s.name, "err", err)
@@ -159,10 +80,10 @@ func (s *supervised) loop() {
 func (s *supervised) pid() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.current.exited() {
+	if s.current.Exited() {
 		return 0
 	}
-	return s.current.pid()
+	return s.current.Pid()
 }
 
 func (s *supervised) restartCount() int {
@@ -177,11 +98,11 @@ func (s *supervised) kill() error {
 	s.mu.Lock()
 	p := s.current
 	s.mu.Unlock()
-	if p.exited() {
+	if p.Exited() {
 		return fmt.Errorf("%s: %w", s.name, errNotRunning)
 	}
-	_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
-	<-p.done
+	_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+	<-p.Done()
 	return nil
 }
 
@@ -206,7 +127,7 @@ func (s *supervised) signalUntilExit(ctx context.Context, sig syscall.Signal, bo
 	}
 	p := s.current
 	s.mu.Unlock()
-	if p.exited() {
+	if p.Exited() {
 		s.release()
 		return fmt.Errorf("%s: %w", s.name, errNotRunning)
 	}
@@ -215,10 +136,10 @@ func (s *supervised) signalUntilExit(ctx context.Context, sig syscall.Signal, bo
 	again := time.NewTicker(time.Second)
 	defer again.Stop()
 	for {
-		_ = p.cmd.Process.Signal(sig)
+		_ = p.Signal(sig)
 		var err error
 		select {
-		case <-p.done:
+		case <-p.Done():
 			return nil
 		case <-again.C:
 			continue
@@ -227,8 +148,8 @@ func (s *supervised) signalUntilExit(ctx context.Context, sig syscall.Signal, bo
 		case <-ctx.Done():
 			err = ctx.Err()
 		}
-		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
-		<-p.done
+		_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+		<-p.Done()
 		s.release()
 		return err
 	}
@@ -257,7 +178,7 @@ func (s *supervised) stop(sig syscall.Signal) {
 	s.release()
 	// Restarts happen under s.mu after checking stopping, so p is the last
 	// process this supervisor will ever start.
-	p.stop(sig)
+	p.Stop(sig)
 	<-s.stopped
 }
 

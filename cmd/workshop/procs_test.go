@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/lockstep/lockstep/internal/launch"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -27,9 +28,9 @@ func TestSignalUntilExitResendsAndHoldsOrKillsAtTheBound(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			starts := 0
-			s, err := supervise("w", slog.New(slog.NewTextHandler(io.Discard, nil)), func() (*process, error) {
+			s, err := supervise("w", slog.New(slog.NewTextHandler(io.Discard, nil)), func() (*launch.Process, error) {
 				starts++
-				return startProcess("w", "/bin/sh", []string{"-c", tc.script}, nil, filepath.Join(dir, "w.log"))
+				return launch.Start("w", "/bin/sh", []string{"-c", tc.script}, nil, filepath.Join(dir, "w.log"))
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -8,15 +8,14 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/launch"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/proc"
 	"github.com/lockstep/lockstep/nginx"
@@ -34,26 +33,13 @@ const (
 type frontProxy struct {
 	url       string
 	component report.Component
-	nginx     *process
+	nginx     *launch.Process
 	server    *http.Server
 	rr        *roundRobin
 }
 
-// nginxBinary finds nginx on PATH or where Debian installs it (/usr/sbin is
-// not on every user's PATH).
-func nginxBinary() (string, error) {
-	if bin, err := exec.LookPath("nginx"); err == nil {
-		return bin, nil
-	}
-	const debian = "/usr/sbin/nginx"
-	if st, err := os.Stat(debian); err == nil && st.Mode()&0o111 != 0 {
-		return debian, nil
-	}
-	return "", errors.New("nginx not found on PATH or in /usr/sbin")
-}
-
 func startProxy(ctx context.Context, mode string, upstreams []string, limit *nginx.Limit, dir string) (*frontProxy, error) {
-	bin, lookErr := nginxBinary()
+	bin, lookErr := launch.NginxBinary()
 	switch {
 	case limit != nil && lookErr != nil:
 		return nil, fmt.Errorf("--nginx-limit-*: limit-nginx needs nginx: %w", lookErr)
@@ -69,43 +55,18 @@ func startProxy(ctx context.Context, mode string, upstreams []string, limit *ngi
 	return startNginx(ctx, bin, upstreams, limit, dir)
 }
 
-// startNginx renders nginx/nginx.conf into a private prefix and runs nginx
-// in the foreground, in its own process group with its workers.
+// startNginx runs nginx with the project's nginx.conf in a private prefix
+// under dir (internal/launch).
 func startNginx(ctx context.Context, bin string, upstreams []string, limit *nginx.Limit, dir string) (*frontProxy, error) {
-	prefix := filepath.Join(dir, "nginx")
-	for _, d := range []string{"logs", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(prefix, d), 0o755); err != nil {
-			return nil, fmt.Errorf("nginx prefix: %w", err)
-		}
-	}
-	port, err := freePort()
+	n, err := launch.StartNginx(ctx, bin, filepath.Join(dir, "nginx"), nginx.Config{Upstreams: upstreams, WorkerProcesses: 1, Limit: limit})
 	if err != nil {
 		return nil, err
 	}
-	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	var conf bytes.Buffer
-	if err := nginx.Render(&conf, nginx.Config{Listen: listen, Upstreams: upstreams, WorkerProcesses: 1, Limit: limit}); err != nil {
-		return nil, err
-	}
-	confPath := filepath.Join(prefix, "nginx.conf")
-	if err := os.WriteFile(confPath, conf.Bytes(), 0o644); err != nil {
-		return nil, fmt.Errorf("write nginx.conf: %w", err)
-	}
-	p, err := startProcess("nginx", bin, []string{"-p", prefix, "-c", confPath, "-g", "daemon off;"}, nil, filepath.Join(prefix, "logs", "stdout.log"))
-	if err != nil {
-		return nil, err
-	}
-	fp := &frontProxy{
-		url:       "http://" + listen,
-		component: report.Component{Kind: "nginx", Version: nginxVersion(bin), Addr: "http://" + listen},
-		nginx:     p,
-	}
-	if err := waitHTTPReady(ctx, fp.url+"/healthz", nil); err != nil {
-		fp.stop()
-		log, _ := os.ReadFile(filepath.Join(prefix, "logs", "error.log"))
-		return nil, fmt.Errorf("nginx: %w\n%s", err, log)
-	}
-	return fp, nil
+	return &frontProxy{
+		url:       n.URL,
+		component: report.Component{Kind: "nginx", Version: nginxVersion(bin), Addr: n.URL},
+		nginx:     n.Process,
+	}, nil
 }
 
 // nginxVersion parses `nginx -v`, which prints "nginx version: nginx/1.22.1"
@@ -208,15 +169,15 @@ func (p *frontProxy) pids() []int {
 	if p.nginx == nil {
 		return nil
 	}
-	return proc.Group(p.nginx.pid())
+	return proc.Group(p.nginx.Pid())
 }
 
 func (p *frontProxy) stop() {
 	if p.nginx != nil {
-		p.nginx.stop(syscall.SIGQUIT) // nginx's graceful shutdown
+		p.nginx.Stop(syscall.SIGQUIT) // nginx's graceful shutdown
 	}
 	if p.server != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+		ctx, cancel := context.WithTimeout(context.Background(), launch.StopGrace)
 		defer cancel()
 		_ = p.server.Shutdown(ctx)
 		p.server.Close()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/lockstep/lockstep/internal/launch"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/redisclient"
@@ -51,7 +52,7 @@ type redisProc struct {
 	args                          []string // besides address, directory and persistence
 
 	mu   sync.Mutex
-	proc *process
+	proc *launch.Process
 }
 
 // Persistence flags of a restart, by loadgen persistence mode.
@@ -66,7 +67,7 @@ func (s *redisProc) start(ctx context.Context, persistence string) error {
 	_, port, _ := net.SplitHostPort(s.addr)
 	args := append([]string{"--port", port, "--bind", "127.0.0.1", "--dir", s.dir, "--save", "",
 		"--protected-mode", "no", "--daemonize", "no", "--loglevel", "warning"}, persistenceArgs[persistence]...)
-	p, err := startProcess(s.name, s.bin, append(args, s.args...), nil, s.logPath)
+	p, err := launch.Start(s.name, s.bin, append(args, s.args...), nil, s.logPath)
 	if err != nil {
 		return err
 	}
@@ -80,18 +81,18 @@ func (s *redisProc) start(ctx context.Context, persistence string) error {
 // is gone. Its data directory stays for a restart.
 func (s *redisProc) kill() {
 	if p := s.current(); p != nil {
-		p.stop(syscall.SIGKILL)
+		p.Stop(syscall.SIGKILL)
 	}
 }
 
 // stop stops the server politely (final flush included).
 func (s *redisProc) stop() {
 	if p := s.current(); p != nil {
-		p.stop(syscall.SIGTERM)
+		p.Stop(syscall.SIGTERM)
 	}
 }
 
-func (s *redisProc) current() *process {
+func (s *redisProc) current() *launch.Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.proc
@@ -99,8 +100,8 @@ func (s *redisProc) current() *process {
 
 // pid is the running server's pid, 0 when it is down.
 func (s *redisProc) pid() int {
-	if p := s.current(); p != nil && !p.exited() {
-		return p.pid()
+	if p := s.current(); p != nil && !p.Exited() {
+		return p.Pid()
 	}
 	return 0
 }
@@ -108,7 +109,7 @@ func (s *redisProc) pid() int {
 // newRedisProc prepares a server on a free loopback port with its own
 // data directory under dir; start runs it.
 func newRedisProc(bin, name, dir string, args ...string) (*redisProc, error) {
-	port, err := freePort()
+	port, err := launch.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +205,7 @@ func redisVersion(bin string) string {
 	return ""
 }
 
-func waitRedis(ctx context.Context, addr string, p *process) error {
+func waitRedis(ctx context.Context, addr string, p *launch.Process) error {
 	rdb := redisclient.New(redisclient.Settings{}, addr)
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -217,7 +218,7 @@ func waitRedis(ctx context.Context, addr string, p *process) error {
 		switch {
 		case err == nil:
 			return nil
-		case p.exited():
+		case p.Exited():
 			return fmt.Errorf("redis-server on %s: %w (see its log)", addr, errExited)
 		case ctx.Err() != nil:
 			return fmt.Errorf("redis-server on %s not ready: %w", addr, errors.Join(err, ctx.Err()))
@@ -255,16 +256,6 @@ func (s *redisSet) stop() {
 	for _, m := range s.embedded {
 		m.Close()
 	}
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // setPersistence switches the running server's append-only file on

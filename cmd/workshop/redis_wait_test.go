@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/lockstep/lockstep/internal/launch"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -30,7 +33,7 @@ func (l *goRedisLog) Printf(_ context.Context, format string, v ...any) {
 func TestWaitingForRedisLogsNoFailedDial(t *testing.T) {
 	log := &goRedisLog{}
 	redis.SetLogger(log) // the test binary's only go-redis logger
-	port, err := freePort()
+	port, err := launch.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +42,12 @@ func TestWaitingForRedisLogsNoFailedDial(t *testing.T) {
 	t.Cleanup(srv.Close)
 	started := time.AfterFunc(300*time.Millisecond, func() { _ = srv.StartAddr(addr) })
 	t.Cleanup(func() { started.Stop() })
-	if err := waitRedis(context.Background(), addr, &process{done: make(chan struct{})}); err != nil {
+	running, err := launch.Start("sleep", "sleep", []string{"60"}, nil, filepath.Join(t.TempDir(), "sleep.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { running.Stop(syscall.SIGKILL) })
+	if err := waitRedis(context.Background(), addr, running); err != nil {
 		t.Fatal(err)
 	}
 	log.mu.Lock()

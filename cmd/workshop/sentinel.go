@@ -19,6 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockstep/lockstep/internal/launch"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/lockserver"
@@ -58,7 +59,7 @@ type sentinelGroup struct {
 
 type sentinelProc struct {
 	addr, conf, logPath string
-	proc                *process
+	proc                *launch.Process
 }
 
 // startSentinelGroup starts the group and waits until it is whole.
@@ -104,7 +105,7 @@ func startSentinelGroup(ctx context.Context, dir string) (*sentinelGroup, error)
 		b := make([]byte, 20)
 		_, _ = rand.Read(b)
 		ids[i] = hex.EncodeToString(b)
-		port, err := freePort()
+		port, err := launch.FreePort()
 		if err != nil {
 			return fail(err)
 		}
@@ -136,7 +137,7 @@ func startSentinelGroup(ctx context.Context, dir string) (*sentinelGroup, error)
 		if err := os.WriteFile(s.conf, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 			return fail(fmt.Errorf("sentinel config: %w", err))
 		}
-		if s.proc, err = startProcess(fmt.Sprintf("sentinel-%d", i+1), sentinelBin, []string{s.conf, "--loglevel", "notice"}, nil, s.logPath); err != nil {
+		if s.proc, err = launch.Start(fmt.Sprintf("sentinel-%d", i+1), sentinelBin, []string{s.conf, "--loglevel", "notice"}, nil, s.logPath); err != nil {
 			return fail(err)
 		}
 		if err := waitRedis(ctx, s.addr, s.proc); err != nil {
@@ -371,8 +372,8 @@ func (g *sentinelGroup) pids() []int {
 		}
 	}
 	for _, s := range g.sentinels {
-		if s.proc != nil && !s.proc.exited() {
-			pids = append(pids, s.proc.pid())
+		if s.proc != nil && !s.proc.Exited() {
+			pids = append(pids, s.proc.Pid())
 		}
 	}
 	return pids
@@ -381,7 +382,7 @@ func (g *sentinelGroup) pids() []int {
 func (g *sentinelGroup) stop() {
 	for _, s := range g.sentinels {
 		if s.proc != nil {
-			s.proc.stop(syscall.SIGTERM)
+			s.proc.Stop(syscall.SIGTERM)
 		}
 	}
 	for _, srv := range append(slices.Clone(g.servers), g.observer) {

@@ -3,28 +3,22 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/lockstep/lockstep/internal/launch"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 )
 
-// shopPackage is what the workshop builds when no --shop-bin is given.
-const shopPackage = "github.com/lockstep/lockstep/cmd/shop"
-
-// buildShop compiles cmd/shop once into dir with the go command, so every
-// replica runs the real binary as a separate OS process.
+// buildShop compiles cmd/shop once into dir, so every replica runs the
+// real binary as a separate OS process.
 func buildShop(ctx context.Context, dir string) (string, error) {
 	out := filepath.Join(dir, "shop")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, shopPackage)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %w\n%s(run the workshop from the lockstep checkout, or pass --shop-bin)", shopPackage, err, msg)
+	if err := launch.BuildShop(ctx, out); err != nil {
+		return "", fmt.Errorf("%w(run the workshop from the lockstep checkout, or pass --shop-bin)", err)
 	}
 	return out, nil
 }
@@ -51,7 +45,7 @@ func startReplicas(ctx context.Context, bin string, n int, redisEnv func(name st
 		}
 	}
 	for i := range n {
-		port, err := freePort()
+		port, err := launch.FreePort()
 		if err != nil {
 			stopAll()
 			return nil, err
@@ -65,8 +59,8 @@ func startReplicas(ctx context.Context, bin string, n int, redisEnv func(name st
 			"LOCKSTEP_LOG_LEVEL=warn",
 		}, redisEnv(r.name)...)
 		logPath := filepath.Join(dir, r.name+".log")
-		r.sup, err = supervise(r.name, log, func() (*process, error) {
-			return startProcess(r.name, bin, nil, env, logPath)
+		r.sup, err = supervise(r.name, log, func() (*launch.Process, error) {
+			return launch.Start(r.name, bin, nil, env, logPath)
 		})
 		if err != nil {
 			stopAll()
@@ -94,34 +88,15 @@ func logTail(path string) string {
 	return strings.Join(lines[max(0, len(lines)-10):], "\n")
 }
 
-// waitHTTPReady polls url until it answers 200. sup, when given, is checked
-// so a replica that keeps exiting fails fast instead of timing out.
+// waitHTTPReady polls url until it answers 200; a replica that keeps
+// exiting fails fast instead of timing out.
 func waitHTTPReady(ctx context.Context, url string, sup *supervised) error {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	client := &http.Client{Timeout: time.Second}
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return fmt.Errorf("readiness: %w", err)
+	return launch.WaitHTTPReady(ctx, url, func() error {
+		if n := sup.restartCount(); n > 2 {
+			return fmt.Errorf("%w, restarted %d times", errExited, n)
 		}
-		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("status %d", resp.StatusCode)
-		}
-		if sup != nil && sup.restartCount() > 2 {
-			return fmt.Errorf("not ready: %w, restarted %d times", errExited, sup.restartCount())
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready: %w (last: %w)", ctx.Err(), err)
-		case <-time.After(25 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 // shopBinary returns --shop-bin when given (checked to be executable),

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep/lockstep/internal/launch"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 	"github.com/lockstep/lockstep/internal/proc"
@@ -35,7 +36,7 @@ var testBinaries = sync.OnceValues(func() (binaries, error) {
 	}
 	// One go build for both: their shared packages compile once, in parallel.
 	b := binaries{dir: dir, workshop: filepath.Join(dir, "workshop"), shop: filepath.Join(dir, "shop")}
-	if msg, err := exec.Command("go", "build", "-o", dir+"/", ".", shopPackage).CombinedOutput(); err != nil {
+	if msg, err := exec.Command("go", "build", "-o", dir+"/", ".", launch.ShopPackage).CombinedOutput(); err != nil {
 		return b, fmt.Errorf("go build: %w\n%s", err, msg)
 	}
 	return b, nil

@@ -131,7 +131,16 @@ type Server struct {
 	sampler   *redistrace.Sampler[answer] // nil without Config.Tracer
 	// queryParams: the query parameters of each route (query.go).
 	queryParams map[string][]string
+	// replicaValue is X-Replica's value, nil for an empty Replica (no
+	// header, as gin's c.Header does): built once, since every answer
+	// carries it.
+	replicaValue []string
 }
+
+// jsonContentType is the Content-Type of a deduct's answer, built once.
+// A shared value slice is safe: net/http copies it when it writes the
+// header, and its capacity of one makes an Add append to a copy.
+var jsonContentType = []string{"application/json; charset=utf-8"}[:1:1]
 
 // New builds the routes.
 func New(cfg Config) *Server {
@@ -157,6 +166,9 @@ func New(cfg Config) *Server {
 		deducts:     make(map[string]*metrics.Deducts),
 		sampler:     newSampler(cfg.Tracer),
 		queryParams: queryParams(),
+	}
+	if cfg.Replica != "" {
+		s.replicaValue = []string{cfg.Replica}[:1:1]
 	}
 	for _, info := range cfg.Inventory.Stages() {
 		if info.Available {
@@ -206,8 +218,18 @@ func (s *Server) Drain() { s.draining.Store(true) }
 func (s *Server) Close() { s.idem.releases.close() }
 
 func (s *Server) replicaHeader(c *gin.Context) {
-	c.Header("X-Replica", s.cfg.Replica)
+	if s.replicaValue != nil {
+		c.Writer.Header()["X-Replica"] = s.replicaValue
+	}
 	c.Next()
+}
+
+// writeAnswer writes a deduct's answer as gin's c.Data would, without
+// allocating the Content-Type's value slice per answer.
+func writeAnswer(c *gin.Context, a answer) {
+	c.Writer.Header()["Content-Type"] = jsonContentType
+	c.Status(a.Status)
+	_, _ = c.Writer.Write(a.Body)
 }
 
 func (s *Server) recovered(c *gin.Context, v any) {
@@ -337,7 +359,7 @@ func (s *Server) deduct(c *gin.Context) {
 	key, keyed := c.Request.Header["Idempotency-Key"]
 	if !keyed {
 		a := sell(ctx)
-		c.Data(a.Status, "application/json; charset=utf-8", a.Body)
+		writeAnswer(c, a)
 		return
 	}
 	if len(key) != 1 || !validIdempotencyKey(key[0]) {
@@ -365,7 +387,7 @@ func (s *Server) deduct(c *gin.Context) {
 		deducts.Replay()
 		c.Header("Idempotent-Replayed", "true")
 	}
-	c.Data(a.Status, "application/json; charset=utf-8", a.Body)
+	writeAnswer(c, a)
 }
 
 // admitted asks the limiter, if any, and answers a refusal itself: 429

@@ -70,10 +70,9 @@ type Metrics struct {
 
 	// The lock series of every acquisition (a lock stage's sale), looked up
 	// in the vectors once (their label hashing and lock cost more than a
-	// sync.Map load): stage to prometheus.Observer, lockSeries to
-	// prometheus.Counter.
-	lockWaits sync.Map
-	acquired  sync.Map
+	// map read).
+	lockWaits seriesCache[string, prometheus.Observer]
+	acquired  seriesCache[lockSeries, prometheus.Counter]
 }
 
 // lockSeries names one series of lockstep_lock_acquisitions_total.
@@ -82,14 +81,33 @@ type lockSeries struct {
 	result inventory.LockResult
 }
 
-// series is the cached child of key, made (with WithLabelValues, which
-// returns the same child to racing callers) on first use.
-func series[V any](cache *sync.Map, key any, child func() V) V {
-	if v, ok := cache.Load(key); ok {
-		return v.(V)
+// seriesCache holds the children of a vector by key, each made (with
+// WithLabelValues, which returns the same child to racing callers) on first
+// use. Typed keys, not a sync.Map's any: boxing the key allocated on every
+// sale.
+type seriesCache[K comparable, V any] struct {
+	mu       sync.RWMutex
+	children map[K]V
+}
+
+func (c *seriesCache[K, V]) get(key K, child func(K) V) V {
+	c.mu.RLock()
+	v, ok := c.children[key]
+	c.mu.RUnlock()
+	if ok {
+		return v
 	}
-	v, _ := cache.LoadOrStore(key, child())
-	return v.(V)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.children[key]; ok {
+		return v
+	}
+	if c.children == nil {
+		c.children = make(map[K]V)
+	}
+	v = child(key)
+	c.children[key] = v
+	return v
 }
 
 // New registers the instruments on a fresh registry (one per shop, so
@@ -162,9 +180,9 @@ func (d *Deducts) Replay() { d.replays().Inc() }
 
 // LockAcquire implements inventory.Observer.
 func (m *Metrics) LockAcquire(stage string, wait time.Duration, result inventory.LockResult) {
-	series(&m.lockWaits, stage, func() prometheus.Observer { return m.lockWait.WithLabelValues(stage) }).Observe(wait.Seconds())
-	series(&m.acquired, lockSeries{stage, result}, func() prometheus.Counter {
-		return m.acquisitions.WithLabelValues(stage, string(result))
+	m.lockWaits.get(stage, func(stage string) prometheus.Observer { return m.lockWait.WithLabelValues(stage) }).Observe(wait.Seconds())
+	m.acquired.get(lockSeries{stage, result}, func(k lockSeries) prometheus.Counter {
+		return m.acquisitions.WithLabelValues(k.stage, string(k.result))
 	}).Inc()
 }
 

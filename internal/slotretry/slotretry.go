@@ -24,6 +24,11 @@ const (
 // or CLUSTERDOWN, which a node answers while its slot has no master (a
 // failover under way), again without running the command.
 func Refused(err error) bool {
+	if err == nil {
+		// Most calls: go-redis's HasErrorPrefix would allocate its
+		// errors.As target four times to say no.
+		return false
+	}
 	return redis.HasErrorPrefix(err, "TRYAGAIN") || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") ||
 		redis.HasErrorPrefix(err, "CLUSTERDOWN")
 }
