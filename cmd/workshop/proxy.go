@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -35,6 +36,8 @@ type frontProxy struct {
 	url       string
 	component report.Component
 	nginx     *process
+	confPath  string
+	conf      nginx.Config
 	server    *http.Server
 	rr        *roundRobin
 }
@@ -56,7 +59,7 @@ func startProxy(ctx context.Context, mode string, upstreams []string, limit *ngi
 	bin, lookErr := nginxBinary()
 	switch {
 	case limit != nil && lookErr != nil:
-		return nil, fmt.Errorf("--nginx-limit-*: limit-nginx needs nginx: %w", lookErr)
+		return nil, fmt.Errorf("--limiter limit-nginx needs nginx: %w", lookErr)
 	case mode == proxyGo:
 		return startGoProxy(upstreams, "chosen with --proxy go")
 	case mode == proxyAuto && lookErr != nil:
@@ -83,13 +86,10 @@ func startNginx(ctx context.Context, bin string, upstreams []string, limit *ngin
 		return nil, err
 	}
 	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	var conf bytes.Buffer
-	if err := nginx.Render(&conf, nginx.Config{Listen: listen, Upstreams: upstreams, WorkerProcesses: 1, Limit: limit}); err != nil {
-		return nil, err
-	}
+	cfg := nginx.Config{Listen: listen, Upstreams: upstreams, WorkerProcesses: 1, Limit: limit}
 	confPath := filepath.Join(prefix, "nginx.conf")
-	if err := os.WriteFile(confPath, conf.Bytes(), 0o644); err != nil {
-		return nil, fmt.Errorf("write nginx.conf: %w", err)
+	if err := writeNginxConf(confPath, cfg); err != nil {
+		return nil, err
 	}
 	p, err := startProcess("nginx", bin, []string{"-p", prefix, "-c", confPath, "-g", "daemon off;"}, nil, filepath.Join(prefix, "logs", "stdout.log"))
 	if err != nil {
@@ -99,6 +99,8 @@ func startNginx(ctx context.Context, bin string, upstreams []string, limit *ngin
 		url:       "http://" + listen,
 		component: report.Component{Kind: "nginx", Version: nginxVersion(bin), Addr: "http://" + listen},
 		nginx:     p,
+		confPath:  confPath,
+		conf:      cfg,
 	}
 	if err := waitHTTPReady(ctx, fp.url+"/healthz", nil); err != nil {
 		fp.stop()
@@ -106,6 +108,54 @@ func startNginx(ctx context.Context, bin string, upstreams []string, limit *ngin
 		return nil, fmt.Errorf("nginx: %w\n%s", err, log)
 	}
 	return fp, nil
+}
+
+func writeNginxConf(path string, c nginx.Config) error {
+	var conf bytes.Buffer
+	if err := nginx.Render(&conf, c); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, conf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write nginx.conf: %w", err)
+	}
+	return nil
+}
+
+// reloadGrace is how long a reloaded nginx's old workers get to finish
+// gracefully; then they are told to exit at once (SIGTERM, nginx's fast
+// shutdown of a worker): the load generator's idle keep-alive connections
+// kept one for more than 10 s in a workshop run. Between runs nothing is
+// in flight, so nothing is cut.
+const reloadGrace = 2 * time.Second
+
+// reload renders nginx.conf with limit (nil: none) and reloads nginx
+// (SIGHUP), returning once the workers of the old configuration are gone,
+// so every request from then on meets the new one.
+func (p *frontProxy) reload(ctx context.Context, limit *nginx.Limit) error {
+	p.conf.Limit = limit
+	if err := writeNginxConf(p.confPath, p.conf); err != nil {
+		return err
+	}
+	master := p.nginx.pid()
+	old := slices.DeleteFunc(proc.Group(master), func(pid int) bool { return pid == master })
+	if err := p.nginx.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		return fmt.Errorf("reload nginx: %w", err)
+	}
+	grace := time.After(reloadGrace)
+	ctx, cancel := context.WithTimeout(ctx, reloadGrace+stopGrace)
+	defer cancel()
+	for slices.ContainsFunc(old, proc.Alive) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("reload nginx: the old workers %v still run: %w", old, ctx.Err())
+		case <-grace:
+			for _, pid := range old {
+				_ = syscall.Kill(pid, syscall.SIGTERM)
+			}
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // nginxVersion parses `nginx -v`, which prints "nginx version: nginx/1.22.1"

@@ -5,7 +5,7 @@
 // evaluation are here (expect.go); the checks, one file per family: the
 // load's outcome (load.go), the crash step (crash.go), the fault steps
 // (fault.go), orders (orders.go), async stages (async.go, asyncoutage.go),
-// payments (payment.go).
+// payments (payment.go), a spike with bots (spike.go).
 //
 // It reads records only: it must not import the rest of loadgen, vegeta,
 // HTTP or Redis clients, nor the stores' packages but for the result
@@ -100,6 +100,12 @@ func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
 		return noArgs(asyncOutageChecks[name]), true
 	case "rows-when-killed":
 		return rowsWhenKilled, true
+	case "bots-outbuy-headcount":
+		return botsOutbuyHeadcount, true
+	case "bots-admitted-per-limit":
+		return botsAdmittedPerLimit, true
+	case "redis-after-sold-out-at-most":
+		return redisAfterSoldOutAtMost, true
 	case "payments-settle":
 		return noArgs(paymentChecks[name]), true
 	}

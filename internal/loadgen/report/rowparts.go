@@ -54,6 +54,9 @@ type Load struct {
 	Rate     string      `json:"rate"`
 	Workers  int         `json:"workers"`
 	Faults   plan.Faults `json:"faults"`
+	// FrontDoor is the limiter and mark the run ran behind (nil: the
+	// set-up's own, unchanged).
+	FrontDoor *plan.FrontDoor `json:"front_door,omitempty"`
 }
 
 // Answers is the attack's answers, counted (the tally).
@@ -64,7 +67,9 @@ type Answers struct {
 	Busy     int `json:"busy"`
 	// AlreadyBought are an order stage's 409 already_bought answers (a
 	// buyer's second purchase refused), not counted in Busy.
-	AlreadyBought  int      `json:"already_bought"`
+	AlreadyBought int `json:"already_bought"`
+	// RateLimited are a front door's refusals (429 rate_limited).
+	RateLimited    int      `json:"rate_limited,omitempty"`
 	Errors         int      `json:"errors"`
 	ErrorSamples   []string `json:"error_samples,omitempty"`
 	ElapsedMS      float64  `json:"elapsed_ms"`

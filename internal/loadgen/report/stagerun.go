@@ -27,6 +27,8 @@ type StageRun struct {
 	// most sales inside the critical section at once (track_holders).
 	Fault      *FaultReport `json:"fault,omitempty"`
 	MaxHolders *int64       `json:"max_holders,omitempty"`
+	// Spike is a run with bots' two kinds of buyer and its front door.
+	Spike *Spike `json:"spike,omitempty"`
 
 	// CPU is the cores each component used during the load phase (CPU
 	// seconds per wall second); "loadgen" is this process.
