@@ -6,6 +6,12 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
+func asyncMakers() map[string]maker {
+	makers := withoutArgs(asyncChecks)
+	makers["rows-when-killed"] = rowsWhenKilled
+	return makers
+}
+
 // asyncChecks are the expectations of the async stages, read from the
 // audit's stream after draining.
 var asyncChecks = map[string]checkFunc{

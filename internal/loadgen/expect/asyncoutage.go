@@ -7,6 +7,8 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
+func asyncOutageMakers() map[string]maker { return withoutArgs(asyncOutageChecks) }
+
 // asyncOutageChecks judge an async stage's orders through an orders-down
 // or redis-restart step (fault/async.go), after draining.
 var asyncOutageChecks = map[string]checkFunc{

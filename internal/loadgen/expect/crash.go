@@ -7,6 +7,15 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
+// crashMakers are the checks of the crash step.
+func crashMakers() map[string]maker {
+	makers := withoutArgs(map[string]checkFunc{
+		"stuck-after-crash": checkStuck, "lock-without-ttl": checkLockWithoutTTL, "sells-after-reset": checkSellsAfterReset,
+	})
+	makers["recovers-within"] = recoversWithin
+	return makers
+}
+
 func checkStuck(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	switch {
 	case r.Fault != nil:

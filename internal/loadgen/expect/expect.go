@@ -33,81 +33,17 @@ type check struct {
 
 type checkFunc func(run *report.StageRun, all []report.StageRun) (bool, string)
 
-// checkMaker returns the constructor of a check by name; it takes the
-// check's arguments.
-func checkMaker(name string) (func(args []string) (checkFunc, error), bool) {
-	switch name {
-	case "oversells":
-		return noArgs(checkOversells), true
-	case "no-oversell":
-		return noArgs(checkNoOversell), true
-	case "consistent":
-		return noArgs(checkConsistent), true
-	case "no-foreign-unlocks":
-		return noArgs(checkNoForeignUnlocks), true
-	case "oversells-or-foreign-unlocks":
-		return noArgs(checkOversellsOrForeign), true
-	case "stuck-after-crash":
-		return noArgs(checkStuck), true
-	case "lock-without-ttl":
-		return noArgs(checkLockWithoutTTL), true
-	case "sells-after-reset":
-		return noArgs(checkSellsAfterReset), true
-	case "recovers-within":
-		return recoversWithin, true
-	case "faster-than":
-		return fasterThan, true
-	case "fastest":
-		return noArgs(checkFastest), true
-	case "inconsistent":
-		return noArgs(checkInconsistent), true
-	case "oversells-or-inconsistent":
-		return noArgs(checkOversellsOrInconsistent), true
-	case "sales-accounted":
-		return noArgs(checkSalesAccounted), true
-	case "no-errors":
-		return noArgs(checkNoErrors), true
-	case "holders-at-most":
-		return holdersBound("at most", func(got, n int64) bool { return got <= n }), true
-	case "holders-at-least":
-		return holdersBound("at least", func(got, n int64) bool { return got >= n }), true
-	case "victim-refused":
-		return noArgs(checkVictimRefused), true
-	case "victim-sold":
-		return noArgs(checkVictimSold), true
-	case "gives-up-within":
-		return givesUpWithin, true
-	case "stuck-at-least":
-		return stuckAtLeast, true
-	case "gap-at-most":
-		return gapAtMost, true
-	case "fails-fast":
-		return failsFast, true
-	case "loses-everything":
-		return noArgs(checkLosesEverything), true
-	case "loses-at-most":
-		return losesAtMost, true
-	case "orders-down-within":
-		return ordersDownWithin, true
-	case "undersold-said":
-		return noArgs(checkUndersoldSaid), true
-	case "duplicate-orders", "no-duplicate-orders", "undersells", "no-undersell", "orders-match-stock",
-		"undersold-after-crash", "no-undersold-after-crash":
-		return noArgs(orderChecks[name]), true
-	case "drained", "pending-grows", "claimed-while-down", "missing-while-down":
-		return noArgs(asyncChecks[name]), true
-	case "queued-while-orders-down", "loses-unread-orders", "keeps-unread-orders":
-		return noArgs(asyncOutageChecks[name]), true
-	case "rows-when-killed":
-		return rowsWhenKilled, true
-	case "bots-outbuy-headcount":
-		return botsOutbuyHeadcount, true
-	case "bots-admitted-per-limit":
-		return botsAdmittedPerLimit, true
-	case "redis-after-sold-out-at-most":
-		return redisAfterSoldOutAtMost, true
-	case "payments-settle":
-		return noArgs(paymentChecks[name]), true
+// A maker is a check's constructor; it takes the check's arguments.
+type maker = func(args []string) (checkFunc, error)
+
+// checkMaker returns the constructor of a check by name. Each family
+// names its checks in its own file, so a new check of a family is that
+// file's change alone.
+func checkMaker(name string) (maker, bool) {
+	for _, family := range []func() map[string]maker{loadMakers, crashMakers, faultMakers, orderMakers, asyncMakers, asyncOutageMakers, paymentMakers, spikeMakers} {
+		if mk, ok := family()[name]; ok {
+			return mk, true
+		}
 	}
 	return nil, false
 }
@@ -154,7 +90,16 @@ func Evaluate(runs []report.StageRun, scenario *plan.Scenario) {
 	}
 }
 
-func noArgs(f checkFunc) func([]string) (checkFunc, error) {
+// withoutArgs are checks that take no arguments, as makers.
+func withoutArgs(checks map[string]checkFunc) map[string]maker {
+	makers := make(map[string]maker, len(checks))
+	for name, f := range checks {
+		makers[name] = noArgs(f)
+	}
+	return makers
+}
+
+func noArgs(f checkFunc) maker {
 	return func(args []string) (checkFunc, error) {
 		if len(args) > 0 {
 			return nil, fmt.Errorf("takes no arguments")

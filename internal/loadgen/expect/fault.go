@@ -7,6 +7,27 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
+// faultMakers are the checks of the fault steps.
+func faultMakers() map[string]maker {
+	makers := withoutArgs(map[string]checkFunc{
+		"victim-refused": checkVictimRefused, "victim-sold": checkVictimSold,
+		"loses-everything": checkLosesEverything, "undersold-said": checkUndersoldSaid,
+	})
+	for name, mk := range map[string]maker{
+		"holders-at-most":    holdersBound("at most", func(got, n int64) bool { return got <= n }),
+		"holders-at-least":   holdersBound("at least", func(got, n int64) bool { return got >= n }),
+		"gives-up-within":    givesUpWithin,
+		"stuck-at-least":     stuckAtLeast,
+		"gap-at-most":        gapAtMost,
+		"fails-fast":         failsFast,
+		"loses-at-most":      losesAtMost,
+		"orders-down-within": ordersDownWithin,
+	} {
+		makers[name] = mk
+	}
+	return makers
+}
+
 func holdersBound(word string, ok func(got, n int64) bool) func([]string) (checkFunc, error) {
 	return func(args []string) (checkFunc, error) {
 		n, err := countArg(args)

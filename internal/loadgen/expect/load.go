@@ -9,6 +9,18 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
+// loadMakers are the checks of the load's outcome.
+func loadMakers() map[string]maker {
+	makers := withoutArgs(map[string]checkFunc{
+		"oversells": checkOversells, "no-oversell": checkNoOversell, "consistent": checkConsistent,
+		"no-foreign-unlocks": checkNoForeignUnlocks, "oversells-or-foreign-unlocks": checkOversellsOrForeign,
+		"fastest": checkFastest, "inconsistent": checkInconsistent, "oversells-or-inconsistent": checkOversellsOrInconsistent,
+		"sales-accounted": checkSalesAccounted, "no-errors": checkNoErrors,
+	})
+	makers["faster-than"] = fasterThan
+	return makers
+}
+
 func checkOversells(r *report.StageRun, _ []report.StageRun) (bool, string) {
 	return r.Oversold > 0, fmt.Sprintf("oversold %d", r.Oversold)
 }

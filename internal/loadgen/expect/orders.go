@@ -6,6 +6,8 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
+func orderMakers() map[string]maker { return withoutArgs(orderChecks) }
+
 // orderChecks are the expectations of the order stages, read from the
 // audit's orders (report.go's Audit.Orders).
 var orderChecks = map[string]checkFunc{

@@ -6,6 +6,8 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
+func paymentMakers() map[string]maker { return withoutArgs(paymentChecks) }
+
 // paymentChecks judge the payment step: every payer answered paid or
 // cancelled; the live units are exactly the paid orders' (no order both
 // paid and cancelled, no unpaid one left past its deadline), so the stock

@@ -8,7 +8,15 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
-// The spike-bots checks read a run's Spike record (runs with bots).
+// spikeMakers are the checks of a run with bots; they read its Spike
+// record.
+func spikeMakers() map[string]maker {
+	return map[string]maker{
+		"bots-outbuy-headcount":        botsOutbuyHeadcount,
+		"bots-admitted-per-limit":      botsAdmittedPerLimit,
+		"redis-after-sold-out-at-most": redisAfterSoldOutAtMost,
+	}
+}
 
 // factorArg parses "<n>x".
 func factorArg(arg string) (float64, error) {

@@ -21,20 +21,20 @@ var ReportCSS string
 // htmlRow is one stage run as the HTML template shows it.
 type htmlRow struct {
 	*StageRun
-	Label       string
-	NotRun      string
-	Foreign     string
-	CrashText   string
-	Passed      bool
-	Timeline    template.HTML
-	FaultsText  string
-	SalesPerSec string
-	TraceHTML   template.HTML
-	ShardsHTML  template.HTML
+	Label  string
+	NotRun string
+	// Cells are the results table's, after the label (columns.go).
+	Cells      []htmlCell
+	Timeline   template.HTML
+	FaultsText string
+	TraceHTML  template.HTML
+	ShardsHTML template.HTML
 }
 
 type htmlPage struct {
 	*Report
+	// Heads are the results table's, after the stage's.
+	Heads         []string
 	Rows          []htmlRow
 	FaultRows     []faultRow
 	OrderRows     []orderRow
@@ -54,23 +54,17 @@ func writeHTML(rep *Report, w io.Writer) error {
 		return fmt.Errorf("parse report template: %w", err)
 	}
 	page := htmlPage{Report: rep, Style: template.CSS(ReportCSS)} //nolint:gosec // our own embedded stylesheet
+	cols := resultColumns(rep)
+	page.Heads = htmlHeads(cols)
 	var sales, oversold []barRow
 	for i := range rep.Stages {
 		r := &rep.Stages[i]
-		row := htmlRow{
-			StageRun:    r,
-			Label:       r.Heading(),
-			NotRun:      r.notRun(),
-			Foreign:     r.foreignText(),
-			CrashText:   r.CrashSummary(),
-			Passed:      r.Passed() && r.Error == "",
-			FaultsText:  r.Faults.Describe(),
-			SalesPerSec: fmt.Sprintf("%.0f", r.SalesPerSec),
-		}
-		if !row.Passed {
+		row := htmlRow{StageRun: r, Label: r.Heading(), NotRun: r.notRun(), FaultsText: r.Faults.Describe()}
+		if !r.Passed() || r.Error != "" {
 			page.Failed++
 		}
 		if row.NotRun == "" {
+			row.Cells = htmlCells(cols, r)
 			row.Timeline = timelineChart(r)
 		}
 		if row.ShardsHTML, err = ShardsHTML(r.Shards); err != nil {

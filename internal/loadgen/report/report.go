@@ -2,7 +2,9 @@
 // records (Report, its StageRun rows, and the records each part of a run
 // fills: the audit, the crash step's, the fault step's, the stream's,
 // the trace, the shards' load) and the writers (report.json, report.html
-// with its SVG charts, the terminal tables).
+// with its SVG charts, the terminal tables). The results tables' columns
+// are declared by the records they show, each beside its fields
+// (columns.go), so a new column is its record's change.
 //
 // report.json's schema is the records' JSON encoding; the goldens in
 // loadgen's reportjson_golden_test.go pin it. report must not import the

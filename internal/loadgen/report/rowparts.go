@@ -1,6 +1,10 @@
 package report
 
-import "github.com/lockstep/lockstep/internal/loadgen/plan"
+import (
+	"fmt"
+
+	"github.com/lockstep/lockstep/internal/loadgen/plan"
+)
 
 // The records a StageRun is composed of, each filled by one part of the
 // run; their fields are promoted, so report.json has them flat, as before.
@@ -59,6 +63,10 @@ type Load struct {
 	FrontDoor *plan.FrontDoor `json:"front_door,omitempty"`
 }
 
+func (Load) columns() []resultColumn {
+	return []resultColumn{{head: "replicas", htmlHead: "replicas", text: func(r *StageRun) string { return fmt.Sprint(r.Replicas) }}}
+}
+
 // Answers is the attack's answers, counted (the tally).
 type Answers struct {
 	Requests int `json:"requests"`
@@ -77,6 +85,20 @@ type Answers struct {
 	RequestsPerSec float64  `json:"requests_per_sec"`
 }
 
+func (Answers) columns() []resultColumn {
+	count := func(head, htmlHead string, n func(*StageRun) int) resultColumn {
+		return resultColumn{head: head, htmlHead: htmlHead, text: func(r *StageRun) string { return fmt.Sprint(n(r)) }}
+	}
+	return []resultColumn{
+		count("requests", "requests", func(r *StageRun) int { return r.Requests }),
+		count("sales", "sales", func(r *StageRun) int { return r.Sales }),
+		count("sold out", "sold-out", func(r *StageRun) int { return r.SoldOut }),
+		count("busy", "busy", func(r *StageRun) int { return r.Busy }),
+		count("errors", "errors", func(r *StageRun) int { return r.Errors }),
+		{head: "sales/s", htmlHead: "sales/s", text: func(r *StageRun) string { return fmt.Sprintf("%.0f", r.SalesPerSec) }},
+	}
+}
+
 // Latency is the answers' latency quantiles.
 type Latency struct {
 	// Latency quantiles of every answer (refusals included), and of the
@@ -93,12 +115,31 @@ type Latency struct {
 	ServiceP99MS *float64 `json:"service_p99_ms,omitempty"`
 }
 
+// Latency's columns: the terminal puts both quantiles in one.
+func (Latency) columns() []resultColumn {
+	return []resultColumn{
+		{head: "p50/p99 ms", text: func(r *StageRun) string { return fmt.Sprintf("%.1f/%.1f", r.P50MS, r.P99MS) }},
+		{htmlHead: "p50 ms", text: func(r *StageRun) string { return fmt.Sprintf("%.1f", r.P50MS) }},
+		{htmlHead: "p99 ms", text: func(r *StageRun) string { return fmt.Sprintf("%.1f", r.P99MS) }},
+	}
+}
+
 // Outcome is the audit after the load and what it shows.
 type Outcome struct {
 	Audit          Audit `json:"audit"`
 	Oversold       int   `json:"oversold"`
 	Consistent     bool  `json:"consistent"`
 	ForeignUnlocks *int  `json:"foreign_unlocks"`
+}
+
+func (Outcome) columns() []resultColumn {
+	return []resultColumn{
+		{head: "oversold", htmlHead: "oversold", table: shownTable, text: func(r *StageRun) string { return fmt.Sprint(r.Oversold) },
+			html: func(r *StageRun) htmlCell { return badIfPositive(r.Oversold) }},
+		{head: "consistent", htmlHead: "consistent", table: shownTable, text: func(r *StageRun) string { return yesNo(r.Consistent) },
+			html: func(r *StageRun) htmlCell { return yesNoHTML(r.Consistent) }},
+		{head: "foreign unlocks", htmlHead: "foreign unlocks", table: shownTable, text: func(r *StageRun) string { return r.foreignText() }},
+	}
 }
 
 // CrashOutcome is the crash step's.

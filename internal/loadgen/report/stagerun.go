@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
@@ -42,6 +43,13 @@ type StageRun struct {
 	Checks   []CheckResult `json:"checks,omitempty"`
 }
 
+// resultColumns are the columns rep shows, in order: each record's own (a
+// record embedded above lists its columns here).
+func resultColumns(rep *Report) []resultColumn {
+	all := slices.Concat(Load{}.columns(), Answers{}.columns(), Latency{}.columns(), Outcome{}.columns(), stageRunColumns())
+	return slices.DeleteFunc(all, func(c resultColumn) bool { return c.shown != nil && !c.shown(rep) })
+}
+
 // Passed reports whether every expectation of the run held.
 func (r *StageRun) Passed() bool {
 	for _, c := range r.Checks {
@@ -73,6 +81,20 @@ func (r *StageRun) notRun() string {
 		return "FAILED: " + r.Error
 	}
 	return ""
+}
+
+// stageRunColumns are the columns over the whole row: what its crash or
+// fault step did, and its checks' verdict.
+func stageRunColumns() []resultColumn {
+	return []resultColumn{
+		{head: "after crash or fault", htmlHead: "after crash or fault", table: shownTable, kind: text, text: (*StageRun).CrashSummary},
+		{head: "expected", htmlHead: "as predicted", table: shownTable, kind: text, text: (*StageRun).verdict, html: func(r *StageRun) htmlCell {
+			if len(r.Checks) == 0 {
+				return htmlCell{Value: "-"}
+			}
+			return yesNoHTML(r.Passed())
+		}},
+	}
 }
 
 func (r *StageRun) foreignText() string {

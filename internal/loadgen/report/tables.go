@@ -10,20 +10,19 @@ import (
 // writeTable is Report.WriteTable.
 func writeTable(rep *Report, w io.Writer) error {
 	var notes tableNotes
-	load := textTable{cols: []column{{"stage", name}, {"replicas", figure}, {"requests", figure}, {"sales", figure},
-		{"sold out", figure}, {"busy", figure}, {"errors", figure}, {"sales/s", figure}, {"p50/p99 ms", figure}}}
-	shown := textTable{cols: []column{{"stage", name}, {"oversold", figure}, {"consistent", figure},
-		{"foreign unlocks", figure}, {"after crash or fault", text}, {"expected", text}}}
+	cols := resultColumns(rep)
+	load, shown := terminal(cols, loadTable), terminal(cols, shownTable)
 	for i := range rep.Stages {
 		r := &rep.Stages[i]
-		if note := r.notRun(); note != "" {
+		if note := r.notRun(); note != "" { // the reason's number in its first column, the rest blank
 			status, _, _ := strings.Cut(note, ":")
-			load.rows = append(load.rows, []string{r.Heading(), fmt.Sprintf("%s [%d]", status, notes.add(r.Heading()+": "+note)), "", "", "", "", "", "", ""})
+			row := make([]string, len(load.cols))
+			row[0], row[1] = r.Heading(), fmt.Sprintf("%s [%d]", status, notes.add(r.Heading()+": "+note))
+			load.rows = append(load.rows, row)
 			continue
 		}
-		load.rows = append(load.rows, []string{r.Heading(), fmt.Sprint(r.Replicas), fmt.Sprint(r.Requests), fmt.Sprint(r.Sales),
-			fmt.Sprint(r.SoldOut), fmt.Sprint(r.Busy), fmt.Sprint(r.Errors), fmt.Sprintf("%.0f", r.SalesPerSec), fmt.Sprintf("%.1f/%.1f", r.P50MS, r.P99MS)})
-		shown.rows = append(shown.rows, []string{r.Heading(), fmt.Sprint(r.Oversold), yesNo(r.Consistent), r.foreignText(), r.CrashSummary(), r.verdict()})
+		load.rows = append(load.rows, terminalRow(cols, loadTable, r))
+		shown.rows = append(shown.rows, terminalRow(cols, shownTable, r))
 	}
 	if err := load.write(w, &notes); err != nil {
 		return fmt.Errorf("write table: %w", err)
