@@ -40,17 +40,18 @@ func (f FrontDoor) BuyerAdmits(seconds float64) float64 {
 	return float64(f.BuyerBurst) + float64(f.Buyer)*seconds
 }
 
-// Describe is the front door in a few words, e.g. "limit-redis 5/s+5, mark 1s".
+// Describe is the front door in a few words, e.g. "limit-redis 5/s+5, mark
+// 1s": a buyer's rate and burst, then the global one's after "all".
 func (f FrontDoor) Describe() string {
 	s := f.Limiter
 	if s == "" {
 		s = LimitNone
 	}
 	if f.Buyer > 0 {
-		s += fmt.Sprintf(" buyer %d/s+%d", f.Buyer, f.BuyerBurst)
+		s += fmt.Sprintf(" %d/s+%d", f.Buyer, f.BuyerBurst)
 	}
 	if f.Global > 0 {
-		s += fmt.Sprintf(" global %d/s+%d", f.Global, f.GlobalBurst)
+		s += fmt.Sprintf(" all %d/s+%d", f.Global, f.GlobalBurst)
 	}
 	if f.SoldOutMarkTTL > 0 {
 		s += ", mark " + f.SoldOutMarkTTL.String()

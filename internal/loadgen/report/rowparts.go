@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
@@ -64,7 +65,17 @@ type Load struct {
 }
 
 func (Load) columns() []resultColumn {
-	return []resultColumn{{head: "replicas", htmlHead: "replicas", text: func(r *StageRun) string { return fmt.Sprint(r.Replicas) }}}
+	return []resultColumn{
+		{head: "replicas", htmlHead: "replicas", text: func(r *StageRun) string { return fmt.Sprint(r.Replicas) }},
+		{head: "front door", htmlHead: "front door", table: frontDoorTable, kind: text, text: func(r *StageRun) string {
+			if r.FrontDoor == nil {
+				return "-"
+			}
+			return r.FrontDoor.Describe()
+		}, shown: func(rep *Report) bool {
+			return slices.ContainsFunc(rep.Stages, func(r StageRun) bool { return r.FrontDoor != nil })
+		}},
+	}
 }
 
 // Answers is the attack's answers, counted (the tally).

@@ -1,5 +1,10 @@
 package report
 
+import (
+	"fmt"
+	"slices"
+)
+
 // Spike is what a run with bots (plan.Bots) saw of its two kinds of
 // buyer and of its front door (internal/loadgen/spike fills it).
 type Spike struct {
@@ -44,4 +49,33 @@ func (s *Spike) BotHeadShare() float64 {
 		return 0
 	}
 	return float64(s.Bots) / float64(s.HonestBuyers+s.Bots)
+}
+
+// spiked reports whether a row of rep had bots: the spike's columns are
+// shown then only.
+func spiked(rep *Report) bool {
+	return slices.ContainsFunc(rep.Stages, func(r StageRun) bool { return r.Spike != nil })
+}
+
+// spikeCell is a spike column's text, "-" for a row without bots.
+func spikeCell(f func(*Spike) string) func(*StageRun) string {
+	return func(r *StageRun) string {
+		if r.Spike == nil {
+			return "-"
+		}
+		return f(r.Spike)
+	}
+}
+
+func (*Spike) columns() []resultColumn {
+	col := func(head, htmlHead string, f func(*Spike) string) resultColumn {
+		return resultColumn{head: head, htmlHead: htmlHead, table: frontDoorTable, text: spikeCell(f), shown: spiked}
+	}
+	return []resultColumn{
+		col("units honest/bots", "units honest / bots", func(s *Spike) string { return fmt.Sprintf("%d/%d", s.HonestUnits, s.BotUnits) }),
+		col("redis/unit", "requests reaching Redis per unit", func(s *Spike) string { return fmt.Sprintf("%.1f", s.RedisPerUnit) }),
+		col("honest p99", "honest p99 ms", func(s *Spike) string { return fmt.Sprintf("%.1f", s.HonestP99MS) }),
+		col("sold out at", "sold out at ms", func(s *Spike) string { return fmt.Sprintf("%.0fms", s.SoldOutMS) }),
+		col("limited", "refused by the limiter", func(s *Spike) string { return fmt.Sprint(s.RateLimited) }),
+	}
 }

@@ -46,7 +46,7 @@ type StageRun struct {
 // resultColumns are the columns rep shows, in order: each record's own (a
 // record embedded above lists its columns here).
 func resultColumns(rep *Report) []resultColumn {
-	all := slices.Concat(Load{}.columns(), Answers{}.columns(), Latency{}.columns(), Outcome{}.columns(), stageRunColumns())
+	all := slices.Concat(Load{}.columns(), Answers{}.columns(), Latency{}.columns(), Outcome{}.columns(), (*Spike)(nil).columns(), stageRunColumns())
 	return slices.DeleteFunc(all, func(c resultColumn) bool { return c.shown != nil && !c.shown(rep) })
 }
 
