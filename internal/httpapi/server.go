@@ -131,6 +131,9 @@ type Server struct {
 	sampler   *redistrace.Sampler[answer] // nil without Config.Tracer
 	// queryParams: the query parameters of each route (query.go).
 	queryParams map[string][]string
+	// markBody is the sold-out mark's answer, encoded once: the mark
+	// answers the spike's bulk, after the sell-out.
+	markBody []byte
 }
 
 // New builds the routes.
@@ -144,8 +147,9 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	markBody, _ := json.Marshal(errorBody{Error: CodeSoldOut, Message: inventory.ErrSoldOut.Error() + " (the sold-out mark: no Redis round trip)"}) // two strings always encode
 	s := &Server{
-		cfg: cfg, inv: cfg.Inventory, metrics: cfg.Metrics, log: cfg.Logger,
+		cfg: cfg, inv: cfg.Inventory, metrics: cfg.Metrics, log: cfg.Logger, markBody: markBody,
 		idem: &idempotency{
 			rdb: cfg.Redis, log: cfg.Logger, ttl: cfg.IdempotencyTTL,
 			// The marker is a lease its owner renews while it runs: it
@@ -328,7 +332,8 @@ func (s *Server) deduct(c *gin.Context) {
 	if s.cfg.SoldOut != nil && s.cfg.SoldOut.Marked(stage, sku) {
 		// Before the Idempotency-Key is claimed: nothing sold, the key free.
 		s.cfg.FrontDoor.Marked(stage)
-		s.failWith(c, fmt.Errorf("%w (the sold-out mark: no Redis round trip)", inventory.ErrSoldOut))
+		c.Data(http.StatusConflict, "application/json; charset=utf-8", s.markBody)
+		c.Abort()
 		return
 	}
 	sell := func(ctx context.Context) answer {
