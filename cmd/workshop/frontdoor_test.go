@@ -76,3 +76,34 @@ func TestFrontDoorsReloadNginx(t *testing.T) {
 		}
 	}
 }
+
+// TestFrontDoorReaderReadsAReplica: the live page's front door of a
+// replica is its mark's gauges and its limiter's refusals summed.
+func TestFrontDoorReaderReadsAReplica(t *testing.T) {
+	shop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`# HELP lockstep_soldout_marks SKUs
+# TYPE lockstep_soldout_marks gauge
+lockstep_soldout_marks 2
+lockstep_soldout_mark_listening 1
+lockstep_frontdoor_refused_total{scope="buyer",stage="atomic"} 7
+lockstep_frontdoor_refused_total{scope="global",stage="atomic"} 3
+lockstep_frontdoor_refused_total{scope="buyer",stage="naive"} 0
+lockstep_soldout_mark_answers_total{stage="atomic"} 99
+`))
+	}))
+	defer shop.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	f := newFrontDoorReader()
+	done := make(chan struct{})
+	go func() { defer close(done); f.follow(ctx, []string{shop.URL}) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(f.now()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	want := []replicaDoor{{Replica: "shop-1", Marks: 2, Listening: true, Refused: 10}}
+	if got := f.now(); !slices.Equal(got, want) {
+		t.Fatalf("read %+v, want %+v", got, want)
+	}
+}
