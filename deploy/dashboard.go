@@ -163,6 +163,20 @@ func rows() []rowSpec {
 				description: "Whole deduct requests as the replicas timed them.",
 				targets:     []target{query(quantile("0.99", "lockstep_request_duration_seconds"), "{{stage}}")}},
 		}},
+		{"Front door (docs/front-door.md): the limiter's refusals and the sold-out mark, per replica", []panelSpec{
+			{kind: "timeseries", title: "Limiter refusals/s per replica", width: 8, height: 8, unit: "reqps",
+				description: "429 rate_limited by the limit that refused (buyer, global), and 503 when limit-redis could not decide (unavailable); 0 on a replica without a limiter. limit-nginx refuses in nginx: its refusals are not here.",
+				targets:     []target{query(`sum by (replica, scope) (`+rate(`lockstep_frontdoor_refused_total{`+stageFilter+`}`)+`)`, "{{replica}} {{scope}}")}},
+			{kind: "timeseries", title: "Sold-out mark answers/s per replica", width: 8, height: 8, unit: "reqps",
+				description: "Deducts answered sold_out from the replica's memory, with no Redis round trip; 0 on a replica without the mark.",
+				targets:     []target{query(`sum by (replica) (`+rate(`lockstep_soldout_mark_answers_total{`+stageFilter+`}`)+`)`, "{{replica}}")}},
+			{kind: "timeseries", title: "Sold-out marks held per replica", width: 8, height: 8, unit: "short",
+				description: "SKUs each replica holds marked sold out, and whether its mark listens for stock coming back (1; 0: it marks nothing, or the replica runs without the mark).",
+				targets: []target{
+					query(`max by (replica) (lockstep_soldout_marks)`, "{{replica}} marks"),
+					query(`max by (replica) (lockstep_soldout_mark_listening)`, "{{replica}} listening"),
+				}},
+		}},
 		{"Orders (the order stages: one order per buyer, optimistic locks)", []panelSpec{
 			{kind: "timeseries", title: "Orders/s by stage", width: 8, height: 8, unit: "ops",
 				description: "Orders written per second, from each order stage's order table (every replica reports the same table).",

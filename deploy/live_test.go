@@ -47,6 +47,8 @@ var panelStages = map[string][]string{
 	"Watchdog renewals and losses/s":               {"watchdog", "segmented"},
 	"Foreign unlocks (since the replicas started)": {"setnx-expire"},
 	"Empty segments (segmented)":                   {"segmented"},
+	"Limiter refusals/s per replica":               stagesRun,
+	"Sold-out mark answers/s per replica":          stagesRun,
 	"Orders/s by stage":                            {"one-per-user-naive"},
 	"Duplicate orders":                             {"one-per-user-naive"},
 	"Undersold units":                              {"one-per-user-naive"},

@@ -2,7 +2,9 @@
 // cmd/loadgen and cmd/workshop, so they run without a checkout: default.yaml
 // (every stage), max-rate.yaml, orders.yaml (the order stages: 一人一单 and
 // 乐观锁), and the failure scenarios crash.yaml, pause.yaml,
-// redis-restart.yaml, failover.yaml, partition.yaml and orders-down.yaml.
+// redis-restart.yaml, failover.yaml, partition.yaml and orders-down.yaml,
+// and spike-bots.yaml (the front door: limiters and the sold-out mark
+// against bots).
 package scenarios
 
 import (

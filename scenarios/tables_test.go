@@ -42,6 +42,10 @@ func TestEveryScenariosTablesFitTheTerminal(t *testing.T) {
 				for _, c := range run.Expect {
 					r.Checks = append(r.Checks, report.CheckResult{Check: c})
 				}
+				r.FrontDoor = run.FrontDoor
+				if run.Bots != nil {
+					r.Spike = &report.Spike{HonestUnits: 99999, BotUnits: 99999, RedisPerUnit: 99999.9, HonestP99MS: 12345.6, SoldOutMS: 99999, RateLimited: 9999999}
+				}
 				r.Shards = []report.ShardLoad{{Addr: "127.0.0.1:30001", Commands: 9999999, Cores: 1.23, Segments: make([]int, 16)}}
 			}
 			var out strings.Builder

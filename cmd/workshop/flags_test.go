@@ -57,8 +57,14 @@ func TestUsageErrorExitsTwo(t *testing.T) {
 		{[]string{"--step=maybe"}, "maybe"},
 		{[]string{"--keep=maybe"}, "maybe"},
 		{[]string{"--scenario", "reshard", "--redis", "server"}, "--redis cluster"},
-		{[]string{"--proxy", "go", "--nginx-limit-buyer", "5"}, "limit-nginx"},
-		{[]string{"--nginx-limit-global", "-1"}, "--nginx-limit-buyer"},
+		{[]string{"--proxy", "go", "--limiter", "limit-nginx", "--limit-buyer", "5"}, "limit-nginx"},
+		{[]string{"--limit-global", "-1"}, "--limit-buyer"},
+		{[]string{"--limiter", "limit-everything"}, "--limiter"},
+		{[]string{"--limiter", "limit-redis"}, "--limit-buyer or --limit-global"},
+		{[]string{"--limit-buyer-burst", "0"}, "--limit-buyer-burst"},
+		{[]string{"--soldout-mark-ttl", "-1s"}, "--soldout-mark-ttl"},
+		{[]string{"--soldout-mark-ttl", "soon"}, "soon"},
+		{[]string{"--scenario", "spike-bots", "--proxy", "go"}, "limit-nginx"},
 	} {
 		// Killed after 30 s, should it run what it should refuse.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -60,6 +60,7 @@ type live struct {
 	enters   <-chan struct{}
 	log      *slog.Logger
 	renewals *renewalCounter
+	doors    *frontDoorReader
 	// token, in the page, must come with POST /run: no other web page open
 	// in the browser can read it, so none can start a stage.
 	token string
@@ -116,7 +117,7 @@ func startLive(addr, scenario string, runs int, step bool, roomToken string, log
 	l := &live{
 		url: "http://" + ln.Addr().String() + "/", served: make(chan struct{}), quit: make(chan struct{}),
 		step: step, run: make(chan struct{}, 1), log: log, scenario: scenario, runs: runs,
-		renewals: newRenewalCounter(), token: randomToken(), frames: newFrames(),
+		renewals: newRenewalCounter(), doors: newFrontDoorReader(), token: randomToken(), frames: newFrames(),
 	}
 	if roomToken != "" {
 		l.token, l.room = roomToken, true
@@ -189,9 +190,13 @@ func (l *live) close() {
 	<-l.served
 }
 
-// follow counts the replicas' watchdog renewals until ctx ends.
+// follow counts the replicas' watchdog renewals and reads their front
+// doors until ctx ends.
 func (l *live) follow(ctx context.Context, replicaURLs []string) {
+	var wg sync.WaitGroup
+	wg.Go(func() { l.doors.follow(ctx, replicaURLs) })
 	l.renewals.follow(ctx, replicaURLs)
+	wg.Wait()
 }
 
 // finish shows the run's end: the rows as the report has them (judged
@@ -437,6 +442,8 @@ type liveNow struct {
 	SalesPerSec float64
 	StockLeft   string
 	Renewals    int
+	// Doors are the replicas' front doors (limiter refusals, the mark).
+	Doors       []replicaDoor
 	Chart       template.HTML
 	ShardsTable template.HTML
 	StreamTable template.HTML
@@ -492,6 +499,7 @@ func (l *live) now(c *liveStage) (*liveNow, error) {
 		ElapsedS:     time.Since(c.started).Seconds(),
 		SalesPerSec:  recentSalesPerSec(snap.Timeline),
 		Renewals:     l.renewals.count(c.start.Stage),
+		Doors:        l.doors.now(),
 	}
 	if snap.Stock != nil {
 		now.StockLeft = fmt.Sprint(*snap.Stock)

@@ -38,7 +38,6 @@ import (
 	"github.com/lockstep/lockstep/internal/shoprules"
 	"github.com/lockstep/lockstep/internal/storeview"
 	"github.com/lockstep/lockstep/inventory"
-	"github.com/lockstep/lockstep/nginx"
 	"github.com/lockstep/lockstep/scenarios"
 )
 
@@ -87,16 +86,9 @@ type options struct {
 	lockServers                          string
 	adminToken, only, liveAddr           string
 	keep, step, liveRoom                 bool
-	// limit-nginx's rates (requests per second, 0: none) and bursts.
-	nginxLimit nginx.Limit
-}
-
-// limitNginx is limit-nginx as the flags ask for it, or nil.
-func (o options) limitNginx() *nginx.Limit {
-	if o.nginxLimit.PerBuyer == 0 && o.nginxLimit.Global == 0 {
-		return nil
-	}
-	return &o.nginxLimit
+	// frontDoor is the limiter and sold-out mark of every run that names
+	// none (a scenario's front_door overrides it for its run).
+	frontDoor plan.FrontDoor
 }
 
 func parseFlags(args []string) (options, error) {
@@ -107,10 +99,12 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.out, "out", "out/workshop", "directory for report.json, report.html and workshop.json")
 	fs.BoolVar(&o.keep, "keep", false, "leave everything running after the run, until Ctrl-C, to explore by hand")
 	fs.StringVar(&o.proxy, "proxy", proxyAuto, "front proxy: auto (nginx when installed), nginx or go")
-	fs.IntVar(&o.nginxLimit.PerBuyer, "nginx-limit-buyer", 0, "limit-nginx: deducts per second a buyer (?user=, else the address) may make through nginx (0: no per-buyer limit; needs nginx)")
-	fs.IntVar(&o.nginxLimit.BuyerBurst, "nginx-limit-buyer-burst", 1, "limit-nginx: burst of the per-buyer limit")
-	fs.IntVar(&o.nginxLimit.Global, "nginx-limit-global", 0, "limit-nginx: deducts per second of all buyers through nginx (0: no global limit; needs nginx)")
-	fs.IntVar(&o.nginxLimit.GlobalBurst, "nginx-limit-global-burst", 1, "limit-nginx: burst of the global limit")
+	fs.StringVar(&o.frontDoor.Limiter, "limiter", plan.LimitNone, "rate limiter before every deduct of every replica: "+strings.Join(plan.Limiters, ", ")+" (limit-nginx: nginx's limit_req, not with --proxy go)")
+	fs.IntVar(&o.frontDoor.Buyer, "limit-buyer", 0, "the limiter's deducts per second per buyer (?user=, else the address; 0: no per-buyer limit)")
+	fs.IntVar(&o.frontDoor.BuyerBurst, "limit-buyer-burst", 1, "burst of the per-buyer limit")
+	fs.IntVar(&o.frontDoor.Global, "limit-global", 0, "the limiter's deducts per second of all buyers (0: no global limit)")
+	fs.IntVar(&o.frontDoor.GlobalBurst, "limit-global-burst", 1, "burst of the global limit")
+	markTTL := fs.Duration("soldout-mark-ttl", 0, "the sold-out mark of every replica: a SKU learned sold out is answered from memory until pub/sub clears it, or this long at most (0: no mark)")
 	fs.StringVar(&o.redis, "redis", redisAuto, "Redis: auto (redis-server when on PATH), server, cluster (a Redis Cluster of 3 masters and 3 replicas; redlock unavailable) or embedded")
 	fs.IntVar(&o.redisMasters, "redis-masters", 3, "independent Redis masters; the first holds the stock, three or more make the redlock stage available")
 	fs.StringVar(&o.lockServers, "lock-servers", lockServersAuto, "lock servers of the mysql, etcd and zookeeper stages: auto (start MariaDB, a 3-member etcd cluster and a 3-member ZooKeeper ensemble when installed) or off")
@@ -123,6 +117,7 @@ func parseFlags(args []string) (options, error) {
 	if err := flagenv.ParseArgs(fs, args); err != nil {
 		return o, err
 	}
+	o.frontDoor.SoldOutMarkTTL = plan.Duration(*markTTL)
 	if err := o.check(); err != nil {
 		return o, flagenv.Usage(err)
 	}
@@ -136,9 +131,12 @@ func (o options) check() error {
 		flagenv.Check(o.replicas >= 1, "replicas", "at least 1"),
 		flagenv.Check(o.redisMasters >= 1, "redis-masters", "at least 1"),
 		flagenv.OneOf("proxy", o.proxy, proxyAuto, proxyNginx, proxyGo),
-		flagenv.Check(o.nginxLimit.PerBuyer >= 0 && o.nginxLimit.Global >= 0, "nginx-limit-buyer", "rates at least 0"),
-		flagenv.Check(o.nginxLimit.BuyerBurst >= 1 && o.nginxLimit.GlobalBurst >= 1, "nginx-limit-buyer-burst", "bursts at least 1"),
-		flagenv.Check(o.limitNginx() == nil || o.proxy != proxyGo, "nginx-limit-buyer", "limit-nginx lives in nginx: not with --proxy go"),
+		flagenv.OneOf("limiter", o.frontDoor.Limiter, plan.Limiters...),
+		flagenv.Check(o.frontDoor.Buyer >= 0 && o.frontDoor.Global >= 0, "limit-buyer", "rates at least 0"),
+		flagenv.Check(o.frontDoor.BuyerBurst >= 1 && o.frontDoor.GlobalBurst >= 1, "limit-buyer-burst", "bursts at least 1"),
+		flagenv.Check(o.frontDoor.Limiter == plan.LimitNone || o.frontDoor.Buyer > 0 || o.frontDoor.Global > 0, "limiter", "a limiter needs --limit-buyer or --limit-global"),
+		flagenv.Check(o.frontDoor.Limiter != plan.LimitNginx || o.proxy != proxyGo, "limiter", "limit-nginx lives in nginx: the Go proxy (--proxy go) cannot limit"),
+		flagenv.Check(o.frontDoor.SoldOutMarkTTL >= 0, "soldout-mark-ttl", "at least 0"),
 		flagenv.OneOf("redis", o.redis, redisAuto, redisServer, redisCluster, redisEmbedded),
 		flagenv.OneOf("lock-servers", o.lockServers, lockServersAuto, lockServersOff),
 		checkLiveAddr(o.liveAddr, o.liveRoom),
@@ -267,7 +265,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	replicas, err := startReplicas(ctx, bin, o.replicas, shopEnv, o.adminToken, workDir, log)
+	doors := newFrontDoors(o.frontDoor)
+	replicas, err := startReplicas(ctx, bin, o.replicas, shopEnv, doors.env, o.adminToken, workDir, log)
 	if err != nil {
 		return err
 	}
@@ -299,11 +298,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer following.Wait()
 	defer stopFollowing()
 
-	proxy, err := startProxy(ctx, o.proxy, upstreams, o.limitNginx(), workDir)
+	proxy, err := startProxy(ctx, o.proxy, upstreams, nginxLimit(o.frontDoor), workDir)
 	if err != nil {
 		return err
 	}
 	defer proxy.stop()
+	doors.replicas, doors.proxy = replicas, proxy
 	say("proxy: %s at %s", proxy.component, proxy.url)
 
 	st := state{
@@ -338,6 +338,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		ReplicaURLs:  replicaURLs,
 		AdminToken:   o.adminToken,
 		Stores:       stores,
+		FrontDoors:   doors,
 		Injector:     &injector{replicas: replicas, redis: rs, group: wiring.group, links: wiring.links, lockServers: servers, workers: workers},
 		Redis:        redisComponent,
 		Proxy:        proxy.component,
@@ -443,6 +444,11 @@ func loadScenario(o options) (*plan.Scenario, string, error) {
 	}
 	if err := loadgen.CheckStages(sc, inventory.StageIDs()); err != nil {
 		return nil, "", flagenv.Usage(err)
+	}
+	for _, run := range sc.Runs {
+		if run.FrontDoor != nil && run.FrontDoor.Limiter == plan.LimitNginx && o.proxy == proxyGo {
+			return nil, "", flagenv.Usage(fmt.Errorf("scenario %s: a run's front_door is limit-nginx: %w (--proxy go)", name, errNginxNeeded))
+		}
 	}
 	return sc, name, nil
 }

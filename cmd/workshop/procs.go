@@ -63,8 +63,9 @@ func (s *supervised) loop() {
 		}
 		s.restarts++
 		// Crash steps and the crash scenario end a replica on purpose (exit
-		// status 137 is their SIGKILL): said here, not only at the end.
-		s.log.Info("process exited; restarting it (crash and kill steps end a process on purpose)", "name", s.name, "exit", fmt.Sprint(p.Err()), "restarts", s.restarts)
+		// status 137 is their SIGKILL), and a run's front door restarts
+		// the replicas: said here, not only at the end.
+		s.log.Info("process exited; restarting it (crash and kill steps, and a run's front door, end a process on purpose)", "name", s.name, "exit", fmt.Sprint(p.Err()), "restarts", s.restarts)
 		next, err := s.start()
 		if err != nil {
 			s.log.Error("restart failed; giving up on it", "name", s.name, "err", err)
@@ -103,6 +104,21 @@ func (s *supervised) kill() error {
 	}
 	_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
 	<-p.Done()
+	return nil
+}
+
+// restart ends the running process politely (SIGTERM; its group killed
+// after launch.StopGrace) and returns once it exited; supervision then
+// starts it again, with what start reads then (a new front door's
+// settings).
+func (s *supervised) restart() error {
+	s.mu.Lock()
+	p := s.current
+	s.mu.Unlock()
+	if p.Exited() {
+		return fmt.Errorf("%s: %w", s.name, errNotRunning)
+	}
+	p.Stop(syscall.SIGTERM)
 	return nil
 }
 

@@ -33,7 +33,7 @@ const (
 type frontProxy struct {
 	url       string
 	component report.Component
-	nginx     *launch.Process
+	nginx     *launch.Nginx
 	server    *http.Server
 	rr        *roundRobin
 }
@@ -42,7 +42,7 @@ func startProxy(ctx context.Context, mode string, upstreams []string, limit *ngi
 	bin, lookErr := launch.NginxBinary()
 	switch {
 	case limit != nil && lookErr != nil:
-		return nil, fmt.Errorf("--nginx-limit-*: limit-nginx needs nginx: %w", lookErr)
+		return nil, fmt.Errorf("--limiter limit-nginx needs nginx: %w", lookErr)
 	case mode == proxyGo:
 		return startGoProxy(upstreams, "chosen with --proxy go")
 	case mode == proxyAuto && lookErr != nil:
@@ -65,8 +65,22 @@ func startNginx(ctx context.Context, bin string, upstreams []string, limit *ngin
 	return &frontProxy{
 		url:       n.URL,
 		component: report.Component{Kind: "nginx", Version: nginxVersion(bin), Addr: n.URL},
-		nginx:     n.Process,
+		nginx:     n,
 	}, nil
+}
+
+// reloadGrace is how long a reloaded nginx's old workers get to finish
+// gracefully: the load generator's idle keep-alive connections kept one
+// for more than 10 s in a workshop run. Between runs nothing is in
+// flight, so nothing is cut.
+const reloadGrace = 2 * time.Second
+
+// reload renders nginx.conf with limit (nil: none) and reloads nginx,
+// returning once every request meets the new configuration.
+func (p *frontProxy) reload(ctx context.Context, limit *nginx.Limit) error {
+	cfg := p.nginx.Config
+	cfg.Limit = limit
+	return p.nginx.Reload(ctx, cfg, reloadGrace)
 }
 
 // nginxVersion parses `nginx -v`, which prints "nginx version: nginx/1.22.1"

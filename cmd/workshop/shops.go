@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,8 +37,9 @@ func (r *replica) url() string { return "http://" + r.addr }
 func replicaName(i int) string { return fmt.Sprintf("shop-%d", i+1) }
 
 // startReplicas starts n shop processes on free loopback ports and waits
-// until each is ready; redisEnv gives each its Redis settings (LOCKSTEP_*).
-func startReplicas(ctx context.Context, bin string, n int, redisEnv func(name string) []string, adminToken, dir string, log *slog.Logger) ([]*replica, error) {
+// until each is ready; redisEnv gives each its Redis settings (LOCKSTEP_*),
+// frontEnv its front door's, read again at every restart.
+func startReplicas(ctx context.Context, bin string, n int, redisEnv func(name string) []string, frontEnv func() []string, adminToken, dir string, log *slog.Logger) ([]*replica, error) {
 	var replicas []*replica
 	stopAll := func() {
 		for _, r := range replicas {
@@ -60,7 +62,7 @@ func startReplicas(ctx context.Context, bin string, n int, redisEnv func(name st
 		}, redisEnv(r.name)...)
 		logPath := filepath.Join(dir, r.name+".log")
 		r.sup, err = supervise(r.name, log, func() (*launch.Process, error) {
-			return launch.Start(r.name, bin, nil, env, logPath)
+			return launch.Start(r.name, bin, nil, slices.Concat(env, frontEnv()), logPath)
 		})
 		if err != nil {
 			stopAll()

@@ -135,6 +135,9 @@ type Server struct {
 	// header, as gin's c.Header does): built once, since every answer
 	// carries it.
 	replicaValue []string
+	// markBody is the sold-out mark's answer, encoded once: the mark
+	// answers the spike's bulk, after the sell-out.
+	markBody []byte
 }
 
 // jsonContentType is the Content-Type of a deduct's answer, built once.
@@ -153,8 +156,9 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	markBody, _ := json.Marshal(errorBody{Error: CodeSoldOut, Message: inventory.ErrSoldOut.Error() + " (the sold-out mark: no Redis round trip)"}) // two strings always encode
 	s := &Server{
-		cfg: cfg, inv: cfg.Inventory, metrics: cfg.Metrics, log: cfg.Logger,
+		cfg: cfg, inv: cfg.Inventory, metrics: cfg.Metrics, log: cfg.Logger, markBody: markBody,
 		idem: &idempotency{
 			rdb: cfg.Redis, log: cfg.Logger, ttl: cfg.IdempotencyTTL,
 			// The marker is a lease its owner renews while it runs: it
@@ -350,7 +354,8 @@ func (s *Server) deduct(c *gin.Context) {
 	if s.cfg.SoldOut != nil && s.cfg.SoldOut.Marked(stage, sku) {
 		// Before the Idempotency-Key is claimed: nothing sold, the key free.
 		s.cfg.FrontDoor.Marked(stage)
-		s.failWith(c, fmt.Errorf("%w (the sold-out mark: no Redis round trip)", inventory.ErrSoldOut))
+		c.Data(http.StatusConflict, "application/json; charset=utf-8", s.markBody)
+		c.Abort()
 		return
 	}
 	sell := func(ctx context.Context) answer {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -202,8 +203,9 @@ func NginxBinary() (string, error) {
 // Nginx is an nginx started by StartNginx.
 type Nginx struct {
 	*Process
-	URL    string // http://<its listen address>
-	Prefix string // its private prefix: nginx.conf, logs/
+	URL    string       // http://<its listen address>
+	Prefix string       // its private prefix: nginx.conf, logs/
+	Config nginx.Config // what its nginx.conf was rendered from (Listen filled in)
 }
 
 // StartNginx renders nginx/nginx.conf with cfg (on a free loopback port
@@ -223,23 +225,64 @@ func StartNginx(ctx context.Context, bin, dir string, cfg nginx.Config) (*Nginx,
 		}
 		cfg.Listen = listen
 	}
-	var conf bytes.Buffer
-	if err := nginx.Render(&conf, cfg); err != nil {
-		return nil, err
-	}
 	confPath := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(confPath, conf.Bytes(), 0o644); err != nil {
-		return nil, fmt.Errorf("write nginx.conf: %w", err)
+	if err := writeNginxConf(confPath, cfg); err != nil {
+		return nil, err
 	}
 	p, err := Start("nginx", bin, []string{"-p", dir, "-c", confPath, "-g", "daemon off;"}, nil, filepath.Join(dir, "logs", "stdout.log"))
 	if err != nil {
 		return nil, err
 	}
-	n := &Nginx{Process: p, URL: "http://" + cfg.Listen, Prefix: dir}
+	n := &Nginx{Process: p, URL: "http://" + cfg.Listen, Prefix: dir, Config: cfg}
 	if err := WaitHTTPReady(ctx, n.URL+"/healthz", nil); err != nil {
 		p.Stop(syscall.SIGQUIT)
 		log, _ := os.ReadFile(filepath.Join(dir, "logs", "error.log"))
 		return nil, fmt.Errorf("nginx: %w\n%s", err, log)
 	}
 	return n, nil
+}
+
+func writeNginxConf(path string, cfg nginx.Config) error {
+	var conf bytes.Buffer
+	if err := nginx.Render(&conf, cfg); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, conf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write nginx.conf: %w", err)
+	}
+	return nil
+}
+
+// Reload renders nginx.conf from cfg (its Listen kept) and reloads nginx
+// (SIGHUP), returning once the workers of the old configuration are gone,
+// so every request from then on meets the new one. The old workers get
+// grace to finish gracefully, then are told to exit at once (SIGTERM,
+// nginx's fast shutdown of a worker): idle keep-alive connections can keep
+// one alive for more than 10 s.
+func (n *Nginx) Reload(ctx context.Context, cfg nginx.Config, grace time.Duration) error {
+	cfg.Listen = n.Config.Listen
+	if err := writeNginxConf(filepath.Join(n.Prefix, "nginx.conf"), cfg); err != nil {
+		return err
+	}
+	n.Config = cfg
+	master := n.Pid()
+	old := slices.DeleteFunc(proc.Group(master), func(pid int) bool { return pid == master })
+	if err := n.Signal(syscall.SIGHUP); err != nil {
+		return fmt.Errorf("reload nginx: %w", err)
+	}
+	graceOver := time.After(grace)
+	ctx, cancel := context.WithTimeout(ctx, grace+StopGrace)
+	defer cancel()
+	for slices.ContainsFunc(old, proc.Alive) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("reload nginx: the old workers %v still run: %w", old, ctx.Err())
+		case <-graceOver:
+			for _, pid := range old {
+				_ = syscall.Kill(pid, syscall.SIGTERM)
+			}
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }

@@ -91,6 +91,9 @@ type Config struct {
 	// without it runs with a fault step are skipped. They also need the
 	// replicas' URLs and a Redis address.
 	Injector fault.Injector
+	// FrontDoors, optional, puts each run's front door before the stages
+	// (the workshop's); without it runs with a front_door are skipped.
+	FrontDoors FrontDoors
 	// GrafanaURL, optional, is where each stage run is annotated (a region
 	// tagged lockstep and the stage); a user in it is sent as basic auth,
 	// GrafanaToken, if set, as a bearer token instead. A failed annotation

@@ -14,6 +14,7 @@ import (
 	"github.com/lockstep/lockstep/internal/loadgen/saletrace"
 	"github.com/lockstep/lockstep/internal/loadgen/shards"
 	"github.com/lockstep/lockstep/internal/loadgen/shopapi"
+	"github.com/lockstep/lockstep/internal/loadgen/spike"
 	"github.com/lockstep/lockstep/internal/loadgen/timeline"
 )
 
@@ -22,7 +23,7 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	sku := r.cfg.Scenario.SKU
 	row = report.StageRun{
 		StageID: report.StageID{Index: index, Label: run.Label, Stage: run.Stage, Via: run.Via},
-		Load:    report.Load{Rate: run.AttackRate().String(), Workers: run.Workers, Faults: run.Faults},
+		Load:    report.Load{Rate: run.AttackRate().String(), Workers: run.Workers, Faults: run.Faults, FrontDoor: run.FrontDoor},
 	}
 	info := r.info[run.Stage]
 	row.Title, row.Article, row.Mechanism, row.Defect = info.Title, info.Article, info.Mechanism, info.Defect
@@ -42,6 +43,9 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 	case run.HoldWorkers && (r.cfg.Injector == nil || len(r.cfg.Injector.OrderWorkers()) == 0):
 		row.Skipped = "hold_workers needs the workshop's order workers (go run ./cmd/workshop): it stops and continues them"
 		return row
+	case run.FrontDoor != nil && r.cfg.FrontDoors == nil:
+		row.Skipped = "a front_door needs the workshop (go run ./cmd/workshop): it restarts the replicas behind that limiter and mark"
+		return row
 	case run.Fault != nil && run.Fault.Kind == plan.FaultOrdersDown && !r.cfg.Injector.HasOrderServer():
 		row.Skipped = "an orders-down step needs the orders in MariaDB (the embedded SQLite file is the shops' own, nothing to stop)"
 		return row
@@ -56,6 +60,12 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		r.live = &LiveStage{phase: "waiting to start"}
 		if err := r.cfg.Watch.StageStarting(ctx, stageStart(len(r.cfg.Scenario.Runs), index, run, &row), r.live); err != nil {
 			return fail(err)
+		}
+	}
+	if r.cfg.FrontDoors != nil {
+		r.live.setPhase("front door")
+		if err := r.cfg.FrontDoors.Use(ctx, run.FrontDoor); err != nil {
+			return fail(fmt.Errorf("front door: %w", err))
 		}
 	}
 	var tracer *saletrace.Tracer
@@ -127,6 +137,15 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		defer func() { cancelPayers(); payersOfLoad.Wait() }()
 		observers = append(observers, payersOfLoad)
 	}
+	var bots *spike.Observer
+	if run.Bots != nil {
+		limiter := plan.LimitNone
+		if run.FrontDoor != nil {
+			limiter = run.FrontDoor.Limiter
+		}
+		bots = spike.New(limiter)
+		observers = append(observers, bots)
+	}
 	t := attack.Run(ctx, attack.Spec{
 		Name:          run.Stage,
 		URL:           shopapi.DeductURL(base, run.Stage, sku),
@@ -136,7 +155,11 @@ func (r *runner) runStage(ctx context.Context, index int, run plan.RunSpec) (row
 		StopAtSoldOut: run.StopsWhenSoldOut(),
 		Timeout:       run.Timeout.D(),
 		Buyers:        run.Buyers,
+		Bots:          run.Bots,
 	}, observers...)
+	if bots != nil {
+		row.Spike = bots.Record()
+	}
 	if payersOfLoad != nil {
 		payersOfLoad.LoadDone()
 	}

@@ -60,7 +60,7 @@ type LiveSnapshot struct {
 	Phase    string
 	Timeline report.Timeline
 	// The attacks' answers by outcome so far.
-	Requests, Sales, SoldOut, Busy, AlreadyBought, Errors int
+	Requests, Sales, SoldOut, Busy, AlreadyBought, RateLimited, Errors int
 	// Oversold is the latest audit's figure; MaxHolders its most sales
 	// seen inside the critical section at once (the track_holders fault).
 	Oversold   int
@@ -91,8 +91,8 @@ func (l *LiveStage) Snapshot() LiveSnapshot {
 	}
 	var byOutcome [attack.NumOutcomes]int
 	s.Timeline, byOutcome = tl.Snapshot()
-	s.Sales, s.SoldOut, s.Busy, s.AlreadyBought, s.Errors = byOutcome[attack.Sale], byOutcome[attack.SoldOut], byOutcome[attack.Busy], byOutcome[attack.AlreadyBought], byOutcome[attack.Error]
-	s.Requests = s.Sales + s.SoldOut + s.Busy + s.AlreadyBought + s.Errors
+	s.Sales, s.SoldOut, s.Busy, s.AlreadyBought, s.RateLimited, s.Errors = byOutcome[attack.Sale], byOutcome[attack.SoldOut], byOutcome[attack.Busy], byOutcome[attack.AlreadyBought], byOutcome[attack.RateLimited], byOutcome[attack.Error]
+	s.Requests = s.Sales + s.SoldOut + s.Busy + s.AlreadyBought + s.RateLimited + s.Errors
 	return s
 }
 

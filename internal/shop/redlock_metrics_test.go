@@ -103,8 +103,10 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	// All but the shop-wide connection gauges (metrics.RedisPools,
-	// metrics.HTTPConns) are per stage.
-	shopWide := strings.NewReplacer("lockstep_redis_pool_conns ", "", "lockstep_redis_pool_idle_conns ", "", "lockstep_http_open_conns ", "")
+	// metrics.HTTPConns) and the sold-out mark's (one mark per replica,
+	// its state exported with or without it) are per stage.
+	shopWide := strings.NewReplacer("lockstep_redis_pool_conns ", "", "lockstep_redis_pool_idle_conns ", "", "lockstep_http_open_conns ", "",
+		"lockstep_soldout_marks ", "", "lockstep_soldout_mark_listening ", "")
 	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, "lockstep_") && !strings.Contains(line, `stage="`) && shopWide.Replace(line) == line {
 			t.Errorf("series without a stage label: %s", line)

@@ -232,7 +232,7 @@ func New(cfg Config) (*Shop, error) {
 	s.server = httpapi.New(httpapi.Config{
 		Inventory: inv, Redis: stock, Metrics: s.Metrics, Logger: cfg.Logger, Replica: cfg.Replica,
 		AdminToken: cfg.AdminToken, IdempotencyTTL: cfg.IdempotencyTTL, RequestTimeout: cfg.RequestTimeout,
-		Tracer: tracer, Limiter: limiter, SoldOut: mark, FrontDoor: metrics.NewFrontDoor(s.Metrics.Registry, markState),
+		Tracer: tracer, Limiter: limiter, SoldOut: mark, FrontDoor: metrics.NewFrontDoor(s.Metrics.Registry, markState, inventory.StageIDs()),
 	})
 	return s, nil
 }

@@ -23,6 +23,8 @@ type Spec struct {
 	Also []string
 	// Buyers, optional, names a buyer in each request (buyers.go).
 	Buyers *plan.Buyers
+	// Bots, optional, names a bot or an honest buyer in each (buyers.go).
+	Bots *plan.Bots
 }
 
 // Result is one answer as observers see it: vegeta's result (its start
@@ -77,6 +79,9 @@ func Run(ctx context.Context, spec Spec, observers ...Observer) *Tally {
 	targeter := vegeta.NewStaticTargeter(targets...)
 	if spec.Buyers != nil {
 		targeter = buyerTargeter(spec.URL, *spec.Buyers, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())))
+	}
+	if spec.Bots != nil {
+		targeter = botTargeter(spec.URL, *spec.Bots, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())))
 	}
 
 	var interval time.Duration

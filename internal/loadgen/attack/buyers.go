@@ -39,3 +39,31 @@ func buyerTargeter(deduct string, b plan.Buyers, rng *rand.Rand) vegeta.Targeter
 		return nil
 	}
 }
+
+// botTargeter returns a vegeta targeter of sales naming a spike's two
+// kinds of buyer (plan.Bots): a bot's, in turn, for a Share of the draws,
+// else the next honest buyer's, a fresh one who sends a second request
+// right after the first for a Twice of them.
+func botTargeter(deduct string, b plan.Bots, rng *rand.Rand) vegeta.Targeter {
+	var mu sync.Mutex
+	var honest, bot int
+	var again bool // the last honest buyer sends another
+	return func(t *vegeta.Target) error {
+		mu.Lock()
+		var name string
+		switch {
+		case rng.Float64() < b.Share:
+			name = plan.BotPrefix + strconv.Itoa(bot%b.Count)
+			bot++
+		case again:
+			name, again = plan.HonestPrefix+strconv.Itoa(honest-1), false
+		default:
+			name = plan.HonestPrefix + strconv.Itoa(honest)
+			honest++
+			again = rng.Float64() < b.Twice
+		}
+		mu.Unlock()
+		t.Method, t.URL, t.Body, t.Header = http.MethodPost, deduct+"&user="+url.QueryEscape(name), nil, nil
+		return nil
+	}
+}

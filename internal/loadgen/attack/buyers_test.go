@@ -93,3 +93,50 @@ func TestAnAlreadyBoughtAnswerIsARefusalNotSoldOut(t *testing.T) {
 			row.Requests, row.Sales, row.Busy, row.SoldOut, row.AlreadyBought)
 	}
 }
+
+// A spike's population: about Share of the targets are the bots', in
+// turn; every honest buyer sends one request, or two back to back.
+func TestBotsAndHonestBuyers(t *testing.T) {
+	next := botTargeter("http://shop/api/stages/x/deduct?sku=sku-1&qty=1", plan.Bots{Count: 4, Share: 0.4, Twice: 0.5}, rand.New(rand.NewPCG(1, 2)))
+	const n = 10_000
+	bots, honest := map[string]int{}, map[string]int{}
+	last := ""
+	for range n {
+		var target vegeta.Target
+		if err := next(&target); err != nil {
+			t.Fatal(err)
+		}
+		user := userOf(t, target)
+		switch {
+		case strings.HasPrefix(user, plan.BotPrefix):
+			bots[user]++
+		case strings.HasPrefix(user, plan.HonestPrefix):
+			if honest[user] > 0 && user != last {
+				t.Fatalf("%s's second request is not right after its first", user)
+			}
+			honest[user]++
+			last = user
+		default:
+			t.Fatalf("buyer %q is neither a bot nor honest", user)
+		}
+	}
+	botRequests := 0
+	for _, c := range bots {
+		botRequests += c
+	}
+	if len(bots) != 4 || botRequests < 0.37*n || botRequests > 0.43*n {
+		t.Errorf("%d bots sent %d of %d requests, want 4 sending about 40%%", len(bots), botRequests, n)
+	}
+	twice := 0
+	for user, c := range honest {
+		if c > 2 {
+			t.Fatalf("%s sent %d requests", user, c)
+		}
+		if c == 2 {
+			twice++
+		}
+	}
+	if share := float64(twice) / float64(len(honest)); share < 0.4 || share > 0.6 {
+		t.Errorf("%.2f of the honest buyers sent twice, want about 0.5", share)
+	}
+}

@@ -18,6 +18,8 @@ const (
 	// refusal of its own: neither a busy lock nor a sold out that would end
 	// the run.
 	AlreadyBought
+	// RateLimited: a front door's refusal (429 rate_limited), nothing sold.
+	RateLimited
 	Error // the last: arrays of every outcome are [NumOutcomes]
 )
 
@@ -42,6 +44,8 @@ func Classify(code uint16) Outcome {
 		return SoldOut
 	case http.StatusLocked:
 		return Busy
+	case http.StatusTooManyRequests:
+		return RateLimited
 	}
 	return Error
 }

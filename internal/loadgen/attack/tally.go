@@ -23,8 +23,10 @@ type Tally struct {
 	Busy       int
 	// AlreadyBought are the one-per-user refusals (409 already_bought).
 	AlreadyBought int
-	Errors        int
-	FirstSale     time.Time
+	// RateLimited are a limiter's refusals (429).
+	RateLimited int
+	Errors      int
+	FirstSale   time.Time
 	// latencies of every answer and of the sales alone. At a fixed rate
 	// they run from each request's intended send time (its slot in the
 	// pacer's schedule), so a stalled server's backlog counts the wait it
@@ -67,6 +69,8 @@ func (t *Tally) Add(r *vegeta.Result) {
 		t.Busy++
 	case AlreadyBought:
 		t.AlreadyBought++
+	case RateLimited:
+		t.RateLimited++
 	case Error:
 		t.Errors++
 		msg := r.Error
@@ -127,7 +131,7 @@ func (t *Tally) Done() {
 
 // Answers is the tally's record: its counts, its error samples and rates.
 func (t *Tally) Answers() report.Answers {
-	a := report.Answers{Requests: t.Requests, Sales: t.Sales, SoldOut: t.SoldOut, Busy: t.Busy, AlreadyBought: t.AlreadyBought, Errors: t.Errors}
+	a := report.Answers{Requests: t.Requests, Sales: t.Sales, SoldOut: t.SoldOut, Busy: t.Busy, AlreadyBought: t.AlreadyBought, RateLimited: t.RateLimited, Errors: t.Errors}
 	for msg, n := range t.errorSamples {
 		a.ErrorSamples = append(a.ErrorSamples, fmt.Sprintf("%d× %s", n, msg))
 	}

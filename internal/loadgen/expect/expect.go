@@ -5,7 +5,7 @@
 // evaluation are here (expect.go); the checks, one file per family: the
 // load's outcome (load.go), the crash step (crash.go), the fault steps
 // (fault.go), orders (orders.go), async stages (async.go, asyncoutage.go),
-// payments (payment.go).
+// payments (payment.go), a spike with bots (spike.go).
 //
 // It reads records only: it must not import the rest of loadgen, vegeta,
 // HTTP or Redis clients, nor the stores' packages but for the result
@@ -40,7 +40,7 @@ type maker = func(args []string) (checkFunc, error)
 // names its checks in its own file, so a new check of a family is that
 // file's change alone.
 func checkMaker(name string) (maker, bool) {
-	for _, family := range []func() map[string]maker{loadMakers, crashMakers, faultMakers, orderMakers, asyncMakers, asyncOutageMakers, paymentMakers} {
+	for _, family := range []func() map[string]maker{loadMakers, crashMakers, faultMakers, orderMakers, asyncMakers, asyncOutageMakers, paymentMakers, spikeMakers} {
 		if mk, ok := family()[name]; ok {
 			return mk, true
 		}

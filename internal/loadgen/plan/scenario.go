@@ -48,6 +48,13 @@ type RunConfig struct {
 	Timeout      Duration `yaml:"timeout" json:"timeout"`
 	// Buyers, optional, names a buyer in every sale (the order stages).
 	Buyers *Buyers `yaml:"buyers" json:"buyers,omitempty"`
+	// Bots, optional, makes the requests a spike's two kinds of buyer
+	// (bots.go); not with Buyers.
+	Bots *Bots `yaml:"bots" json:"bots,omitempty"`
+	// FrontDoor, optional, is the limiter and sold-out mark the run's
+	// replicas (and nginx) put before the stage (frontdoor.go); without
+	// it the workshop's flags choose.
+	FrontDoor *FrontDoor `yaml:"front_door" json:"front_door,omitempty"`
 }
 
 // RunSpec is one stage run of the scenario.
@@ -225,6 +232,12 @@ func (c RunConfig) merge(defaults RunConfig) RunConfig {
 	if c.Buyers == nil {
 		c.Buyers = defaults.Buyers
 	}
+	if c.Bots == nil {
+		c.Bots = defaults.Bots
+	}
+	if c.FrontDoor == nil {
+		c.FrontDoor = defaults.FrontDoor
+	}
 	return c
 }
 
@@ -274,6 +287,19 @@ func (sc *Scenario) validate(shop Shop, check RunCheck) error {
 		}
 		if run.Buyers != nil {
 			if err := run.Buyers.validate(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			}
+		}
+		if run.Bots != nil {
+			if err := run.Bots.validate(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			}
+			if run.Buyers != nil {
+				errs = append(errs, fmt.Errorf("%s: bots and buyers are two populations: give one", where))
+			}
+		}
+		if run.FrontDoor != nil {
+			if err := run.FrontDoor.validate(); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", where, err))
 			}
 		}

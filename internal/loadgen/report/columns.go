@@ -3,13 +3,13 @@ package report
 import "html/template"
 
 // A resultColumn is one column of the results: of one of the terminal's
-// two tables (the load a run took, what it showed) and of report.html's
+// tables (the load a run took, what it showed) and of report.html's
 // results table, which has both. Each record declares its own columns
 // beside its fields (its columns method); resultColumns, beside
 // StageRun's records, lists them in order. The row's name comes first in every table and is no record's.
 type resultColumn struct {
 	// head is the terminal table's head, "" for a column of report.html
-	// alone; table says which of the two tables, kind how it is laid out,
+	// alone; table says which of the tables, kind how it is laid out,
 	// text its cell.
 	head  string
 	table resultTable
@@ -24,12 +24,13 @@ type resultColumn struct {
 	shown func(*Report) bool
 }
 
-// resultTable is one of the terminal's two results tables.
+// resultTable is one of the terminal's results tables.
 type resultTable int
 
 const (
-	loadTable  resultTable = iota // the load each run took
-	shownTable                    // what it showed
+	loadTable      resultTable = iota // the load each run took
+	shownTable                        // what it showed
+	frontDoorTable                    // a spike's front door and buyers
 )
 
 // htmlCell is a cell of report.html's results table: Value is escaped by

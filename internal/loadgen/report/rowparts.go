@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 )
@@ -58,10 +59,23 @@ type Load struct {
 	Rate     string      `json:"rate"`
 	Workers  int         `json:"workers"`
 	Faults   plan.Faults `json:"faults"`
+	// FrontDoor is the limiter and mark the run ran behind (nil: the
+	// set-up's own, unchanged).
+	FrontDoor *plan.FrontDoor `json:"front_door,omitempty"`
 }
 
 func (Load) columns() []resultColumn {
-	return []resultColumn{{head: "replicas", htmlHead: "replicas", text: func(r *StageRun) string { return fmt.Sprint(r.Replicas) }}}
+	return []resultColumn{
+		{head: "replicas", htmlHead: "replicas", text: func(r *StageRun) string { return fmt.Sprint(r.Replicas) }},
+		{head: "front door", htmlHead: "front door", table: frontDoorTable, kind: text, text: func(r *StageRun) string {
+			if r.FrontDoor == nil {
+				return "-"
+			}
+			return r.FrontDoor.Describe()
+		}, shown: func(rep *Report) bool {
+			return slices.ContainsFunc(rep.Stages, func(r StageRun) bool { return r.FrontDoor != nil })
+		}},
+	}
 }
 
 // Answers is the attack's answers, counted (the tally).
@@ -72,7 +86,9 @@ type Answers struct {
 	Busy     int `json:"busy"`
 	// AlreadyBought are an order stage's 409 already_bought answers (a
 	// buyer's second purchase refused), not counted in Busy.
-	AlreadyBought  int      `json:"already_bought"`
+	AlreadyBought int `json:"already_bought"`
+	// RateLimited are a front door's refusals (429 rate_limited).
+	RateLimited    int      `json:"rate_limited,omitempty"`
 	Errors         int      `json:"errors"`
 	ErrorSamples   []string `json:"error_samples,omitempty"`
 	ElapsedMS      float64  `json:"elapsed_ms"`

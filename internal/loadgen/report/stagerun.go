@@ -28,6 +28,8 @@ type StageRun struct {
 	// most sales inside the critical section at once (track_holders).
 	Fault      *FaultReport `json:"fault,omitempty"`
 	MaxHolders *int64       `json:"max_holders,omitempty"`
+	// Spike is a run with bots' two kinds of buyer and its front door.
+	Spike *Spike `json:"spike,omitempty"`
 
 	// CPU is the cores each component used during the load phase (CPU
 	// seconds per wall second); "loadgen" is this process.
@@ -44,7 +46,7 @@ type StageRun struct {
 // resultColumns are the columns rep shows, in order: each record's own (a
 // record embedded above lists its columns here).
 func resultColumns(rep *Report) []resultColumn {
-	all := slices.Concat(Load{}.columns(), Answers{}.columns(), Latency{}.columns(), Outcome{}.columns(), stageRunColumns())
+	all := slices.Concat(Load{}.columns(), Answers{}.columns(), Latency{}.columns(), Outcome{}.columns(), (*Spike)(nil).columns(), stageRunColumns())
 	return slices.DeleteFunc(all, func(c resultColumn) bool { return c.shown != nil && !c.shown(rep) })
 }
 

@@ -11,7 +11,16 @@ import (
 func writeTable(rep *Report, w io.Writer) error {
 	var notes tableNotes
 	cols := resultColumns(rep)
-	load, shown := terminal(cols, loadTable), terminal(cols, shownTable)
+	load := terminal(cols, loadTable)
+	// The tables after the load's, each with rows for the runs that ran
+	// and written when it has a column besides the row's name.
+	var after []textTable
+	var kinds []resultTable
+	for _, t := range []resultTable{shownTable, frontDoorTable} {
+		if table := terminal(cols, t); len(table.cols) > 1 {
+			after, kinds = append(after, table), append(kinds, t)
+		}
+	}
 	for i := range rep.Stages {
 		r := &rep.Stages[i]
 		if note := r.notRun(); note != "" { // the reason's number in its first column, the rest blank
@@ -22,14 +31,19 @@ func writeTable(rep *Report, w io.Writer) error {
 			continue
 		}
 		load.rows = append(load.rows, terminalRow(cols, loadTable, r))
-		shown.rows = append(shown.rows, terminalRow(cols, shownTable, r))
+		for j := range after {
+			after[j].rows = append(after[j].rows, terminalRow(cols, kinds[j], r))
+		}
 	}
 	if err := load.write(w, &notes); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
-	if len(shown.rows) > 0 {
+	for _, table := range after {
+		if len(table.rows) == 0 {
+			continue
+		}
 		fmt.Fprintln(w)
-		if err := shown.write(w, &notes); err != nil {
+		if err := table.write(w, &notes); err != nil {
 			return fmt.Errorf("write table: %w", err)
 		}
 	}
