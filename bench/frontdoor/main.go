@@ -20,12 +20,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,7 +35,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockstep/lockstep/internal/childproc"
+	"github.com/lockstep/lockstep/internal/launch"
 	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/nginx"
 )
@@ -103,16 +101,20 @@ func run(ctx context.Context, rounds int, round time.Duration, bin string) (err 
 	defer os.RemoveAll(dir)
 	if bin == "" {
 		bin = filepath.Join(dir, "shop")
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/shop").CombinedOutput(); err != nil {
-			return fmt.Errorf("go build ./cmd/shop: %w\n%s", err, out)
+		if err := launch.BuildShop(ctx, bin); err != nil {
+			return err
 		}
+	}
+	nginxBin, err := launch.NginxBinary()
+	if err != nil {
+		return err
 	}
 	redis, err := redistest.StartMain(dir)
 	if err != nil {
 		return err
 	}
 	defer redis.Stop()
-	var children []*child
+	var children []stopper
 	defer func() {
 		for _, c := range children {
 			c.stop()
@@ -121,7 +123,7 @@ func run(ctx context.Context, rounds int, round time.Duration, bin string) (err 
 	front := map[string]string{}
 	var plain string // the plain shop's own URL: admin calls go to it directly
 	for _, s := range shops {
-		addr, err := freeAddr()
+		addr, err := launch.FreeAddr()
 		if err != nil {
 			return err
 		}
@@ -129,20 +131,20 @@ func run(ctx context.Context, rounds int, round time.Duration, bin string) (err 
 			plain = "http://" + addr
 		}
 		args := append([]string{"--addr", addr, "--redis-addr", redis.Addr, "--replica", s.name, "--log-level", "warn"}, strings.Fields(s.flags)...)
-		c, err := start(filepath.Join(dir, s.name+".log"), bin, args...)
+		shop, err := launch.Start(s.name, bin, args, nil, filepath.Join(dir, s.name+".log"))
 		if err != nil {
 			return err
 		}
-		children = append(children, c)
-		if err := waitOK(ctx, "http://"+addr+"/readyz"); err != nil {
+		children = append(children, stopper{shop, syscall.SIGTERM})
+		if err := launch.WaitHTTPReady(ctx, "http://"+addr+"/readyz", shop.Running); err != nil {
 			return fmt.Errorf("shop %s: %w", s.name, err)
 		}
-		url, c, err := startNginx(ctx, dir, s.name, addr)
+		n, err := launch.StartNginx(ctx, nginxBin, filepath.Join(dir, "nginx-"+s.name), nginx.Config{Upstreams: []string{addr}, WorkerProcesses: 1})
 		if err != nil {
-			return err
+			return fmt.Errorf("nginx %s: %w", s.name, err)
 		}
-		children = append(children, c)
-		front[s.name] = url
+		children = append(children, stopper{n.Process, syscall.SIGQUIT})
+		front[s.name] = n.URL
 	}
 	// One shop resets the stock every shop shares; the sold-out SKU is sold
 	// out once through each, so the mark has learned it.
@@ -242,102 +244,14 @@ end`, w.method, w.path, buyersCount)
 	return total, took, nil
 }
 
-// child is a process the run started, in its own process group (nginx's
-// workers with it), dying with the run however it ends.
-type child struct {
-	cmd    *exec.Cmd
-	exited <-chan error
+// stopper stops a child with its polite signal (nginx's graceful one is
+// SIGQUIT).
+type stopper struct {
+	*launch.Process
+	sig syscall.Signal
 }
 
-func start(logPath, bin string, args ...string) (*child, error) {
-	log, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer log.Close()
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	exited, err := childproc.Start(cmd, syscall.SIGTERM)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	return &child{cmd: cmd, exited: exited}, nil
-}
-
-func (c *child) stop() {
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-c.exited:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-		<-c.exited
-	}
-}
-
-func startNginx(ctx context.Context, dir, name, upstream string) (string, *child, error) {
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		if bin, err = exec.LookPath("/usr/sbin/nginx"); err != nil {
-			return "", nil, fmt.Errorf("nginx: %w", err)
-		}
-	}
-	prefix := filepath.Join(dir, "nginx-"+name)
-	for _, d := range []string{"logs", "tmp", "conf.d"} {
-		if err := os.MkdirAll(filepath.Join(prefix, d), 0o755); err != nil {
-			return "", nil, err
-		}
-	}
-	listen, err := freeAddr()
-	if err != nil {
-		return "", nil, err
-	}
-	var conf bytes.Buffer
-	if err := nginx.Render(&conf, nginx.Config{Listen: listen, Upstreams: []string{upstream}, WorkerProcesses: 1}); err != nil {
-		return "", nil, err
-	}
-	confPath := filepath.Join(prefix, "nginx.conf")
-	if err := os.WriteFile(confPath, conf.Bytes(), 0o644); err != nil {
-		return "", nil, err
-	}
-	c, err := start(filepath.Join(prefix, "logs", "stdout.log"), bin, "-p", prefix, "-c", confPath, "-g", "daemon off;")
-	if err != nil {
-		return "", nil, err
-	}
-	url := "http://" + listen
-	if err := waitOK(ctx, url+"/healthz"); err != nil {
-		c.stop()
-		return "", nil, fmt.Errorf("nginx %s: %w", name, err)
-	}
-	return url, c, nil
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-func waitOK(ctx context.Context, url string) error {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	for {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %w", url, ctx.Err())
-		case <-time.After(25 * time.Millisecond):
-		}
-	}
-}
+func (s stopper) stop() { s.Stop(s.sig) }
 
 func post(ctx context.Context, url, body string, want int) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))

@@ -131,13 +131,7 @@ func (e *env) startShop(ctx context.Context, cfg config, dir string, s *shop) er
 		return err
 	}
 	e.shops = append(e.shops, s)
-	exited := func() error {
-		if s.proc.Exited() {
-			return fmt.Errorf("%s exited: %w", s.proc.Name(), s.proc.Err())
-		}
-		return nil
-	}
-	if err := launch.WaitHTTPReady(ctx, s.url+"/readyz", exited); err != nil {
+	if err := launch.WaitHTTPReady(ctx, s.url+"/readyz", s.proc.Running); err != nil {
 		log, _ := os.ReadFile(logPath)
 		return fmt.Errorf("%s: %w\n%s", s.proc.Name(), err, log)
 	}

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -66,27 +63,8 @@ func (f *frontDoorReader) now() []replicaDoor {
 
 func (f *frontDoorReader) read(ctx context.Context, base string) (replicaDoor, error) {
 	var d replicaDoor
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
-	if err != nil {
-		return d, err
-	}
-	resp, err := f.http.Do(req)
-	if err != nil {
-		return d, err
-	}
-	defer resp.Body.Close()
-	lines := bufio.NewScanner(resp.Body)
-	for lines.Scan() {
-		line := lines.Text()
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 || strings.HasPrefix(line, "#") {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		switch name, _, _ := strings.Cut(line[:i], "{"); name {
+	err := scrapeMetrics(ctx, f.http, base, func(name, _ string, v float64) {
+		switch name {
 		case "lockstep_soldout_marks":
 			d.Marks = int(v)
 		case "lockstep_soldout_mark_listening":
@@ -94,6 +72,6 @@ func (f *frontDoorReader) read(ctx context.Context, base string) (replicaDoor, e
 		case "lockstep_frontdoor_refused_total":
 			d.Refused += int(v)
 		}
-	}
-	return d, lines.Err()
+	})
+	return d, err
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -68,31 +66,15 @@ func (c *renewalCounter) count(stage string) int {
 
 // read returns a replica's renewed counters by stage.
 func (c *renewalCounter) read(ctx context.Context, base string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
 	counts := map[string]float64{}
-	lines := bufio.NewScanner(resp.Body)
-	for lines.Scan() {
-		rest, ok := strings.CutPrefix(lines.Text(), "lockstep_watchdog_renewals_total{")
-		labels, value, cut := strings.Cut(rest, "} ")
-		if !ok || !cut || !strings.Contains(labels, `result="renewed"`) {
-			continue
+	err := scrapeMetrics(ctx, c.http, base, func(name, labels string, v float64) {
+		if name != "lockstep_watchdog_renewals_total" || !strings.Contains(labels, `result="renewed"`) {
+			return
 		}
-		_, stage, found := strings.Cut(labels, `stage="`)
-		if !found {
-			continue
+		if _, stage, found := strings.Cut(labels, `stage="`); found {
+			stage, _, _ = strings.Cut(stage, `"`)
+			counts[stage] = v
 		}
-		stage, _, _ = strings.Cut(stage, `"`)
-		if n, err := strconv.ParseFloat(value, 64); err == nil {
-			counts[stage] = n
-		}
-	}
-	return counts, lines.Err()
+	})
+	return counts, err
 }

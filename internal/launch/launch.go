@@ -85,6 +85,15 @@ func (p *Process) Err() error {
 	return p.err
 }
 
+// Running is nil while it runs, and says how it exited once it has:
+// WaitHTTPReady's failed check for a child that must stay up.
+func (p *Process) Running() error {
+	if !p.Exited() {
+		return nil
+	}
+	return fmt.Errorf("%s exited: %w", p.name, p.err)
+}
+
 // Exited reports whether it has exited.
 func (p *Process) Exited() bool {
 	select {
