@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/lockstep/lockstep/internal/launch"
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/nginx"
 )
@@ -116,8 +117,9 @@ func restartReplicas(ctx context.Context, replicas []*replica) error {
 				errs[i] = err
 				return
 			}
-			// Not r.sup: its restart count includes these restarts.
-			errs[i] = waitHTTPReady(ctx, r.url()+"/readyz", nil)
+			// No exit check: the supervisor's restart count includes
+			// these restarts.
+			errs[i] = launch.WaitHTTPReady(ctx, r.url()+"/readyz", nil)
 		})
 	}
 	wg.Wait()
