@@ -54,8 +54,10 @@ type orderSeller struct {
 	orders  orders.Store
 	replica string
 	// resolver finishes, in the background, the orders whose outcome a
-	// sale could not learn before its deadline.
+	// sale could not learn before its deadline; pending keeps them in
+	// Redis until then, for another replica should this one die.
 	resolver *resolver
+	pending  *pendingOrders
 }
 
 func (k stockKeys) buyers() string    { return string(k) + "buyers" }
@@ -222,45 +224,38 @@ func (s *orderSeller) place(ctx context.Context, p placing) error {
 	case errors.Is(verr, orders.ErrOrdered):
 		return nil // the insert landed; only its reply was lost
 	default:
-		s.resolveOrder(p)
+		s.resolveOrder(voidCtx, p)
 		return ordersUnknown("insert order (not voided: the order may still land; until the shop voids it or it lands, its units count as undersold)", errors.Join(err, verr))
 	}
 }
 
 // undo gives back the units of p, whose order never stands, and answers
-// why. A give-back that fails is retried by the resolver (it is the same
+// why. A give-back that fails is handed to the resolver (it is the same
 // when run twice), so the units return once Redis answers.
 func (s *orderSeller) undo(ctx context.Context, p placing, why error) error {
 	err := s.giveBack(ctx, p.order, p.proof)
 	if err == nil {
 		return why
 	}
-	s.resolver.resolve("give back order "+p.order.ID, func(ctx context.Context) (bool, error) {
-		err := s.giveBack(ctx, p.order, p.proof)
-		return err == nil, err
-	})
+	s.handOver(ctx, p.owed(false), nil)
 	return fmt.Errorf("%w (its units count as undersold until they go back, once Redis answers: %v)", why, err)
 }
 
-// resolveOrder finishes p in the background: it voids the id until the
-// void is confirmed — then no insert of it can land — and gives the units
-// back, or finds the order inserted, which stands; then it releases the
-// buyer's guard.
-func (s *orderSeller) resolveOrder(p placing) {
-	p.hold.keep()
-	s.resolver.resolve("order "+p.order.ID, func(ctx context.Context) (bool, error) {
-		switch err := s.orders.Void(ctx, p.order); {
-		case errors.Is(err, orders.ErrOrdered):
-		case err != nil:
-			return false, err
-		case !p.stockInOrders:
-			if err := s.giveBack(ctx, p.order, p.proof); err != nil {
-				return false, err
-			}
-		}
-		p.hold.done()
-		return true, nil
-	})
+// resolveOrder hands p over to the resolver (handOver, on ctx: what is
+// left of the sale's deadline): it voids the id until the void is
+// confirmed — then no insert of it can land — and gives the units back,
+// or finds the order inserted, which stands; then it releases the buyer's
+// guard.
+func (s *orderSeller) resolveOrder(ctx context.Context, p placing) {
+	s.handOver(ctx, p.owed(true), p.hold)
+}
+
+// owed is the pending resolution of p: its void first when void.
+func (p placing) owed(void bool) pendingEntry {
+	return pendingEntry{
+		Order: p.order, Round: p.order.Round, OnePerUser: p.order.OnePerUser,
+		Void: void, Proof: p.proof, StockInOrders: p.stockInOrders,
+	}
 }
 
 // splitDeadline gives the insert the sale's deadline less a reserve (half
@@ -319,7 +314,7 @@ func (s *orderSeller) giveBack(ctx context.Context, o orders.Order, proof takenP
 // order stands, and nothing is given back). The reply is {n, round}: n as
 // the script answers, round the SKU's.
 func (s *orderSeller) takeByID(ctx context.Context, what string, script *redis.Script, keys []string, args []any, o orders.Order, proof takenProof) ([]int64, error) {
-	insertCtx, _, cancel := splitDeadline(ctx) // the insert's share of the deadline
+	insertCtx, voidCtx, cancel := splitDeadline(ctx) // the insert's share of the deadline
 	defer cancel()
 	runCtx, stop := rerunWindow(insertCtx)
 	defer stop()
@@ -336,7 +331,7 @@ func (s *orderSeller) takeByID(ctx context.Context, what string, script *redis.S
 			return nil, err // refused: it ran nothing
 		}
 		if sleep(runCtx, wait) != nil {
-			s.resolveOrder(placing{order: o, proof: proof})
+			s.resolveOrder(voidCtx, placing{order: o, proof: proof})
 			return nil, fmt.Errorf("%w (the shop voids the order id and gives back what it may have taken once the stores answer)", err)
 		}
 	}
