@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -142,9 +141,10 @@ func (p *pendingOrders) close() {
 	}
 }
 
-// adopt reads every stage's pending entries, and adopts and queues those
-// whose owner's heartbeat is gone: two pipelines and one script per entry
-// adopted.
+// adopt reads every stage's pending entries and queues, unless queued
+// already, those this process owns (an adoption whose reply was lost, a
+// record that arrived after its resolution) and, once adopted, those whose
+// owner's heartbeat is gone: two pipelines and one script per adoption.
 func (p *pendingOrders) adopt(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	defer cancel()
@@ -170,10 +170,12 @@ func (p *pendingOrders) adopt(ctx context.Context) error {
 				p.log.Error("pending order resolution unreadable", "stage", stage, "order", id, "err", err)
 				continue
 			}
-			if e.Owner != p.owner {
-				others = append(others, found{stage, id, raw, e})
-				owners[e.Owner] = nil
+			if e.Owner == p.owner {
+				p.sellers[stage].adopted(e)
+				continue
 			}
+			others = append(others, found{stage, id, raw, e})
+			owners[e.Owner] = nil
 		}
 	}
 	if len(others) == 0 {
@@ -205,7 +207,7 @@ func (p *pendingOrders) adopt(ctx context.Context) error {
 		}
 		if adopted == 1 {
 			p.log.Info("adopted pending order resolution", "stage", f.stage, "order", f.id, "from", lapsed)
-			p.sellers[f.stage].owe(f.e, nil, true)
+			p.sellers[f.stage].adopted(f.e)
 		}
 	}
 	return errors.Join(errs...)
@@ -218,13 +220,20 @@ func (p *pendingOrders) adopt(ctx context.Context) error {
 func (s *orderSeller) handOver(ctx context.Context, e pendingEntry, hold *guardHold) {
 	hold.keep()
 	recorded := s.pending.record(ctx, e) == nil
-	s.owe(e, hold, recorded)
+	s.resolver.resolve(resolutionKey(e), s.resolution(e, hold, recorded))
 }
 
-// owe queues e in this process's resolver: it settles e, deletes its entry
-// and releases hold.
-func (s *orderSeller) owe(e pendingEntry, hold *guardHold, recorded bool) {
-	s.resolver.resolve(fmt.Sprintf("order %s", e.Order.ID), func(ctx context.Context) (bool, error) {
+// adopted queues e, recorded as this process's, unless it is queued.
+func (s *orderSeller) adopted(e pendingEntry) {
+	s.resolver.resolveUnlessQueued(resolutionKey(e), s.resolution(e, nil, true))
+}
+
+func resolutionKey(e pendingEntry) string { return "order " + e.Order.ID }
+
+// resolution is the resolver's attempt at e: it records e unless recorded,
+// settles it, deletes its entry and releases hold.
+func (s *orderSeller) resolution(e pendingEntry, hold *guardHold, recorded bool) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
 		if !recorded {
 			if err := s.pending.record(ctx, e); err != nil {
 				return false, err
@@ -239,7 +248,7 @@ func (s *orderSeller) owe(e pendingEntry, hold *guardHold, recorded bool) {
 		}
 		hold.done()
 		return true, nil
-	})
+	}
 }
 
 // settle voids e's order id until the void is confirmed — then no insert of
