@@ -27,8 +27,9 @@ const (
 // resolver (a void to confirm, a give-back to send again), so that they
 // outlive the process that owes them: each is recorded before the sale
 // answers, deleted once resolved, and adopted by any live replica once its
-// owner's heartbeat has lapsed (a replica killed, or stopped for good) —
-// a replica that starts adopts them at once. Every resolution is
+// owner's heartbeat has lapsed (a replica killed, or stopped for good;
+// at most ownerLease after its last beat, at once after Close) — a
+// replica that starts looks at once. Every resolution is
 // idempotent by its order id (the void finds its own void row or the
 // order; the give-back gives once per id), so one run by the owner and
 // one by an adopter, or a run after the entry was deleted, change nothing
