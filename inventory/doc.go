@@ -21,6 +21,35 @@
 // release bound (releaseTimeout). What is left is the seed's flaw on
 // purpose: a crashed process leaves the mysql stage's row (no expiry).
 //
+// The order stages hand what a sale could not resolve before its answer
+// (a void to confirm, a give-back to send again) to the same resolver, and
+// keep it in Redis too (pending.go), so that it outlives the process: an
+// entry in lockstep:<stage>:pending-orders is written before the sale
+// answers, deleted once resolved, and adopted by a live replica once its
+// owner's heartbeat (lockstep:resolvers:<owner>, a 3 s TTL renewed every
+// second, deleted by Close) is gone. Each of these writes can run twice,
+// run late or lose its reply:
+//
+//	write            | runs twice               | runs late                       | ran, reply lost
+//	record (HSET)    | the same entry           | after its resolution: the entry | the resolver records it again
+//	                 |                          | is back, its owner (or, once    | before it settles anything
+//	                 |                          | that is gone, an adopter)       |
+//	                 |                          | settles it again: the void      |
+//	                 |                          | finds its void row or the order,|
+//	                 |                          | the give-back gives once per id |
+//	forget (HDEL)    | deletes nothing more     | after an adoption: the adopter  | the resolution runs again, as
+//	                 |                          | still resolves what it queued   | above, then deletes again
+//	adopt (script)   | answers 1: the entry is  | after another adopted or the    | the adopter's next sweep finds
+//	                 | the adopter's already    | owner resolved it: 0, nothing   | the entry its own and unqueued,
+//	                 |                          | written                         | and queues it
+//	heartbeat (SET)  | the same TTL             | a dead owner's: adoption waits  | renewed at the next beat
+//	                 |                          | one TTL more                    |
+//
+// What stays: a replica killed between the unknown outcome and the record,
+// with Redis not answering the record (the sale's own write then needed
+// Redis too), leaves the unit as before — undersold, no order — until a
+// reset (docs/orders.md).
+//
 // Keys are lockstep:<stage>:{<sku>}:<name>; the hash tag keeps the keys one
 // transaction or script touches in one Redis Cluster slot, and segments of
 // the segmented stage use {<sku>:<i>} so they spread over the shards.

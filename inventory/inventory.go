@@ -181,6 +181,8 @@ type Inventory struct {
 	// resolver removes what the lock-server stages' requests without an
 	// answer may have left.
 	resolver *resolver
+	// pending is the order resolutions kept in Redis (nil: no order stages).
+	pending *pendingOrders
 }
 
 // New builds every stage and starts following the faults. Close stops it.
@@ -240,9 +242,13 @@ func New(cfg Config) (*Inventory, error) {
 	}
 	inv.addLockServerStages(seller)
 	if cfg.Orders != nil {
+		inv.pending = newPendingOrders(cfg.Redis, cfg.Replica, cfg.Logger)
 		inv.addOrderStages(func(id string) *orderSeller {
-			return &orderSeller{seller: seller(id), orders: cfg.Orders, replica: cfg.Replica, resolver: inv.resolver}
+			s := &orderSeller{seller: seller(id), orders: cfg.Orders, replica: cfg.Replica, resolver: inv.resolver, pending: inv.pending}
+			inv.pending.add(s)
+			return s
 		}, watchdog)
+		inv.pending.start()
 	}
 	return inv, nil
 }
@@ -316,6 +322,9 @@ func (inv *Inventory) Close() error {
 	inv.faults.close()
 	inv.health.close()
 	inv.resolver.close()
+	if inv.pending != nil {
+		inv.pending.close()
+	}
 	var errs []error
 	for _, c := range inv.clients {
 		errs = append(errs, c.close())

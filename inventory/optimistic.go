@@ -101,10 +101,7 @@ func (s *optimisticRedisStage) undoLostExec(ctx context.Context, o orders.Order,
 			return unavailable("commit watched stock (its reply was lost; undone: nothing sold)", lost)
 		}
 		if sleep(undoCtx, wait) != nil {
-			s.resolver.resolve("give back order "+o.ID, func(ctx context.Context) (bool, error) {
-				err := s.giveBack(ctx, o, byTakenSet)
-				return err == nil, err
-			})
+			s.handOver(undoCtx, placing{order: o, proof: byTakenSet}.owed(false), nil)
 			return fmt.Errorf("%w (the shop gives the units back, if the EXEC ran, once Redis answers)", writeFailed("commit watched stock", lost))
 		}
 	}
@@ -223,7 +220,7 @@ func (s *optimisticSQLStage) buy(ctx context.Context, o orders.Order, read int64
 		}
 		return remaining, nil
 	default:
-		s.resolveOrder(placing{order: o, stockInOrders: true})
+		s.resolveOrder(voidCtx, placing{order: o, stockInOrders: true})
 		return 0, ordersUnknown("buy (not voided: it may have committed; the shop voids it when the database answers)", errors.Join(unknown, verr))
 	}
 }

@@ -54,8 +54,10 @@ type orderSeller struct {
 	orders  orders.Store
 	replica string
 	// resolver finishes, in the background, the orders whose outcome a
-	// sale could not learn before its deadline.
+	// sale could not learn before its deadline; pending keeps them in
+	// Redis until then, for another replica should this one die.
 	resolver *resolver
+	pending  *pendingOrders
 }
 
 func (k stockKeys) buyers() string    { return string(k) + "buyers" }
@@ -222,60 +224,61 @@ func (s *orderSeller) place(ctx context.Context, p placing) error {
 	case errors.Is(verr, orders.ErrOrdered):
 		return nil // the insert landed; only its reply was lost
 	default:
-		s.resolveOrder(p)
+		s.resolveOrder(voidCtx, p)
 		return ordersUnknown("insert order (not voided: the order may still land; until the shop voids it or it lands, its units count as undersold)", errors.Join(err, verr))
 	}
 }
 
 // undo gives back the units of p, whose order never stands, and answers
-// why. A give-back that fails is retried by the resolver (it is the same
+// why. A give-back that fails is handed to the resolver (it is the same
 // when run twice), so the units return once Redis answers.
 func (s *orderSeller) undo(ctx context.Context, p placing, why error) error {
 	err := s.giveBack(ctx, p.order, p.proof)
 	if err == nil {
 		return why
 	}
-	s.resolver.resolve("give back order "+p.order.ID, func(ctx context.Context) (bool, error) {
-		err := s.giveBack(ctx, p.order, p.proof)
-		return err == nil, err
-	})
+	s.handOver(ctx, p.owed(false), nil)
 	return fmt.Errorf("%w (its units count as undersold until they go back, once Redis answers: %v)", why, err)
 }
 
-// resolveOrder finishes p in the background: it voids the id until the
-// void is confirmed — then no insert of it can land — and gives the units
-// back, or finds the order inserted, which stands; then it releases the
-// buyer's guard.
-func (s *orderSeller) resolveOrder(p placing) {
-	p.hold.keep()
-	s.resolver.resolve("order "+p.order.ID, func(ctx context.Context) (bool, error) {
-		switch err := s.orders.Void(ctx, p.order); {
-		case errors.Is(err, orders.ErrOrdered):
-		case err != nil:
-			return false, err
-		case !p.stockInOrders:
-			if err := s.giveBack(ctx, p.order, p.proof); err != nil {
-				return false, err
-			}
-		}
-		p.hold.done()
-		return true, nil
-	})
+// resolveOrder hands p over to the resolver (handOver, on ctx: what is
+// left of the sale's deadline): it voids the id until the void is
+// confirmed — then no insert of it can land — and gives the units back,
+// or finds the order inserted, which stands; then it releases the buyer's
+// guard.
+func (s *orderSeller) resolveOrder(ctx context.Context, p placing) {
+	s.handOver(ctx, p.owed(true), p.hold)
+}
+
+// owed is the pending resolution of p: its void first when void.
+func (p placing) owed(void bool) pendingEntry {
+	return pendingEntry{
+		Order: p.order, Round: p.order.Round, OnePerUser: p.order.OnePerUser,
+		Void: void, Proof: p.proof, StockInOrders: p.stockInOrders,
+	}
 }
 
 // splitDeadline gives the insert the sale's deadline less a reserve (half
-// what is left, at most voidTimeout), and the void and give-back, on a
-// context a client hanging up does not cancel, the whole of it; without a
-// deadline the void gets voidTimeout.
+// what is left, at most voidTimeout), and the void and give-back the whole
+// of it (voidWindow).
 func splitDeadline(ctx context.Context) (insert, void context.Context, cancel func()) {
+	void, cancelVoid := voidWindow(ctx)
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		void, cancelVoid := context.WithTimeout(context.WithoutCancel(ctx), voidTimeout)
 		return ctx, void, cancelVoid
 	}
 	insert, cancelInsert := context.WithDeadline(ctx, insertDeadline(deadline))
-	void, cancelVoid := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	return insert, void, func() { cancelInsert(); cancelVoid() }
+}
+
+// voidWindow is the context of a void and a give-back: the sale's whole
+// deadline, or voidTimeout without one, on a context a client hanging up
+// does not cancel.
+func voidWindow(ctx context.Context) (context.Context, context.CancelFunc) {
+	if deadline, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), voidTimeout)
 }
 
 // rerunWindow bounds the attempts of a sale that sends a write again
@@ -349,7 +352,9 @@ func (s *orderSeller) takeByID(ctx context.Context, what string, script *redis.S
 			return nil, err // refused: it ran nothing
 		}
 		if sleep(runCtx, wait) != nil {
-			s.resolveOrder(placing{order: o, proof: proof})
+			voidCtx, cancelVoid := voidWindow(ctx)
+			s.resolveOrder(voidCtx, placing{order: o, proof: proof})
+			cancelVoid()
 			return nil, fmt.Errorf("%w (the shop voids the order id and gives back what it may have taken once the stores answer)", err)
 		}
 	}

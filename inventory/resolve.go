@@ -63,6 +63,12 @@ func (r *resolver) resolve(key string, attempt func(ctx context.Context) (done b
 	r.orders.add(key, attempt)
 }
 
+// resolveUnlessQueued is resolve, unless an attempt is queued under key
+// already: that one stays (it may hold a buyer's guard).
+func (r *resolver) resolveUnlessQueued(key string, attempt func(ctx context.Context) (done bool, err error)) {
+	r.orders.addUnlessQueued(key, attempt)
+}
+
 // queue is the queue of unknown outcomes of one server, named what.
 func (r *resolver) queue(what string, sweep sweepFunc) *resolutions {
 	return &resolutions{r: r, what: what, sweep: sweep, pending: make(map[string]time.Time)}
@@ -181,7 +187,20 @@ func (r *resolver) attempts(what string) *attempts {
 // add queues attempt under key; an attempt already queued under key is
 // replaced (both resolve the same outcome).
 func (a *attempts) add(key string, attempt func(ctx context.Context) (bool, error)) {
+	a.put(key, attempt, true)
+}
+
+// addUnlessQueued is add, keeping an attempt already queued under key.
+func (a *attempts) addUnlessQueued(key string, attempt func(ctx context.Context) (bool, error)) {
+	a.put(key, attempt, false)
+}
+
+func (a *attempts) put(key string, attempt func(ctx context.Context) (bool, error), replace bool) {
 	a.mu.Lock()
+	if _, queued := a.attempt[key]; queued && !replace {
+		a.mu.Unlock()
+		return
+	}
 	a.attempt[key] = attempt
 	a.mu.Unlock()
 	if !a.q.add(key, time.Time{}) {

@@ -100,13 +100,13 @@ func (s *SQLStore) insertRows(ctx context.Context, x execer, os []Order) error {
 			onePerUser = sql.NullString{String: o.User, Valid: true}
 		}
 		if i > 0 {
-			rows.WriteString(" UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?")
+			rows.WriteString(" UNION ALL SELECT ?, ?, ?, " + s.d.buyer + ", ?, ?, ?, ?, " + s.d.buyer)
 		}
 		args = append(args, o.ID, o.Stage, o.SKU, o.User, o.Qty, o.Replica, o.Created.UnixMicro(), StatusLive, onePerUser)
 	}
 	args = append(args, os[0].Stage, os[0].SKU, os[0].Round)
 	res, err := x.ExecContext(ctx, `INSERT INTO lockstep_orders (id, stage, sku, user_id, qty, replica, created_at, status, one_per_user)
-SELECT * FROM (SELECT ? AS id, ? AS stage, ? AS sku, ? AS user_id, ? AS qty, ? AS replica, ? AS created_at, ? AS status, ? AS one_per_user`+
+SELECT * FROM (SELECT ? AS id, ? AS stage, ? AS sku, `+s.d.buyer+` AS user_id, ? AS qty, ? AS replica, ? AS created_at, ? AS status, `+s.d.buyer+` AS one_per_user`+
 		rows.String()+`) AS batch
 WHERE NOT EXISTS (SELECT 1 FROM lockstep_rounds WHERE stage = ? AND sku = ? AND round_no <> ?)`, args...)
 	switch {

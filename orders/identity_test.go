@@ -135,3 +135,35 @@ func TestOpenMigratesTheBuyerColumnsOfOlderTables(t *testing.T) {
 		t.Fatalf("counts %+v, want ann's old order and two new buyers", c)
 	}
 }
+
+// A batch keeps each buyer's bytes, trailing spaces included, as Insert
+// does: the order checker (seed 10) found "ann "'s order, answered 200 to
+// her, stored as ann's.
+func TestABatchKeepsEachBuyersBytes(t *testing.T) {
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			if err := s.Reset(ctx, "st", "sku-1", 10, 0); err != nil {
+				t.Fatal(err)
+			}
+			for _, batch := range [][]orders.Order{
+				{order("ann ", true)},
+				{order("bob  ", true), order("张三 ", true), order("eve", true)},
+			} {
+				if err := s.(*orders.SQLStore).InsertBatch(ctx, batch, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, user := range []string{"ann ", "bob  ", "张三 ", "eve"} {
+				if has, err := s.HasOrder(ctx, "st", "sku-1", user); err != nil || !has {
+					t.Errorf("HasOrder(%q) = %v %v after its batch, want true", user, has, err)
+				}
+			}
+			for _, user := range []string{"ann", "bob", "张三"} {
+				if has, err := s.HasOrder(ctx, "st", "sku-1", user); err != nil || has {
+					t.Errorf("HasOrder(%q) = %v %v, want false: only her look-alike bought", user, has, err)
+				}
+			}
+		})
+	}
+}

@@ -27,7 +27,11 @@ type dialect struct {
 	// order) that make the buyer columns of a table an older version
 	// created compare bytes (MySQL only; see migrate).
 	buyerColumns map[string][]string
-	duplicate    func(error) bool
+	// buyer is a buyer parameter in a multi-row SELECT: MariaDB types a
+	// UNION's string column so that it drops trailing spaces ("ann "
+	// stored as ann), unless the parameter is cast to bytes.
+	buyer     string
+	duplicate func(error) bool
 	// refused tells an error about the row itself (ErrRefused) from an
 	// outage, which is every error it does not name.
 	refused func(error) bool
@@ -118,7 +122,7 @@ var mysqlRowRefused = []uint16{
 }
 
 var (
-	mysqlDialect = dialect{name: "mysql", schema: mysqlSchema, noTable: " FROM DUAL", payments: paymentsSchema(mysqlBuyer, " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"),
+	mysqlDialect = dialect{name: "mysql", schema: mysqlSchema, noTable: " FROM DUAL", payments: paymentsSchema(mysqlBuyer, " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"), buyer: "CAST(? AS BINARY)",
 		buyerColumns: map[string][]string{
 			"lockstep_orders": {"MODIFY user_id " + mysqlBuyer + " NOT NULL, MODIFY one_per_user " + mysqlBuyer + " NULL"},
 			// An older payment table was in the server's default charset
@@ -135,7 +139,7 @@ var (
 			var e *mysql.MySQLError
 			return errors.As(err, &e) && slices.Contains(mysqlRowRefused, e.Number)
 		}}
-	sqliteDialect = dialect{name: "sqlite", schema: sqliteSchema, payments: paymentsSchema("TEXT", ""), duplicate: func(err error) bool {
+	sqliteDialect = dialect{name: "sqlite", schema: sqliteSchema, payments: paymentsSchema("TEXT", ""), buyer: "?", duplicate: func(err error) bool {
 		var e *sqlite.Error
 		return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
 	}, refused: func(err error) bool {

@@ -1,5 +1,3 @@
-//go:build orderchecker
-
 package orderchecker
 
 // The checker (the package doc says what it runs). What it asserts once the
@@ -128,7 +126,7 @@ func TestOrderChecker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("order checker: seed %d, %s of sales, faults %s; again with:\n\tgo test -tags orderchecker -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=%d -checker.time=%s",
+	t.Logf("order checker: seed %d, %s of sales, faults %s; again with:\n\tgo test -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=%d -checker.time=%s",
 		seed, d, strings.Join(faults, ","), seed, d)
 	h, vs := runOrderChecker(t, seed, d, faults, "")
 	for i, v := range vs {
@@ -139,7 +137,7 @@ func TestOrderChecker(t *testing.T) {
 		}
 	}
 	if len(vs) > 0 {
-		t.Errorf("%d violations; seed %d: go test -tags orderchecker -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=%d -checker.time=%s",
+		t.Errorf("%d violations; seed %d: go test -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=%d -checker.time=%s",
 			len(vs), seed, seed, d)
 	}
 }

@@ -19,20 +19,16 @@
 // per unkeyed sale a killed shop had in flight, and on one-per-user-lua
 // its buyer kept without an order; without a kill, none.
 //
-// The test files carry the build tag orderchecker, so go test ./... does not
-// run them while the checker still finds defects at some seeds: a shop
-// killed while its resolver still owes the void and give-back of an
-// unkeyed sale it answered may_have_sold loses them, and the unit (on
-// one-per-user-lua, the buyer) stays without an order (checker seed 20; the
-// resolver's queue lives in the process, docs/orders.md); an async-stream
-// sale answered 200 whose order id a worker voided during a MariaDB stop;
-// and async-stream's reset fences no round (a sale admitted between the
-// Redis reset and the order table's loses its order; a worker's old-round
-// entry lands after it), so the reset-rung fault resets only the rungs
-// whose reset does (resetDuringSales).
-// make check-orders runs TestOrderChecker (CHECKER_TIME, CHECKER_SEED);
-// go test -tags orderchecker also runs TestOrderCheckerFindsDefects. A
-// failure prints the command that runs its seed again:
+// The reset-rung fault resets only the rungs whose reset fences a round in
+// both stores (resetDuringSales): async-stream's reset fences none yet (a
+// sale admitted between the Redis reset and the order table's loses its
+// order; a worker's old-round entry lands after it).
 //
-//	go test -tags orderchecker -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=N -checker.time=2m
+// go test (make test) runs TestOrderChecker for defaultTime with a new
+// seed; make check-orders runs it for CHECKER_TIME (CHECKER_SEED), and
+// TestOrderCheckerFindsDefects, which make test leaves out (a checker run
+// per planted defect). A failure prints the command that runs its seed
+// again:
+//
+//	go test -race -run '^TestOrderChecker$' ./internal/orderchecker/ -checker.seed=N -checker.time=2m
 package orderchecker

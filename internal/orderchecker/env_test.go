@@ -1,5 +1,3 @@
-//go:build orderchecker
-
 package orderchecker
 
 import (
