@@ -2,9 +2,6 @@ package lock
 
 import (
 	"context"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,50 +107,7 @@ func BenchmarkSemaphoreContended(b *testing.B) {
 		}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			var (
-				left, held, most atomic.Int64
-				mu               sync.Mutex
-				waits            []time.Duration
-				wg               sync.WaitGroup
-			)
-			left.Store(int64(b.N))
-			b.ResetTimer()
-			for range goroutines {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					var mine []time.Duration
-					for left.Add(-1) >= 0 {
-						start := time.Now()
-						release, err := v.acquire()
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						mine = append(mine, time.Since(start))
-						h := held.Add(1)
-						for m := most.Load(); h > m && !most.CompareAndSwap(m, h); m = most.Load() {
-						}
-						held.Add(-1)
-						if err := release(); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-					mu.Lock()
-					waits = append(waits, mine...)
-					mu.Unlock()
-				}()
-			}
-			wg.Wait()
-			b.StopTimer()
-			if most.Load() > permits {
-				b.Fatalf("%d held at once of %d", most.Load(), permits)
-			}
-			slices.Sort(waits)
-			if len(waits) > 0 {
-				b.ReportMetric(float64(waits[len(waits)*99/100])/1e3, "p99-wait-µs")
-			}
+			runContended(b, goroutines, permits, func() func() (func() error, error) { return v.acquire })
 		})
 	}
 }
