@@ -48,7 +48,7 @@ func (s *asyncStage) sell(ctx context.Context, sku, user string, qty int64, f Fa
 		if err := s.crashBeforeOrder(ctx, f); err != nil {
 			return Sale{}, err
 		}
-		if err := s.queue.Enqueue(ctx, m); err != nil {
+		if err := s.queue.Enqueue(ctx, m, a); err != nil {
 			return Sale{}, asyncFailed(err)
 		}
 	}
@@ -68,17 +68,26 @@ func asyncFailed(err error) error {
 	return errors.Join(ErrUnavailable, err)
 }
 
+// reset resets the Redis side (stock, buyers, stream), which moves the
+// SKU's round on, then the order table (and the payments, in the same
+// transaction) into that round, as the synchronous order stages do
+// (orderSeller.reset): an entry of the round before never lands as an
+// order (its units were in the stock the reset replaced), and one
+// admitted between the two resets waits, pending, until the table is in
+// its round (asyncorders, "Rounds"). A reset that fails between the two
+// stores holds every new order back until it is sent again.
 func (s *asyncStage) reset(ctx context.Context, sku string, stock int64, _ int) error {
-	if err := s.queue.Reset(ctx, sku, stock); err != nil {
+	round, err := s.queue.Reset(ctx, sku, stock)
+	if err != nil {
 		return asyncFailed(err)
 	}
-	if err := s.orders.Reset(ctx, s.id, sku, stock, 0); err != nil {
-		return ordersUnavailable("reset orders", err)
-	}
 	if s.payments != nil {
-		if err := s.payments.Reset(ctx, s.id, sku); err != nil {
-			return ordersUnavailable("reset payments", err)
-		}
+		err = s.payments.Reset(ctx, s.id, sku, stock, round)
+	} else {
+		err = s.orders.Reset(ctx, s.id, sku, stock, round)
+	}
+	if err != nil {
+		return ordersUnavailable("reset orders", err)
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockstep/lockstep/asyncorders"
 	"github.com/lockstep/lockstep/internal/lockserver/lockservertest"
 	"github.com/lockstep/lockstep/internal/redistest"
@@ -200,5 +202,125 @@ func TestAnAsyncAuditOfANeverResetSKUStartsIt(t *testing.T) {
 		if err != nil || a.Initial != 500 || a.Stock != 500 || !a.Consistent || a.Stream == nil || a.Orders == nil || a.Orders.Undersold != 0 {
 			t.Errorf("%s: audit of a never-reset SKU = %+v, %v; want the default stock 500, consistent", stage, a, err)
 		}
+	}
+}
+
+// An async-stream reset moves a round in both stores, as the synchronous
+// order stages' does: a sale admitted between the Redis reset and the
+// order table's keeps its order (its insert waits for the table's round),
+// and an entry a worker holds from the round before never lands in the
+// next. Before the fence, the first sale's order landed in the table
+// before its reset, which deleted it (undersold 1), and the held entry
+// landed after the reset: an order of the old stock beside a full stock,
+// which took its buyer's place from her sale of the new round.
+func TestAnAsyncResetFencesTheRoundBefore(t *testing.T) {
+	const stage = asyncorders.StageStream
+	for name, store := range orderStores(t) {
+		// worker runs one worker on store until the subtest ends.
+		worker := func(t *testing.T, rdb *redis.Client) {
+			ctx, stop := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			c := asyncorders.DefaultConfig("w1", []string{"sku-1"})
+			c.Block, c.ClaimIdle, c.ClaimEvery = 50*time.Millisecond, 300*time.Millisecond, 100*time.Millisecond
+			w := asyncorders.NewWorker(asyncorders.NewQueue(rdb, stage), store, c, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			go func() { defer close(done); _ = w.Run(ctx) }()
+			t.Cleanup(func() { stop(); <-done })
+		}
+		drained := func(t *testing.T, rdb *redis.Client) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := asyncorders.NewQueue(rdb, stage).Drain(ctx, "sku-1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(name+"/a sale between the two resets keeps its order", func(t *testing.T) {
+			rdb := redistest.Start(t).Client(t)
+			inv := newOrderInventory(t, rdb, store, "r0")
+			ctx := context.Background()
+			if err := inv.Reset(ctx, stage, "sku-1", 10, 0); err != nil {
+				t.Fatal(err)
+			}
+			tried := make(chan error, 16)
+			store.set(func(h *hookedOrders) {
+				h.insert = func(ctx context.Context, o orders.Order) error {
+					err := h.Store.Insert(ctx, o)
+					select {
+					case tried <- err:
+					default:
+					}
+					return err
+				}
+			})
+			defer store.set(func(h *hookedOrders) { h.insert = nil })
+			worker(t, rdb)
+			var sale inventory.Sale
+			store.set(func(h *hookedOrders) {
+				h.reset = func() { // between the Redis reset and the order table's
+					var err error
+					if sale, err = inv.DeductFor(ctx, stage, "sku-1", "bob", 1); err != nil {
+						t.Errorf("bob's sale between the resets: %v", err)
+						return
+					}
+					t.Logf("the worker's first insert of bob's order, before the table's reset: %v", <-tried)
+				}
+			})
+			defer store.set(func(h *hookedOrders) { h.reset = nil })
+			if err := inv.Reset(ctx, stage, "sku-1", 10, 0); err != nil {
+				t.Fatal(err)
+			}
+			store.set(func(h *hookedOrders) { h.reset = nil })
+			drained(t, rdb)
+			list, err := store.List(ctx, stage, "sku-1", "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := orderAudit(t, inv, stage); len(list) != 1 || list[0].ID != sale.Order || got.Orders.Undersold != 0 || got.Stock != 9 {
+				t.Fatalf("bob's sale %s answered; after the reset: orders %+v, stock %d, audit %+v", sale.Order, list, got.Stock, *got.Orders)
+			}
+		})
+		t.Run(name+"/an entry of the round before never lands after the reset", func(t *testing.T) {
+			rdb := redistest.Start(t).Client(t)
+			inv := newOrderInventory(t, rdb, store, "r0")
+			ctx := context.Background()
+			if err := inv.Reset(ctx, stage, "sku-1", 10, 0); err != nil {
+				t.Fatal(err)
+			}
+			arrived, land := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			store.set(func(h *hookedOrders) {
+				h.insert = func(ctx context.Context, o orders.Order) error {
+					once.Do(func() { close(arrived); <-land })
+					return h.Store.Insert(ctx, o)
+				}
+			})
+			defer store.set(func(h *hookedOrders) { h.insert = nil })
+			worker(t, rdb)
+			if _, err := inv.DeductFor(ctx, stage, "sku-1", "carol", 1); err != nil {
+				t.Fatal(err)
+			}
+			<-arrived // the worker holds carol's entry, its insert on its way
+			if err := inv.Reset(ctx, stage, "sku-1", 10, 0); err != nil {
+				t.Fatal(err)
+			}
+			// carol buys again in the new round (the checker's finding 2:
+			// her old order, landing after the reset, took her place in the
+			// unique index, and this sale, answered 200, was given up and
+			// its order id voided).
+			sale, err := inv.DeductFor(ctx, stage, "sku-1", "carol", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			close(land)
+			drained(t, rdb)
+			time.Sleep(200 * time.Millisecond) // the held entry's handling ends
+			list, err := store.List(ctx, stage, "sku-1", "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := orderAudit(t, inv, stage); len(list) != 1 || list[0].ID != sale.Order || got.Orders.Undersold != 0 || got.Stock != 9 || got.Stream.DeadLetters != 0 {
+				t.Fatalf("carol's sale %s of the new round answered; after the reset: orders %+v, stock %d, audit %+v, stream %+v",
+					sale.Order, list, got.Stock, *got.Orders, *got.Stream)
+			}
+		})
 	}
 }

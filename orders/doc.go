@@ -90,7 +90,8 @@
 // # Resets
 //
 // The order stages whose stock is in Redis (one-per-user-*, optimistic-
-// redis) write an order after taking its units, so a reset between the two
+// redis, and the async stages: asyncorders, "Rounds") write an order after
+// taking its units, so a reset between the two
 // would either delete an order already answered or let an order of the old
 // stock land in the new round. Each reset therefore moves a round: in
 // Redis, in the same transaction as the stock (the deduction scripts

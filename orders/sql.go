@@ -369,6 +369,12 @@ WHERE stage = ? AND sku = ? AND status = 'live' AND id > ? ORDER BY id LIMIT ?`,
 }
 
 func (s *SQLStore) Reset(ctx context.Context, stage, sku string, stock, round int64) error {
+	return s.reset(ctx, stage, sku, stock, round, nil)
+}
+
+// reset is Reset, with also (when not nil) run in its transaction after
+// the orders' delete: Payments.Reset's delete of the payments.
+func (s *SQLStore) reset(ctx context.Context, stage, sku string, stock, round int64, also func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.unavailable("begin reset", err)
@@ -382,6 +388,11 @@ func (s *SQLStore) Reset(ctx context.Context, stage, sku string, stock, round in
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM lockstep_orders WHERE stage = ? AND sku = ?", stage, sku); err != nil {
 		return s.unavailable("delete orders", err)
+	}
+	if also != nil {
+		if err := also(tx); err != nil {
+			return err
+		}
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM lockstep_stock WHERE stage = ? AND sku = ?", stage, sku); err != nil {
 		return s.unavailable("delete stock row", err)

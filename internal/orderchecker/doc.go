@@ -24,12 +24,9 @@
 // killed while its resolver still owes the void and give-back of an
 // unkeyed sale it answered may_have_sold loses them, and the unit (on
 // one-per-user-lua, the buyer) stays without an order (checker seed 20; the
-// resolver's queue lives in the process, docs/orders.md); an async-stream
-// sale answered 200 whose order id a worker voided during a MariaDB stop;
-// and async-stream's reset fences no round (a sale admitted between the
-// Redis reset and the order table's loses its order; a worker's old-round
-// entry lands after it), so the reset-rung fault resets only the rungs
-// whose reset does (resetDuringSales).
+// resolver's queue lives in the process, docs/orders.md). The reset-rung
+// fault resets every rung (resetDuringSales): async-stream's reset fences
+// a round too.
 // make check-orders runs TestOrderChecker (CHECKER_TIME, CHECKER_SEED);
 // go test -tags orderchecker also runs TestOrderCheckerFindsDefects. A
 // failure prints the command that runs its seed again:
