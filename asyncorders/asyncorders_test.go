@@ -102,7 +102,7 @@ func (e env) refusals(t testing.TB, stage, id string) int64 {
 func (e env) queue(t testing.TB, stage string, stock int64) *asyncorders.Queue {
 	t.Helper()
 	q := asyncorders.NewQueue(e.rdb, stage)
-	round, err := q.Reset(context.Background(), sku, stock)
+	round, err := q.Reset(context.Background(), sku, stock, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package asyncorders
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -58,14 +59,14 @@ func TestACompensationOfARoundBeforeGivesNothing(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	q := NewQueue(rdb, "async-stream")
 	k := q.keys("sku-1")
-	if _, err := q.Reset(ctx, "sku-1", 10); err != nil {
+	if _, err := q.Reset(ctx, "sku-1", 10, 0); err != nil {
 		t.Fatal(err)
 	}
 	old, err := q.Admit(ctx, Message{OrderID: "0123456789abcdef0123456789abcdef", SKU: "sku-1", User: "ann", Qty: 1}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.Reset(ctx, "sku-1", 10); err != nil {
+	if _, err := q.Reset(ctx, "sku-1", 10, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := q.Admit(ctx, Message{OrderID: "fedcba9876543210fedcba9876543210", SKU: "sku-1", User: "ann", Qty: 1}, true); err != nil {
@@ -84,5 +85,32 @@ func TestACompensationOfARoundBeforeGivesNothing(t *testing.T) {
 	ann, _ := rdb.SIsMember(ctx, k.buyers(), "ann").Result()
 	if stock != 9 || dead != 0 || !ann {
 		t.Fatalf("stock %d, dead letters %d, ann a buyer %v; want 9 (the new round's sale), none, true", stock, dead, ann)
+	}
+}
+
+// compensate.lua after Redis lost its data (a restart without
+// persistence) gives nothing back, even in round 0, which a lost round key
+// reads as: the units were in the stock that is gone, and an INCRBY would
+// make a stock without the SKU's other keys, which the next sale would
+// sell from instead of initialising the SKU in the order table's round.
+func TestACompensationAfterRedisLostItsDataGivesNothing(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	q := NewQueue(rdb, "async-stream")
+	if err := q.Initialise(ctx, "sku-1", 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.FlushAll(ctx).Err(); err != nil { // the data lost
+		t.Fatal(err)
+	}
+	c := compensation{mark: "0123456789abcdef0123456789abcdef", reason: "payment timeout", qty: 1, freeBuyer: "ann", fenced: true}
+	if n, err := q.compensate(ctx, "sku-1", c); err != nil || n != -1 {
+		t.Fatalf("compensate %+v: %d %v; want -1, nothing to give back into", c, n, err)
+	}
+	if n, err := rdb.Exists(ctx, q.keys("sku-1").stock()).Result(); err != nil || n != 0 {
+		t.Fatalf("stock key exists %d (%v): the give-back made a stock Redis had lost", n, err)
+	}
+	if _, err := q.Admit(ctx, Message{OrderID: "fedcba9876543210fedcba9876543210", SKU: "sku-1", User: "bob", Qty: 1}, true); !errors.Is(err, ErrNoStock) {
+		t.Fatalf("the next admission: %v, want ErrNoStock (the SKU initialised again)", err)
 	}
 }

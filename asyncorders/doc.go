@@ -92,12 +92,21 @@
 // # Every call, when its reply is lost, when it runs twice, when it is late
 //
 //	call               reply lost / run twice                         late
+//	Round (the table's a read: sent again, it reads again; the        an older floor: reset.lua moves on
+//	round, the floor)  reset or initialise fails (503) while the      from Redis's own round (a reset) or
+//	                   table does not answer                          keeps it (an initialise): the floor
+//	                                                                  only bounds the round from below
 //	reset.lua          reply lost: the reset fails (503) and the      after a later reset: it is a reset
 //	                   admin sends it again; run twice, the round     of its own (a new round); its
 //	                   moves twice and the table is reset into the    caller, whose reply never came,
 //	                   second (the first's round is skipped): the     resets no table, so the entries of
-//	                   same state                                     the new round wait (pending) until
-//	                                                                  a reset is sent again
+//	                   same state. The round is past the floor       the new round wait (pending) until
+//	                   either way: max(Redis's, the table's) + 1      a reset is sent again
+//	reset.lua as       run twice: the keys exist, it only reads the   after a reset: the keys exist, the
+//	initialise (a      round; reply lost: the sale answers 503 (it    round is past the floor, nothing
+//	sale finding no    sold nothing). Its round is the floor at       changes
+//	stock)             least: Redis that lost its data takes the
+//	                   table's round again
 //	admit.lua          run again: the buyer is in the set, so it       one script: all or nothing; its
 //	                   answers ErrAlreadyBought and writes nothing;    entry's id, the order's admission
 //	                   the first run's order is the buyer's one order  time, is when it ran, not sent;
@@ -147,7 +156,9 @@
 //	                   acknowledges, the unit is returned once        entry: the second only acknowledges;
 //	                                                                  after a reset: the order's round is
 //	                                                                  over, nothing returned, no dead
-//	                                                                  letter, only the (no-op) XACK
+//	                                                                  letter, only the (no-op) XACK; the
+//	                                                                  same after Redis lost the SKU's
+//	                                                                  stock (its data)
 //	Cancel (sweeper)   the second compare-and-set matches no row:     after a payment: matches no row, the
 //	                   one cancel; the reply lost, the next pass      order stays paid; after the cancel, a
 //	                   finds it cancelled and unreturned              payment answers ErrCancelled
@@ -263,8 +274,43 @@
 // its entry ids keep growing: an entry of the new round never takes the
 // id of one a worker still holds, whose XACK would acknowledge it. A reset
 // whose second half failed holds the new round's orders back (pending,
-// never lost nor dead-lettered) until it is sent again; so does Redis
-// losing its keys (its round starts again at 0) until a reset. An entry
-// without a round field (appended before the rounds were) is of round 0,
-// the round of a SKU no reset moved on.
+// never lost nor dead-lettered) until it is sent again. An entry without a
+// round field (appended before the rounds were) is of round 0, the round
+// of a SKU no reset moved on.
+//
+// # Redis lost its data
+//
+// A redis-server restarted without persistence (or with an AOF that lost
+// its last writes) has no round key, while the order table keeps its
+// round and refuses a lower one as a late reset's. Left at 0, Redis's
+// round would hold every entry back for good: admitted in round 0 or 1,
+// refused stale by a table in round r, and equal to Redis's round, so
+// "the table's reset is still to come". So Redis's round never falls
+// behind the table's: the shop reads the table's round (orders.Store
+// Round) before reset.lua and passes it as a floor; a reset's round is
+// max(Redis's, floor) + 1 and an initialise's at least the floor, in the
+// script. The callers after a loss:
+//
+//	admit.lua        finds no stock (-2): the shop initialises the SKU in
+//	                 the table's round, and the entry lands in it; the
+//	                 buyer of before buys again (Redis forgot her), her
+//	                 order stands, and the new entry is given up and its
+//	                 unit returned (the table's unique buyer)
+//	the worker       an entry it held from before the loss is of the
+//	                 table's round or an older one: it lands, or is
+//	                 dropped as stale once Redis is past it; while Redis
+//	                 has no round (0) it waits, as for a reset to come
+//	compensate.lua   gives nothing into a SKU without its stock (the units
+//	                 were in the stock that is gone; an INCRBY would make
+//	                 a stock without the SKU's other keys, and the next
+//	                 sale would not initialise it); once initialised, a
+//	                 sweeper's cancel of an order of before returns its
+//	                 unit into the new stock (its round is the table's)
+//	Payments.Open,   fenced by the table's round alone: unchanged
+//	the sweeper
+//
+// What was lost stays lost: the stock starts again from the default, the
+// entries not yet written are gone (sales answered 200 without an order),
+// and the audit shows it (undersold below 0); with AOF everysec a kill of
+// the process alone loses nothing (docs/async-orders.md).
 package asyncorders

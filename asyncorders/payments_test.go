@@ -316,7 +316,7 @@ func TestASweeperLateAcrossAResetGivesNothingBack(t *testing.T) {
 	sweeper := asyncorders.NewSweeper(q, e.payments, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var round int64
 	sweeper.SetBetweenCancelAndReturn(func() (err error) {
-		round, err = q.Reset(ctx, sku, 10) // the Redis half of a reset
+		round, err = q.Reset(ctx, sku, 10, 0) // the Redis half of a reset
 		return err
 	})
 	if err := sweeper.Sweep(ctx, time.Now().Add(time.Second)); err != nil {

@@ -183,28 +183,31 @@ func (q *Queue) run(ctx context.Context, s *redis.Script, keys []string, args ..
 }
 
 // Reset gives sku stock units, empties its buyers, stream and dead
-// letters, and moves its round on: it returns the new round, which the
+// letters, and moves its round on past both its own and floor, the order
+// table's round (orders.Store.Round): it returns the new round, which the
 // caller gives the order table's reset (orders.Store.Reset), so that the
 // entries a worker still holds from the round before never land as orders
-// (doc.go, "Rounds").
-func (q *Queue) Reset(ctx context.Context, sku string, stock int64) (round int64, err error) {
-	return q.reset(ctx, sku, stock, true)
+// (doc.go, "Rounds"), also after Redis lost its round.
+func (q *Queue) Reset(ctx context.Context, sku string, stock, floor int64) (round int64, err error) {
+	return q.reset(ctx, sku, stock, floor, true)
 }
 
-// Initialise gives a never-reset sku stock units; a SKU with keys keeps them.
-func (q *Queue) Initialise(ctx context.Context, sku string, stock int64) error {
-	_, err := q.reset(ctx, sku, stock, false)
+// Initialise gives a never-reset sku stock units; a SKU with keys keeps
+// them. Its round is floor, the order table's round, at least: after Redis
+// lost its data the next entries are of the table's round.
+func (q *Queue) Initialise(ctx context.Context, sku string, stock, floor int64) error {
+	_, err := q.reset(ctx, sku, stock, floor, false)
 	return err
 }
 
-func (q *Queue) reset(ctx context.Context, sku string, stock int64, force bool) (int64, error) {
+func (q *Queue) reset(ctx context.Context, sku string, stock, floor int64, force bool) (int64, error) {
 	k := q.keys(sku)
 	flag := "0"
 	if force {
 		flag = "1"
 	}
 	round, err := q.run(ctx, resetScript, []string{k.initial(), k.stock(), k.sold(), k.buyers(), k.compensated(), k.stream(), k.dead(), k.round()},
-		stock, Group, flag).Int64()
+		stock, Group, flag, floor).Int64()
 	if err != nil {
 		return 0, unavailable("reset "+sku, err)
 	}

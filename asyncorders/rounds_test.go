@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"sync/atomic"
@@ -13,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstep/lockstep/asyncorders"
+	"github.com/lockstep/lockstep/internal/redistest"
+	"github.com/lockstep/lockstep/orders"
 )
 
 // loseReply runs every EVALSHA of the script whose SHA1 is sha and loses
@@ -57,9 +60,14 @@ func scriptSHA(t *testing.T, name string) string {
 func TestTheRoundScriptsRunTwiceOrLate(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	// reset fully resets stage: Redis, then the table into Redis's round.
+	// reset fully resets stage as the shop does: Redis past the table's
+	// round, then the table into Redis's round.
 	reset := func(t *testing.T, q *asyncorders.Queue, stage string) error {
-		round, err := q.Reset(ctx, sku, 10)
+		floor, err := e.store.Round(ctx, stage, sku)
+		if err != nil {
+			return err
+		}
+		round, err := q.Reset(ctx, sku, 10, floor)
 		if err != nil {
 			return err
 		}
@@ -146,4 +154,50 @@ func TestTheRoundScriptsRunTwiceOrLate(t *testing.T) {
 		drain(t, q)
 		wantOrders(t, e, q, 1)
 	})
+}
+
+// reset.lua's round never falls behind the order table's (the floor),
+// whatever Redis kept: after Redis lost its data a reset moves past the
+// floor and an initialise takes it, so the table never refuses the round
+// as a late reset's, nor the entries admitted next as stale; run twice or
+// late (an older floor), it moves on from Redis's own round as before.
+func TestTheRoundNeverFallsBehindTheTables(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	q := asyncorders.NewQueue(rdb, "floor")
+	for _, tc := range []struct {
+		name string
+		// lost flushes Redis first; reset resets, else initialises.
+		lost, reset bool
+		floor, want int64
+	}{
+		{"a first reset", true, true, 0, 1},
+		{"a reset run again, the table not yet moved", false, true, 0, 2},
+		{"a reset after Redis lost its data", true, true, 5, 6},
+		{"the same reset run again (its reply lost)", false, true, 5, 7},
+		{"a reset late with an older floor", false, true, 3, 8},
+		{"an initialise of a SKU Redis has", false, false, 3, 8},
+		{"an initialise after Redis lost its data", true, false, 8, 8},
+		{"the same initialise run again", false, false, 8, 8},
+		{"an initialise of a never-reset SKU", true, false, 0, 0},
+	} {
+		if tc.lost {
+			if err := rdb.FlushAll(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var err error
+		if tc.reset {
+			_, err = q.Reset(ctx, sku, 10, tc.floor)
+		} else {
+			err = q.Initialise(ctx, sku, 10, tc.floor)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		a, err := q.Admit(ctx, asyncorders.Message{OrderID: orders.NewID(), SKU: sku, User: fmt.Sprint("u", tc.want, tc.name), Qty: 1}, true)
+		if err != nil || a.Round != tc.want {
+			t.Fatalf("%s: the next admission's round %d (%v), want %d", tc.name, a.Round, err, tc.want)
+		}
+	}
 }

@@ -36,8 +36,8 @@ func (s *asyncStage) sell(ctx context.Context, sku, user string, qty int64, f Fa
 	m := asyncorders.Message{OrderID: orders.NewID(), SKU: sku, User: user, Qty: qty, Replica: s.replica}
 	a, err := s.queue.Admit(ctx, m, !s.twoSteps)
 	if errors.Is(err, asyncorders.ErrNoStock) {
-		if err := s.queue.Initialise(ctx, sku, s.defaultStock); err != nil {
-			return Sale{}, asyncFailed(err)
+		if err := s.initialise(ctx, sku); err != nil {
+			return Sale{}, err
 		}
 		a, err = s.queue.Admit(ctx, m, !s.twoSteps)
 	}
@@ -68,6 +68,22 @@ func asyncFailed(err error) error {
 	return errors.Join(ErrUnavailable, err)
 }
 
+// initialise gives sku, which Redis has no stock of (never reset, or
+// Redis lost its data), the default stock in the order table's round: the
+// round Redis lost, so that the entries admitted next land (asyncorders,
+// "Rounds"). While the table does not answer, the sale answers 503: in a
+// lower round its order would never land.
+func (s *asyncStage) initialise(ctx context.Context, sku string) error {
+	floor, err := s.orders.Round(ctx, s.id, sku)
+	if err != nil {
+		return ordersUnavailable("read the round", err)
+	}
+	if err := s.queue.Initialise(ctx, sku, s.defaultStock, floor); err != nil {
+		return asyncFailed(err)
+	}
+	return nil
+}
+
 // reset resets the Redis side (stock, buyers, stream), which moves the
 // SKU's round on, then the order table (and the payments, in the same
 // transaction) into that round, as the synchronous order stages do
@@ -75,9 +91,15 @@ func asyncFailed(err error) error {
 // order (its units were in the stock the reset replaced), and one
 // admitted between the two resets waits, pending, until the table is in
 // its round (asyncorders, "Rounds"). A reset that fails between the two
-// stores holds every new order back until it is sent again.
+// stores holds every new order back until it is sent again. Redis's new
+// round is past the table's (the floor, read first), also when Redis lost
+// its round: the table never refuses it as a late reset's.
 func (s *asyncStage) reset(ctx context.Context, sku string, stock int64, _ int) error {
-	round, err := s.queue.Reset(ctx, sku, stock)
+	floor, err := s.orders.Round(ctx, s.id, sku)
+	if err != nil {
+		return ordersUnavailable("read the round", err)
+	}
+	round, err := s.queue.Reset(ctx, sku, stock, floor)
 	if err != nil {
 		return asyncFailed(err)
 	}
@@ -104,8 +126,8 @@ func (s *asyncStage) audit(ctx context.Context, sku string) (Audit, error) {
 	if errors.Is(err, asyncorders.ErrNoStock) {
 		// As every stage's audit does: a SKU never reset starts with the
 		// default stock (the metrics audit the default SKU before any run).
-		if err := s.queue.Initialise(ctx, sku, s.defaultStock); err != nil {
-			return Audit{}, asyncFailed(err)
+		if err := s.initialise(ctx, sku); err != nil {
+			return Audit{}, err
 		}
 		st, err = s.queue.Stats(ctx, sku)
 	}

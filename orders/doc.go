@@ -68,6 +68,9 @@
 //	         | round already there deletes the   | table's changes nothing                  | same state
 //	         | orders of the round again         |                                          |
 //	HasOrder | a read                            | a read                                   | a read: the sale fails, nothing taken
+//	Round    | a read                            | an older round is a floor only           | a read: the reset or initialise fails
+//	         |                                   | (asyncorders keeps its Redis round at or |
+//	         |                                   | past it)                                 |
 //
 // GroupCommit.Insert sends a sale's order in a batch (InsertBatch: one
 // transaction) with the other sales' queued at the same time; each case

@@ -406,6 +406,18 @@ func (s *SQLStore) reset(ctx context.Context, stage, sku string, stock, round in
 	return nil
 }
 
+func (s *SQLStore) Round(ctx context.Context, stage, sku string) (int64, error) {
+	var round int64
+	err := s.db.QueryRowContext(ctx, "SELECT round_no FROM lockstep_rounds WHERE stage = ? AND sku = ?", stage, sku).Scan(&round)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, s.unavailable("read round", err)
+	}
+	return round, nil
+}
+
 // moveRound sets the stage's round to round, unless a later reset's round
 // is there already (newer true, nothing written). On MySQL the round row is
 // read FOR UPDATE, so the inserts of the old round wait for the reset.

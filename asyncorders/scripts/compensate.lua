@@ -9,7 +9,9 @@
 -- a reset the units belong to the stock the reset replaced, the buyer to
 -- the set it emptied and the entry to the stream it emptied, so a caller
 -- late with an order of an earlier round changes nothing (but the entry's
--- XACK, a no-op then).
+-- XACK, a no-op then). So does a SKU without its stock (Redis lost its
+-- data): the units belong to a stock that is gone, and an INCRBY would
+-- make a stock without the SKU's other keys.
 -- KEYS[1] stock, KEYS[2] sold, KEYS[3] buyers, KEYS[4] compensated,
 -- KEYS[5] stream, KEYS[6] dead, KEYS[7] round;
 -- ARGV[1] the mark (the order id, or "entry:<stream id>" for a malformed
@@ -21,7 +23,7 @@
 -- returns nothing).
 -- Returns 1 when it compensated, 0 when an earlier run had, -1 when the
 -- round is over.
-if ARGV[8] ~= '' and (redis.call('GET', KEYS[7]) or '0') ~= ARGV[8] then
+if ARGV[8] ~= '' and (redis.call('EXISTS', KEYS[1]) == 0 or (redis.call('GET', KEYS[7]) or '0') ~= ARGV[8]) then
   if ARGV[2] ~= '' then
     redis.call('XACK', KEYS[5], ARGV[3], ARGV[2])
   end
