@@ -110,5 +110,9 @@
 // reset, it fences rather than waits: no sale of one round lands in the
 // next, and no order a sale answered is deleted except by a later reset.
 // A reset that failed between the two stores refuses orders until it is
-// sent again; so does Redis losing its keys, until a reset.
+// sent again. Redis losing its keys starts its round again at 0: the async
+// stages' reset and initialise take the table's round (Round) as a floor
+// (asyncorders, "Redis lost its data"); the synchronous stages' reset
+// does not yet, so their orders are refused until resets move Redis's
+// round past the table's again.
 package orders
