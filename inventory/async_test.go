@@ -404,8 +404,9 @@ func TestAnAsyncRoundSurvivesRedisLosingItsData(t *testing.T) {
 			answered = nil // the reset deleted the orders of the rounds before
 			sell("carol")
 			ordered(t)
-			if a := orderAudit(t, inv, stage); a.Orders.Orders != 1 || a.Orders.Undersold != 0 || a.Stock != 9 {
-				t.Fatalf("after the restart and a reset: stock %d, orders %+v; want carol's order alone", a.Stock, *a.Orders)
+			if a := orderAudit(t, inv, stage); a.Orders.Orders != 1 || a.Orders.Undersold != 0 || a.Stock != 9 || a.Sold != 1 || !a.Consistent {
+				t.Fatalf("after the restart and a reset: stock %d, sold %d, consistent %v, orders %+v; want carol's order alone",
+					a.Stock, a.Sold, a.Consistent, *a.Orders)
 			}
 		})
 	}
