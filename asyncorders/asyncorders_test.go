@@ -102,10 +102,11 @@ func (e env) refusals(t testing.TB, stage, id string) int64 {
 func (e env) queue(t testing.TB, stage string, stock int64) *asyncorders.Queue {
 	t.Helper()
 	q := asyncorders.NewQueue(e.rdb, stage)
-	if err := q.Reset(context.Background(), sku, stock); err != nil {
+	round, err := q.Reset(context.Background(), sku, stock, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.Reset(context.Background(), stage, sku, stock, 0); err != nil {
+	if err := e.payments.Reset(context.Background(), stage, sku, stock, round); err != nil {
 		t.Fatal(err)
 	}
 	return q
@@ -438,7 +439,8 @@ func TestAsyncOrders(t *testing.T) {
 		q := e.queue(t, "poison", 1)
 		e.refuse(t, "pia", true)
 		m := message("pia")
-		if _, err := q.Admit(ctx, m, true); err != nil {
+		a, err := q.Admit(ctx, m, true)
+		if err != nil {
 			t.Fatal(err)
 		}
 		id := entryID(t, e, q)
@@ -451,7 +453,7 @@ func TestAsyncOrders(t *testing.T) {
 		e.refuse(t, "pia", false)
 		// A late insert of the dead-lettered order (a worker that had it and
 		// wakes up) lands nothing: the id was voided before the unit went back.
-		if err := e.store.Insert(ctx, orders.Order{ID: m.OrderID, Stage: "poison", SKU: sku, User: "pia", Qty: 1, Replica: "r1", OnePerUser: true}); !errors.Is(err, orders.ErrVoided) {
+		if err := e.store.Insert(ctx, orders.Order{ID: m.OrderID, Stage: "poison", SKU: sku, User: "pia", Qty: 1, Replica: "r1", OnePerUser: true, Round: a.Round}); !errors.Is(err, orders.ErrVoided) {
 			t.Fatalf("late insert: %v", err)
 		}
 		// The buyer is free and the unit on sale: pia buys it again, and the
@@ -496,10 +498,11 @@ func TestAsyncOrders(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := message("bob")
-		if _, err := q.Admit(ctx, m, false); err != nil {
+		a, err := q.Admit(ctx, m, false)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := q.Enqueue(ctx, m); err != nil {
+		if err := q.Enqueue(ctx, m, a); err != nil {
 			t.Fatal(err)
 		}
 		drain(t, q)
@@ -513,12 +516,18 @@ func TestAsyncOrders(t *testing.T) {
 // at at, as a kill there would (batch 0: the config's).
 func (e env) runUntilDeath(t *testing.T, q *asyncorders.Queue, at asyncorders.FaultPoint, batch int64) {
 	t.Helper()
-	ctx, die := context.WithTimeout(context.Background(), 30*time.Second)
-	defer die()
 	c := config("dies", asyncorders.Correct)
 	if batch > 0 {
 		c.Batch = batch
 	}
+	e.runUntilDeathAs(t, q, c, at)
+}
+
+// runUntilDeathAs is runUntilDeath with the worker's config c.
+func (e env) runUntilDeathAs(t *testing.T, q *asyncorders.Queue, c asyncorders.Config, at asyncorders.FaultPoint) {
+	t.Helper()
+	ctx, die := context.WithTimeout(context.Background(), 30*time.Second)
+	defer die()
 	died := false
 	c.FaultHook = func(p asyncorders.FaultPoint) error {
 		if p != at {

@@ -11,8 +11,8 @@
 // "lockstep:<stage>:{<sku>}:": initial, stock, sold, buyers (a set),
 // compensated (a set of order ids whose units went back), orders (the
 // stream, with the group "order-workers"), dead (the dead-letter stream),
-// lags (the last admission-to-row lags, in microseconds). reset.lua creates
-// every one of them, so the admission and dead-letter scripts only ever run
+// lags (the last admission-to-row lags, in microseconds), round (the reset
+// round, below). reset.lua creates every one of them, so the admission and dead-letter scripts only ever run
 // on keys that exist (a Redis Cluster refuses a multi-key script with a
 // missing key while its slot moves).
 //
@@ -92,9 +92,26 @@
 // # Every call, when its reply is lost, when it runs twice, when it is late
 //
 //	call               reply lost / run twice                         late
+//	Round (the table's a read: sent again, it reads again; the        an older floor: reset.lua moves on
+//	round, the floor)  reset or initialise fails (503) while the      from Redis's own round (a reset) or
+//	                   table does not answer                          keeps it (an initialise): the floor
+//	                                                                  only bounds the round from below
+//	reset.lua          reply lost: the reset fails (503) and the      after a later reset: it is a reset
+//	                   admin sends it again; run twice, the round     of its own (a new round); its
+//	                   moves twice and the table is reset into the    caller, whose reply never came,
+//	                   second (the first's round is skipped): the     resets no table, so the entries of
+//	                   same state. The round is past the floor       the new round wait (pending) until
+//	                   either way: max(Redis's, the table's) + 1      a reset is sent again
+//	reset.lua as       run twice: the keys exist, it only reads the   after a reset: the keys exist, the
+//	initialise (a      round; reply lost: the sale answers 503 (it    round is past the floor, nothing
+//	sale finding no    sold nothing). Its round is the floor at       changes
+//	stock)             least: Redis that lost its data takes the
+//	                   table's round again
 //	admit.lua          run again: the buyer is in the set, so it       one script: all or nothing; its
 //	                   answers ErrAlreadyBought and writes nothing;    entry's id, the order's admission
-//	                   the first run's order is the buyer's one order  time, is when it ran, not sent
+//	                   the first run's order is the buyer's one order  time, is when it ran, not sent;
+//	                                                                  after a reset: of the new round
+//	                                                                  (its round is read as it runs)
 //	InsertBatch        the retry (reply lost) or a second run (the    after another worker claimed the
 //	(batch + payments, batch inserted, its worker killed before the  batch and wrote it: every id is
 //	one transaction)   XACK: after-insert) reads every id live and    live, nothing written, nil; its
@@ -105,7 +122,11 @@
 //	Insert (worker)    the retry finds its own row by id: nil, one     after a give-up's Void: ErrVoided;
 //	                   order; the entry is acknowledged. Unanswered   the worker finishes the give-up
 //	                   (outage): retried, never counted; refused      (compensate.lua: a no-op but the
-//	                   (ErrRefused: nothing written): counted below   ack if the units went back)
+//	                   (ErrRefused: nothing written): counted below   ack if the units went back); after
+//	                                                                  the sweeper's cancel (the payment
+//	                                                                  cancelled): it finishes the cancel,
+//	                                                                  no dead letter; after a reset:
+//	                                                                  Rounds, below
 //	HasOrder (give-up: a read: sent again, it reads again             no new sale of hers lands before the
 //	free the buyer?)                                                  free (she is in the set); an entry of
 //	                                                                  hers in flight may (the set lost
@@ -132,13 +153,19 @@
 //	Void (give-up)     finds its own void row: nil                    after the insert: ErrOrdered, the
 //	                                                                  order stands, nothing returned
 //	compensate.lua     the compensated set has the order id: it only  two workers giving up the same
-//	                   acknowledges, the unit is returned once        entry: the second only acknowledges
+//	                   acknowledges, the unit is returned once        entry: the second only acknowledges;
+//	                                                                  after a reset: the order's round is
+//	                                                                  over, nothing returned, no dead
+//	                                                                  letter, only the (no-op) XACK; the
+//	                                                                  same after Redis lost the SKU's
+//	                                                                  stock (its data)
 //	Cancel (sweeper)   the second compare-and-set matches no row:     after a payment: matches no row, the
 //	                   one cancel; the reply lost, the next pass      order stays paid; after the cancel, a
 //	                   finds it cancelled and unreturned              payment answers ErrCancelled
 //	compensate.lua     the order id's mark: returned once; a sweeper  a second sweeper's, after the first's:
-//	(sweeper)          killed before it: the next pass's Unreturned   nothing more
-//	                   lists the order, and it runs then
+//	(sweeper)          killed before it: the next pass's Unreturned   nothing more; after a reset (the
+//	                   lists the order, and it runs then              round read with the cancel or the
+//	                                                                  listing is over): nothing
 //	MarkReturned       sets the same flag again                       a flag for Unreturned only: the audit
 //	                                                                  reads the compensated set instead
 //	Account (reads)    a read: sent again, it reads again             a stale figure, each unit counted once
@@ -217,7 +244,73 @@
 // gives the unit back, once (the mark). Until then the audit shows it
 // returning, and a run's drain waits for none to be.
 //
-// Reset deletes the stream while workers may hold entries of the old round:
-// an insert of one lands as a row the reset already deleted the others of.
-// A run resets only after draining the stream.
+// # Rounds
+//
+// A reset runs while workers hold entries and sales go on, in two stores
+// that no transaction spans: reset.lua (Redis), then the order table's
+// reset (orders.Payments.Reset, or orders.Store.Reset without payments;
+// one transaction with the payments). Each reset moves the SKU's round on,
+// as the synchronous order stages' does (orders, "Resets"): reset.lua
+// INCRs the round key, which no reset deletes, and the table's reset
+// writes that round. admit.lua writes the round it read beside the
+// message (the entry's "round" field; the caller never names it), and the
+// order row lands only while the table is in that round (Insert,
+// InsertBatch and Payments.Open are fenced by it). An insert the table
+// refuses as stale (orders.ErrStaleRound) is told apart by Redis's round:
+//
+//	entry's round < Redis's: a reset ended its round; its units were in the
+//	  stock the reset replaced and its buyer in the set it emptied: the
+//	  entry is acknowledged and dropped, nothing returned, no dead letter
+//	entry's round = Redis's: the table's reset is still to come (a sale
+//	  admitted between the two resets): the worker waits and tries again
+//	  (as through an outage), and the order lands once the table is in
+//	  its round
+//
+// A give-back (compensate.lua) names the round too: the entry's, or for
+// the sweeper the table's round read in the cancel's transaction (or with
+// the listing of the cancelled payments, which a reset deletes in the
+// transaction that moves the round), so one late across a reset gives
+// nothing. reset.lua empties the stream (XTRIM) instead of deleting it, so
+// its entry ids keep growing: an entry of the new round never takes the
+// id of one a worker still holds, whose XACK would acknowledge it. A reset
+// whose second half failed holds the new round's orders back (pending,
+// never lost nor dead-lettered) until it is sent again. An entry without a
+// round field (appended before the rounds were) is of round 0, the round
+// of a SKU no reset moved on.
+//
+// # Redis lost its data
+//
+// A redis-server restarted without persistence (or with an AOF that lost
+// its last writes) has no round key, while the order table keeps its
+// round and refuses a lower one as a late reset's. Left at 0, Redis's
+// round would hold every entry back for good: admitted in round 0 or 1,
+// refused stale by a table in round r, and equal to Redis's round, so
+// "the table's reset is still to come". So Redis's round never falls
+// behind the table's: the shop reads the table's round (orders.Store
+// Round) before reset.lua and passes it as a floor; a reset's round is
+// max(Redis's, floor) + 1 and an initialise's at least the floor, in the
+// script. The callers after a loss:
+//
+//	admit.lua        finds no stock (-2): the shop initialises the SKU in
+//	                 the table's round, and the entry lands in it; the
+//	                 buyer of before buys again (Redis forgot her), her
+//	                 order stands, and the new entry is given up and its
+//	                 unit returned (the table's unique buyer)
+//	the worker       an entry it held from before the loss is of the
+//	                 table's round or an older one: it lands, or is
+//	                 dropped as stale once Redis is past it; while Redis
+//	                 has no round (0) it waits, as for a reset to come
+//	compensate.lua   gives nothing into a SKU without its stock (the units
+//	                 were in the stock that is gone; an INCRBY would make
+//	                 a stock without the SKU's other keys, and the next
+//	                 sale would not initialise it); once initialised, a
+//	                 sweeper's cancel of an order of before returns its
+//	                 unit into the new stock (its round is the table's)
+//	Payments.Open,   fenced by the table's round alone: unchanged
+//	the sweeper
+//
+// What was lost stays lost: the stock starts again from the default, the
+// entries not yet written are gone (sales answered 200 without an order),
+// and the audit shows it (undersold below 0); with AOF everysec a kill of
+// the process alone loses nothing (docs/async-orders.md).
 package asyncorders

@@ -16,7 +16,7 @@ const maxQty = 1 << 20
 // maxReplica is the order table's replica width.
 const maxReplica = 128
 
-// orderField is the stream entry's one field. Its value is
+// orderField is the stream entry's message field. Its value is
 //
 //	<order id> <qty> <user>\n<replica>
 //
@@ -26,6 +26,12 @@ const maxReplica = 128
 // not five: every field is two more arguments the admission script passes
 // through Lua into XADD (BENCHMARKS.md).
 const orderField = "order"
+
+// roundField is the entry's second field: the SKU's reset round the units
+// were taken in, which admit.lua reads from Redis itself. An entry without
+// it (appended before the rounds were) is of round 0, the round of a SKU
+// no reset has moved on.
+const roundField = "round"
 
 // encode is m's value of orderField.
 func (m Message) encode() string {
@@ -59,6 +65,12 @@ func parse(sku, id string, values map[string]any) (Message, error) {
 	if len(replica) > maxReplica {
 		errs = append(errs, fmt.Errorf("replica longer than %d bytes", maxReplica))
 	}
+	if r, ok := values[roundField]; ok {
+		s, _ := r.(string)
+		if m.Round, err = strconv.ParseInt(s, 10, 64); err != nil || m.Round < 0 {
+			errs = append(errs, fmt.Errorf("round %q is not a whole number from 0", s))
+		}
+	}
 	if m.Admitted, ok = entryTime(id); !ok {
 		errs = append(errs, fmt.Errorf("entry id %q has no milliseconds", id))
 	}
@@ -72,5 +84,5 @@ func parse(sku, id string, values map[string]any) (Message, error) {
 // backstop behind the admission script's buyer set.
 func (m Message) order(stage string) orders.Order {
 	return orders.Order{ID: m.OrderID, Stage: stage, SKU: m.SKU, User: m.User, Qty: m.Qty,
-		Replica: m.Replica, Created: m.Admitted, Status: orders.StatusLive, OnePerUser: true}
+		Replica: m.Replica, Created: m.Admitted, Status: orders.StatusLive, OnePerUser: true, Round: m.Round}
 }

@@ -271,13 +271,14 @@ func TestAGiveUpThatFindsTheOrderOpensItsPayment(t *testing.T) {
 	ctx := context.Background()
 	q := e.queue(t, "ordered", 5)
 	m := message("ann")
-	if _, err := q.Admit(ctx, m, true); err != nil {
+	a, err := q.Admit(ctx, m, true)
+	if err != nil {
 		t.Fatal(err)
 	}
 	// A worker inserted ann's order and died before opening its payment;
 	// every later insert of it is refused, until the give-up's void finds
 	// the row.
-	if err := e.store.Insert(ctx, orders.Order{ID: m.OrderID, Stage: "ordered", SKU: sku, User: "ann", Qty: 1, Replica: "r1", OnePerUser: true}); err != nil {
+	if err := e.store.Insert(ctx, orders.Order{ID: m.OrderID, Stage: "ordered", SKU: sku, User: "ann", Qty: 1, Replica: "r1", OnePerUser: true, Round: a.Round}); err != nil {
 		t.Fatal(err)
 	}
 	refuseUntilTheDrain(t, e, "ann")
@@ -293,5 +294,80 @@ func TestAGiveUpThatFindsTheOrderOpensItsPayment(t *testing.T) {
 	}
 	if err := e.payments.Pay(ctx, m.OrderID, "ann"); err != nil {
 		t.Fatalf("ann pays: %v", err)
+	}
+}
+
+// A sweeper that cancelled an unpaid order and gives its unit back after a
+// reset (here between the Redis reset and the order table's, where the
+// cancelled payment is still listed) gives nothing back: the unit was in
+// the stock the reset replaced. Without the round, it went into the new
+// stock (11 of 10).
+func TestASweeperLateAcrossAResetGivesNothingBack(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := e.queue(t, "sweep-reset", 10)
+	c := e.payingConfig("w1")
+	c.PayWithin = time.Millisecond
+	e.start(t, q, c)
+	if _, err := q.Admit(ctx, message("ann"), true); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, q)
+	sweeper := asyncorders.NewSweeper(q, e.payments, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var round int64
+	sweeper.SetBetweenCancelAndReturn(func() (err error) {
+		round, err = q.Reset(ctx, sku, 10, 0) // the Redis half of a reset
+		return err
+	})
+	if err := sweeper.Sweep(ctx, time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	sweeper.SetBetweenCancelAndReturn(nil)
+	if err := e.payments.Reset(ctx, "sweep-reset", sku, 10, round); err != nil { // and the table's
+		t.Fatal(err)
+	}
+	if inv := check(t, e, q); !inv.Holds || inv.Remaining != 10 || inv.Units != 0 {
+		t.Fatalf("after a give-back late across a reset: %+v; want the 10 units of the reset", inv)
+	}
+}
+
+// The order checker's finding 2, during a MariaDB stop longer than the
+// payment window: a worker inserted a sale's order (its payment open)
+// and was killed before its XACK; the sweeper cancelled the unpaid order
+// and was killed before it gave the unit back; the claimer's insert then
+// met the cancelled order's void row and dead-lettered the entry as
+// "order id voided before its insert". The sale was answered 200 and got
+// its order, which its buyer did not pay: that is the sweeper's cancel,
+// not a give-up, and the claimer finishes it as the sweeper would (the
+// unit back once, the buyer freed, the entry acknowledged), with no dead
+// letter.
+func TestAClaimAfterTheSweepersCancelDeadLettersNothing(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := e.queue(t, "swept-pending", 10)
+	ann := message("ann")
+	if _, err := q.Admit(ctx, ann, true); err != nil {
+		t.Fatal(err)
+	}
+	c := e.payingConfig("dies")
+	c.PayWithin = time.Millisecond
+	e.runUntilDeathAs(t, q, c, asyncorders.AfterInsert)
+	sweeper := asyncorders.NewSweeper(q, e.payments, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sweeper.SetBetweenCancelAndReturn(func() error { return errors.New("killed") })
+	if err := sweeper.Sweep(ctx, time.Now().Add(time.Second)); err == nil {
+		t.Fatal("the sweeper was not killed between its cancel and its give-back")
+	}
+	if st, err := e.payments.Status(ctx, ann.OrderID, "ann"); err != nil || st != orders.PaymentCancelled {
+		t.Fatalf("ann's payment: %q %v; want cancelled", st, err)
+	}
+	c = e.payingConfig("w2")
+	c.PayWithin = time.Millisecond
+	e.start(t, q, c)
+	drain(t, q)
+	if inv := check(t, e, q); !inv.Holds || inv.Remaining != 10 || inv.Units != 0 || inv.DeadLetters != 0 {
+		t.Fatalf("after the claim: %+v; want the unit back once, no dead letter", inv)
+	}
+	if _, err := q.Admit(ctx, message("ann"), true); err != nil {
+		t.Fatalf("ann buys again once her unpaid order was cancelled: %v", err)
 	}
 }

@@ -74,6 +74,24 @@ func (k keys) stream() string      { return string(k) + "orders" }
 func (k keys) dead() string        { return string(k) + "dead" }
 func (k keys) lags() string        { return string(k) + "lags" }
 func (k keys) refusals() string    { return string(k) + "refusals" }
+func (k keys) round() string       { return string(k) + "round" }
+
+// round is sku's reset round in Redis (0 before any reset): the round of
+// the stock now on sale (doc.go, "Rounds").
+func (q *Queue) round(ctx context.Context, sku string) (int64, error) {
+	var n int64
+	err := slotretry.DoErr(ctx, func() (err error) {
+		n, err = q.rdb.Get(ctx, q.keys(sku).round()).Int64()
+		return err
+	})
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, unavailable("read the round of "+sku, err)
+	}
+	return n, nil
+}
 
 // refusals is how many times the order database refused entry id's order
 // (orders.ErrRefused), kept in a hash by entry id beside the stream, so
@@ -104,16 +122,36 @@ func (q *Queue) setRefusals(ctx context.Context, sku, id string, n int64) error 
 	return nil
 }
 
-// compensate runs compensate.lua (which see) for the order (or entry) of
-// mark; entry "" when no stream entry is to be dead-lettered.
-func (q *Queue) compensate(ctx context.Context, sku, mark, entry, reason string, qty int64, freeBuyer, fields string) error {
+// compensation is one run of compensate.lua (which see).
+type compensation struct {
+	// mark is the order id, or "entry:<id>" for a malformed entry.
+	mark string
+	// entry is the stream entry to dead-letter, "" for none (the sweeper).
+	entry, reason string
+	qty           int64
+	// freeBuyer is the buyer to free, "" for none.
+	freeBuyer, fields string
+	// round is the round the order's units were taken in; fenced false
+	// (a malformed entry, which names no round and returns nothing) runs
+	// it whatever the round.
+	round  int64
+	fenced bool
+}
+
+// compensate runs compensate.lua for c, and answers as it does: 1 when
+// it compensated, 0 when an earlier run had, -1 when c's round is over.
+func (q *Queue) compensate(ctx context.Context, sku string, c compensation) (int64, error) {
 	k := q.keys(sku)
-	err := q.run(ctx, compensateScript, []string{k.stock(), k.sold(), k.buyers(), k.compensated(), k.stream(), k.dead()},
-		mark, entry, Group, reason, qty, freeBuyer, fields).Err()
-	if err != nil {
-		return writeFailed("compensate", err)
+	round := ""
+	if c.fenced {
+		round = strconv.FormatInt(c.round, 10)
 	}
-	return nil
+	n, err := q.run(ctx, compensateScript, []string{k.stock(), k.sold(), k.buyers(), k.compensated(), k.stream(), k.dead(), k.round()},
+		c.mark, c.entry, Group, c.reason, c.qty, c.freeBuyer, c.fields, round).Int64()
+	if err != nil {
+		return 0, writeFailed("compensate", err)
+	}
+	return n, nil
 }
 
 // recreateGroup creates the workers' group of sku's stream again, after
@@ -144,34 +182,41 @@ func (q *Queue) run(ctx context.Context, s *redis.Script, keys []string, args ..
 	return slotretry.Do(ctx, func() *redis.Cmd { return s.Run(ctx, q.rdb, keys, args...) })
 }
 
-// Reset gives sku stock units and empties its buyers, stream and dead
-// letters. Messages a worker holds when it runs are the old round's; see
-// doc.go.
-func (q *Queue) Reset(ctx context.Context, sku string, stock int64) error {
-	return q.reset(ctx, sku, stock, true)
+// Reset gives sku stock units, empties its buyers, stream and dead
+// letters, and moves its round on past both its own and floor, the order
+// table's round (orders.Store.Round): it returns the new round, which the
+// caller gives the order table's reset (orders.Store.Reset), so that the
+// entries a worker still holds from the round before never land as orders
+// (doc.go, "Rounds"), also after Redis lost its round.
+func (q *Queue) Reset(ctx context.Context, sku string, stock, floor int64) (round int64, err error) {
+	return q.reset(ctx, sku, stock, floor, true)
 }
 
-// Initialise gives a never-reset sku stock units; a SKU with keys keeps them.
-func (q *Queue) Initialise(ctx context.Context, sku string, stock int64) error {
-	return q.reset(ctx, sku, stock, false)
+// Initialise gives a never-reset sku stock units; a SKU with keys keeps
+// them. Its round is floor, the order table's round, at least: after Redis
+// lost its data the next entries are of the table's round.
+func (q *Queue) Initialise(ctx context.Context, sku string, stock, floor int64) error {
+	_, err := q.reset(ctx, sku, stock, floor, false)
+	return err
 }
 
-func (q *Queue) reset(ctx context.Context, sku string, stock int64, force bool) error {
+func (q *Queue) reset(ctx context.Context, sku string, stock, floor int64, force bool) (int64, error) {
 	k := q.keys(sku)
 	flag := "0"
 	if force {
 		flag = "1"
 	}
-	err := q.run(ctx, resetScript, []string{k.initial(), k.stock(), k.sold(), k.buyers(), k.compensated(), k.stream(), k.dead()}, stock, Group, flag).Err()
+	round, err := q.run(ctx, resetScript, []string{k.initial(), k.stock(), k.sold(), k.buyers(), k.compensated(), k.stream(), k.dead(), k.round()},
+		stock, Group, flag, floor).Int64()
 	if err != nil {
-		return unavailable("reset "+sku, err)
+		return 0, unavailable("reset "+sku, err)
 	}
 	if force {
 		if err := q.rdb.Del(ctx, k.lags(), k.refusals()).Err(); err != nil {
-			return unavailable("reset lags and refusals of "+sku, err)
+			return 0, unavailable("reset lags and refusals of "+sku, err)
 		}
 	}
-	return nil
+	return round, nil
 }
 
 // Admission is an admitted sale: its order id, made before the script ran
@@ -179,6 +224,9 @@ func (q *Queue) reset(ctx context.Context, sku string, stock int64, force bool) 
 type Admission struct {
 	OrderID   string
 	Remaining int64
+	// Round is the SKU's round the units were taken in: the message's
+	// round (Enqueue's, on the async-two-steps rung).
+	Round int64
 }
 
 // Message is one order message of the stream (its encoding: message.go).
@@ -191,9 +239,14 @@ type Message struct {
 	// Admitted is when Redis appended the entry (its id's milliseconds):
 	// read from the stream, never sent.
 	Admitted time.Time
+	// Round is the SKU's reset round the units were taken in: admit.lua
+	// writes it beside the message, from Redis, never from the caller.
+	Round int64
 }
 
-func (m Message) values() []any { return []any{orderField, m.encode()} }
+func (m Message) values() []any {
+	return []any{orderField, m.encode(), roundField, strconv.FormatInt(m.Round, 10)}
+}
 
 // Admit runs the admission script for one sale of sku. With enqueue false
 // (the async-two-steps rung) the message is not appended: the caller does
@@ -206,10 +259,15 @@ func (q *Queue) Admit(ctx context.Context, m Message, enqueue bool) (Admission, 
 	if enqueue {
 		message = m.encode()
 	}
-	n, err := q.run(ctx, admitScript, []string{k.stock(), k.sold(), k.buyers(), k.stream()}, m.Qty, m.User, message).Int64()
+	res, err := q.run(ctx, admitScript, []string{k.stock(), k.sold(), k.buyers(), k.stream(), k.round()}, m.Qty, m.User, message).Int64Slice()
 	switch {
 	case err != nil:
 		return Admission{}, writeFailed("admit", err)
+	case len(res) != 2:
+		return Admission{}, unavailable("admit", fmt.Errorf("reply %v", res))
+	}
+	n := res[0]
+	switch {
 	case n == -1:
 		return Admission{}, ErrSoldOut
 	case n == -2:
@@ -217,12 +275,13 @@ func (q *Queue) Admit(ctx context.Context, m Message, enqueue bool) (Admission, 
 	case n == -3:
 		return Admission{}, fmt.Errorf("%w: %s", ErrAlreadyBought, m.User)
 	}
-	return Admission{OrderID: m.OrderID, Remaining: n}, nil
+	return Admission{OrderID: m.OrderID, Remaining: n, Round: res[1]}, nil
 }
 
-// Enqueue appends m to its SKU's stream: the second call of the
-// async-two-steps rung.
-func (q *Queue) Enqueue(ctx context.Context, m Message) error {
+// Enqueue appends m, admitted as a (Admit with enqueue false), to its
+// SKU's stream in a's round: the second call of the async-two-steps rung.
+func (q *Queue) Enqueue(ctx context.Context, m Message, a Admission) error {
+	m.Round = a.Round
 	err := slotretry.DoErr(ctx, func() error {
 		return q.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.keys(m.SKU).stream(), Values: m.values()}).Err()
 	})

@@ -69,7 +69,12 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) error {
 		return err
 	}
 	for _, o := range due {
-		if err := s.q.compensate(ctx, o.SKU, o.ID, "", "payment timeout", o.Qty, o.User, ""); err != nil {
+		// o.Round is the order table's round when the order was cancelled
+		// (orders.Payments reads it in the cancel's transaction): a reset
+		// since has replaced the stock its units were in, and compensate.lua
+		// gives nothing back then.
+		c := compensation{mark: o.ID, reason: "payment timeout", qty: o.Qty, freeBuyer: o.User, round: o.Round, fenced: true}
+		if _, err := s.q.compensate(ctx, o.SKU, c); err != nil {
 			return err
 		}
 		if err := s.payments.MarkReturned(ctx, o.ID); err != nil {

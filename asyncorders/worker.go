@@ -243,7 +243,9 @@ func (w *Worker) handleBatch(ctx context.Context, sku string, ms []redis.XMessag
 			deadlines[i] = msg.Admitted.Add(w.cfg.PayWithin)
 		}
 	}
-	err := retry(ctx, w.log, "insert a batch of orders", func(c context.Context) error { return bs.InsertBatch(c, os, deadlines) })
+	err := retry(ctx, w.log, "insert a batch of orders", w.inRound(sku, msgs[0].Round, func(c context.Context) error {
+		return bs.InsertBatch(c, os, deadlines)
+	}))
 	switch {
 	case err == nil:
 		if err := w.fault(AfterInsert); err != nil {
@@ -251,6 +253,10 @@ func (w *Worker) handleBatch(ctx context.Context, sku string, ms []redis.XMessag
 			return
 		}
 		w.ackBatch(ctx, sku, batch, msgs)
+	case errors.Is(err, orders.ErrStaleRound): // a batch is of one round (InsertBatch refuses any other)
+		for _, m := range batch {
+			w.dropStale(ctx, sku, m.ID, msgs[0].Round)
+		}
 	case errors.Is(err, orders.ErrBatchRefused):
 		w.log.Info("the order database refused a batch: writing its entries one by one", "sku", sku, "entries", len(batch), "err", err)
 		for _, m := range batch {
@@ -267,23 +273,25 @@ func (w *Worker) handleBatch(ctx context.Context, sku string, ms []redis.XMessag
 func (w *Worker) handle(ctx context.Context, sku string, m redis.XMessage) {
 	msg, err := parse(sku, m.ID, m.Values)
 	if err != nil {
-		w.deadLetter(ctx, sku, m, "entry:"+m.ID, "malformed: "+err.Error(), 0, "")
+		w.deadLetter(ctx, sku, m, compensation{mark: "entry:" + m.ID, reason: "malformed: " + err.Error()})
 		return
 	}
 	o := msg.order(w.q.stage)
-	err = retry(ctx, w.log, "insert order", func(c context.Context) error { return w.store.Insert(c, o) })
+	err = retry(ctx, w.log, "insert order", w.inRound(sku, msg.Round, func(c context.Context) error { return w.store.Insert(c, o) }))
 	switch {
 	case err == nil:
-		if err := w.openPayment(ctx, msg); err != nil {
-			return // ctx ended: the entry stays pending, and a retry finds the order and opens the payment
+		if !w.paymentOpened(ctx, sku, m, msg) {
+			return
 		}
 		if err := w.fault(AfterInsert); err != nil {
 			w.log.Warn("left an inserted order unacknowledged", "sku", sku, "entry", m.ID, "err", err)
 			return
 		}
 		w.ack(ctx, sku, m.ID, time.Since(msg.Admitted))
+	case errors.Is(err, orders.ErrStaleRound):
+		w.dropStale(ctx, sku, m.ID, msg.Round)
 	case errors.Is(err, orders.ErrVoided):
-		w.compensateVoided(ctx, sku, m, msg, "order id voided before its insert")
+		w.voided(ctx, sku, m, msg)
 	case errors.Is(err, orders.ErrDuplicateBuyer):
 		// The buyer's other order stands: return the units, keep the buyer.
 		w.giveUp(ctx, sku, m, msg, err.Error())
@@ -293,16 +301,63 @@ func (w *Worker) handle(ctx context.Context, sku string, m redis.XMessage) {
 	}
 }
 
-// openPayment opens the payment of msg's order, when the stage has
-// payments: by order id, so opening it again changes nothing.
-func (w *Worker) openPayment(ctx context.Context, msg Message) error {
+// paymentOpened opens the payment of msg's order, when the stage has
+// payments: by order id, so opening it again changes nothing. False when
+// the entry is done with: ctx ended (it stays pending, and whoever takes
+// it next finds the order and opens the payment), or a reset deleted the
+// order meanwhile (dropped: orders.Payments.Open is fenced by the round as
+// the insert is).
+func (w *Worker) paymentOpened(ctx context.Context, sku string, m redis.XMessage, msg Message) bool {
 	if w.cfg.Payments == nil || w.cfg.PayWithin <= 0 {
-		return nil
+		return true
 	}
 	deadline := msg.Admitted.Add(w.cfg.PayWithin)
-	return retry(ctx, w.log, "open payment", func(c context.Context) error {
+	err := retry(ctx, w.log, "open payment", w.inRound(sku, msg.Round, func(c context.Context) error {
 		return w.cfg.Payments.Open(c, msg.order(w.q.stage), deadline)
-	})
+	}))
+	if errors.Is(err, orders.ErrStaleRound) {
+		w.dropStale(ctx, sku, m.ID, msg.Round)
+	}
+	return err == nil
+}
+
+// inRound wraps write, a write of orders of round: an orders.ErrStaleRound
+// (the order table's round is not round) while Redis is still in round
+// (or behind it) means the table's reset is still to come (a reset moves
+// Redis's round first, then the table's), so it answers errResetPending,
+// which retry waits out, and the write lands once the table is in round.
+// ErrStaleRound is left as it is only when Redis moved past round too: the
+// order's units belong to the stock a reset replaced.
+func (w *Worker) inRound(sku string, round int64, write func(context.Context) error) func(context.Context) error {
+	return func(c context.Context) error {
+		err := write(c)
+		if !errors.Is(err, orders.ErrStaleRound) {
+			return err
+		}
+		now, rerr := w.q.round(c, sku)
+		switch {
+		case rerr != nil:
+			return rerr // Redis unavailable: retried
+		case round < now:
+			return err
+		}
+		return fmt.Errorf("%w: round %d, Redis's: %w", errResetPending, round, err)
+	}
+}
+
+// errResetPending: the order table is not yet in the round of the
+// orders a worker writes (the reset between Redis's round and the
+// table's).
+var errResetPending = errors.New("asyncorders: the order table's reset is still to come")
+
+// dropStale drops an entry of round, a round a reset ended: its units
+// were in the stock the reset replaced and its buyer in the set it
+// emptied, so neither an order nor a give-back is owed. Its XACK is a
+// no-op (the reset emptied the stream and made its group anew), sent so
+// that nothing of it can stay pending.
+func (w *Worker) dropStale(ctx context.Context, sku, id string, round int64) {
+	w.log.Info("dropped an entry of a round a reset ended", "sku", sku, "entry", id, "round", round)
+	w.ack(ctx, sku, id, 0)
 }
 
 // refused counts one more refusal of the entry's order by the database
@@ -348,10 +403,9 @@ func (w *Worker) giveUp(ctx context.Context, sku string, m redis.XMessage, msg M
 	err := retry(ctx, w.log, "void order", func(c context.Context) error { return w.store.Void(c, msg.order(w.q.stage)) })
 	switch {
 	case errors.Is(err, orders.ErrOrdered):
-		if err := w.openPayment(ctx, msg); err != nil {
-			return // ctx ended: pending, and whoever takes it next opens it
+		if w.paymentOpened(ctx, sku, m, msg) {
+			w.ack(ctx, sku, m.ID, 0)
 		}
-		w.ack(ctx, sku, m.ID, 0)
 	case err == nil:
 		if err := w.fault(AfterVoid); err != nil {
 			w.log.Warn("left a voided order's entry uncompensated", "sku", sku, "entry", m.ID, "err", err)
@@ -363,13 +417,48 @@ func (w *Worker) giveUp(ctx context.Context, sku string, m redis.XMessage, msg M
 	}
 }
 
+// voided finishes an entry whose order id was voided before this insert:
+// by a give-up (its own, or one that stopped between its void and
+// compensate.lua), which dead-letters the entry; or by the sweeper, which
+// cancelled the order for want of a payment (a worker inserted it and
+// died before its XACK, and the entry came round again after the payment
+// window). That order was the sale's and stood until its cancel: no dead
+// letter; the entry is finished as the sweeper finishes a cancel (the
+// units back once under the order id's mark, the buyer freed), then
+// acknowledged. A cancelled payment tells the two apart: a give-up voids
+// only an id that has no order row, so no payment.
+func (w *Worker) voided(ctx context.Context, sku string, m redis.XMessage, msg Message) {
+	if w.cfg.Payments != nil {
+		var status string
+		err := retry(ctx, w.log, "read the payment of a voided order", func(c context.Context) (err error) {
+			status, err = w.cfg.Payments.Status(c, msg.OrderID, msg.User)
+			return err
+		})
+		switch {
+		case errors.Is(err, orders.ErrNoOrder):
+		case err != nil:
+			return // ctx ended: the entry stays pending
+		case status == orders.PaymentCancelled:
+			c := compensation{mark: msg.OrderID, reason: "payment timeout", qty: msg.Qty, freeBuyer: msg.User, round: msg.Round, fenced: true}
+			if err := retry(ctx, w.log, "give back a cancelled order", func(ctx context.Context) error {
+				_, err := w.q.compensate(ctx, sku, c)
+				return err
+			}); err == nil {
+				w.ack(ctx, sku, m.ID, 0)
+			}
+			return
+		}
+	}
+	w.compensateVoided(ctx, sku, m, msg, "order id voided before its insert")
+}
+
 // compensateVoided dead-letters the entry of a voided order id, returning
 // its units and freeing its buyer unless an order of theirs stands (a
 // duplicate buyer keeps her place). It finishes a give-up, its own or one
 // that stopped between its void and compensate.lua (a worker killed
-// there; its redelivery's insert meets the void row), or an order a
-// sweeper cancelled: compensate.lua runs once per order id, and only
-// acknowledges when the units went back already.
+// there; its redelivery's insert meets the void row): compensate.lua runs
+// once per order id, and only acknowledges when the units went back
+// already.
 func (w *Worker) compensateVoided(ctx context.Context, sku string, m redis.XMessage, msg Message, reason string) {
 	var ordered bool
 	err := retry(ctx, w.log, "look up the buyer's order", func(c context.Context) (err error) {
@@ -383,19 +472,28 @@ func (w *Worker) compensateVoided(ctx context.Context, sku string, m redis.XMess
 	if ordered {
 		freeBuyer = ""
 	}
-	w.deadLetter(ctx, sku, m, msg.OrderID, reason, msg.Qty, freeBuyer)
+	w.deadLetter(ctx, sku, m, compensation{mark: msg.OrderID, reason: reason, qty: msg.Qty, freeBuyer: freeBuyer,
+		round: msg.Round, fenced: true})
 }
 
-func (w *Worker) deadLetter(ctx context.Context, sku string, m redis.XMessage, mark, reason string, qty int64, freeBuyer string) {
+// deadLetter runs compensate.lua for entry m (c's entry and fields are m's).
+func (w *Worker) deadLetter(ctx context.Context, sku string, m redis.XMessage, c compensation) {
 	fields := make([]string, 0, len(m.Values))
 	for name, v := range m.Values {
 		fields = append(fields, fmt.Sprintf("%s=%v", name, v))
 	}
-	err := retry(ctx, w.log, "dead-letter entry", func(c context.Context) error {
-		return w.q.compensate(c, sku, mark, m.ID, reason, qty, freeBuyer, strings.Join(fields, " "))
+	c.entry, c.fields = m.ID, strings.Join(fields, " ")
+	var n int64
+	err := retry(ctx, w.log, "dead-letter entry", func(ctx context.Context) (err error) {
+		n, err = w.q.compensate(ctx, sku, c)
+		return err
 	})
-	if err == nil {
-		w.log.Warn("dead-lettered an order entry", "sku", sku, "entry", m.ID, "reason", reason, "returned", qty)
+	switch {
+	case err != nil:
+	case n < 0:
+		w.log.Info("gave up an entry of a round a reset ended: nothing returned", "sku", sku, "entry", m.ID, "reason", c.reason, "round", c.round)
+	default:
+		w.log.Warn("dead-lettered an order entry", "sku", sku, "entry", m.ID, "reason", c.reason, "returned", c.qty)
 	}
 }
 
@@ -464,7 +562,7 @@ func retry(ctx context.Context, log *slog.Logger, what string, op func(context.C
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
 		err := op(c)
 		cancel()
-		if err == nil || !(errors.Is(err, orders.ErrUnavailable) || errors.Is(err, ErrUnavailable)) {
+		if err == nil || !(errors.Is(err, orders.ErrUnavailable) || errors.Is(err, ErrUnavailable) || errors.Is(err, errResetPending)) {
 			return err
 		}
 		if ctx.Err() != nil {

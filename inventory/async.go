@@ -36,8 +36,8 @@ func (s *asyncStage) sell(ctx context.Context, sku, user string, qty int64, f Fa
 	m := asyncorders.Message{OrderID: orders.NewID(), SKU: sku, User: user, Qty: qty, Replica: s.replica}
 	a, err := s.queue.Admit(ctx, m, !s.twoSteps)
 	if errors.Is(err, asyncorders.ErrNoStock) {
-		if err := s.queue.Initialise(ctx, sku, s.defaultStock); err != nil {
-			return Sale{}, asyncFailed(err)
+		if err := s.initialise(ctx, sku); err != nil {
+			return Sale{}, err
 		}
 		a, err = s.queue.Admit(ctx, m, !s.twoSteps)
 	}
@@ -48,7 +48,7 @@ func (s *asyncStage) sell(ctx context.Context, sku, user string, qty int64, f Fa
 		if err := s.crashBeforeOrder(ctx, f); err != nil {
 			return Sale{}, err
 		}
-		if err := s.queue.Enqueue(ctx, m); err != nil {
+		if err := s.queue.Enqueue(ctx, m, a); err != nil {
 			return Sale{}, asyncFailed(err)
 		}
 	}
@@ -68,17 +68,48 @@ func asyncFailed(err error) error {
 	return errors.Join(ErrUnavailable, err)
 }
 
-func (s *asyncStage) reset(ctx context.Context, sku string, stock int64, _ int) error {
-	if err := s.queue.Reset(ctx, sku, stock); err != nil {
+// initialise gives sku, which Redis has no stock of (never reset, or
+// Redis lost its data), the default stock in the order table's round: the
+// round Redis lost, so that the entries admitted next land (asyncorders,
+// "Rounds"). While the table does not answer, the sale answers 503: in a
+// lower round its order would never land.
+func (s *asyncStage) initialise(ctx context.Context, sku string) error {
+	floor, err := s.orders.Round(ctx, s.id, sku)
+	if err != nil {
+		return ordersUnavailable("read the round", err)
+	}
+	if err := s.queue.Initialise(ctx, sku, s.defaultStock, floor); err != nil {
 		return asyncFailed(err)
 	}
-	if err := s.orders.Reset(ctx, s.id, sku, stock, 0); err != nil {
-		return ordersUnavailable("reset orders", err)
+	return nil
+}
+
+// reset resets the Redis side (stock, buyers, stream), which moves the
+// SKU's round on, then the order table (and the payments, in the same
+// transaction) into that round, as the synchronous order stages do
+// (orderSeller.reset): an entry of the round before never lands as an
+// order (its units were in the stock the reset replaced), and one
+// admitted between the two resets waits, pending, until the table is in
+// its round (asyncorders, "Rounds"). A reset that fails between the two
+// stores holds every new order back until it is sent again. Redis's new
+// round is past the table's (the floor, read first), also when Redis lost
+// its round: the table never refuses it as a late reset's.
+func (s *asyncStage) reset(ctx context.Context, sku string, stock int64, _ int) error {
+	floor, err := s.orders.Round(ctx, s.id, sku)
+	if err != nil {
+		return ordersUnavailable("read the round", err)
+	}
+	round, err := s.queue.Reset(ctx, sku, stock, floor)
+	if err != nil {
+		return asyncFailed(err)
 	}
 	if s.payments != nil {
-		if err := s.payments.Reset(ctx, s.id, sku); err != nil {
-			return ordersUnavailable("reset payments", err)
-		}
+		err = s.payments.Reset(ctx, s.id, sku, stock, round)
+	} else {
+		err = s.orders.Reset(ctx, s.id, sku, stock, round)
+	}
+	if err != nil {
+		return ordersUnavailable("reset orders", err)
 	}
 	return nil
 }
@@ -95,8 +126,8 @@ func (s *asyncStage) audit(ctx context.Context, sku string) (Audit, error) {
 	if errors.Is(err, asyncorders.ErrNoStock) {
 		// As every stage's audit does: a SKU never reset starts with the
 		// default stock (the metrics audit the default SKU before any run).
-		if err := s.queue.Initialise(ctx, sku, s.defaultStock); err != nil {
-			return Audit{}, asyncFailed(err)
+		if err := s.initialise(ctx, sku); err != nil {
+			return Audit{}, err
 		}
 		st, err = s.queue.Stats(ctx, sku)
 	}

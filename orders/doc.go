@@ -68,6 +68,9 @@
 //	         | round already there deletes the   | table's changes nothing                  | same state
 //	         | orders of the round again         |                                          |
 //	HasOrder | a read                            | a read                                   | a read: the sale fails, nothing taken
+//	Round    | a read                            | an older round is a floor only           | a read: the reset or initialise fails
+//	         |                                   | (asyncorders keeps its Redis round at or |
+//	         |                                   | past it)                                 |
 //
 // GroupCommit.Insert sends a sale's order in a batch (InsertBatch: one
 // transaction) with the other sales' queued at the same time; each case
@@ -90,7 +93,8 @@
 // # Resets
 //
 // The order stages whose stock is in Redis (one-per-user-*, optimistic-
-// redis) write an order after taking its units, so a reset between the two
+// redis, and the async stages: asyncorders, "Rounds") write an order after
+// taking its units, so a reset between the two
 // would either delete an order already answered or let an order of the old
 // stock land in the new round. Each reset therefore moves a round: in
 // Redis, in the same transaction as the stock (the deduction scripts
@@ -106,5 +110,9 @@
 // reset, it fences rather than waits: no sale of one round lands in the
 // next, and no order a sale answered is deleted except by a later reset.
 // A reset that failed between the two stores refuses orders until it is
-// sent again; so does Redis losing its keys, until a reset.
+// sent again. Redis losing its keys starts its round again at 0: the async
+// stages' reset and initialise take the table's round (Round) as a floor
+// (asyncorders, "Redis lost its data"); the synchronous stages' reset
+// does not yet, so their orders are refused until resets move Redis's
+// round past the table's again.
 package orders

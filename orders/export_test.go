@@ -13,7 +13,7 @@ func (p *Payments) SetBetweenLedgerReads(f func()) { p.betweenLedgerReads = f }
 
 // CancelOne is the sweeper's compare-and-set of one order at now.
 func (p *Payments) CancelOne(ctx context.Context, o Order, now time.Time) (bool, error) {
-	return p.cancel(ctx, o, now)
+	return p.cancel(ctx, &o, now)
 }
 
 // GroupsInFlight is how many batches a group commit has on the wire at once.

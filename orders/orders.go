@@ -134,6 +134,10 @@ type Store interface {
 	// inserts of that round land (doc.go, "Resets"); a reset of an older
 	// round than the table's, arriving late, changes nothing.
 	Reset(ctx context.Context, stage, sku string, stock, round int64) error
+	// Round is the stage's reset round of sku (0 when no reset set one):
+	// the floor of a round kept elsewhere that may lose it (asyncorders'
+	// Redis round after Redis lost its data).
+	Round(ctx context.Context, stage, sku string) (int64, error)
 	// Initialise writes the stock row of a SKU that has none.
 	Initialise(ctx context.Context, stage, sku string, stock int64) error
 	// Stock reads the stock row; ErrNoStock when there is none.

@@ -378,3 +378,43 @@ func paymentsOfInserted(t *testing.T, s orders.Store, o orders.Order) *orders.Pa
 	}
 	return p
 }
+
+// A payment is fenced by its order's round, as the order's insert is, and
+// a reset through Payments deletes the payments in the transaction that
+// moves the round: a payment opened late after a reset (its order deleted
+// by it) is refused, so none outlives its order; before, it landed, and a
+// sweeper would cancel an order that is not there and give its unit back.
+func TestAPaymentOfTheRoundBeforeIsNotOpened(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			o := order("nia", true)
+			o.Stage = "pay-round"
+			p := paymentsOfInserted(t, s, o)
+			if err := p.Open(ctx, o, time.Now().Add(time.Hour)); err != nil {
+				t.Fatalf("open in round 0: %v", err)
+			}
+			if err := p.Reset(ctx, "pay-round", "sku-1", 10, 1); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Status(ctx, o.ID, "nia"); !errors.Is(err, orders.ErrNoOrder) {
+				t.Fatalf("payment after the reset: %v, want it deleted with its order", err)
+			}
+			if err := p.Open(ctx, o, time.Now().Add(time.Hour)); !errors.Is(err, orders.ErrStaleRound) {
+				t.Fatalf("open of round 0 after the reset to 1: %v, want ErrStaleRound", err)
+			}
+			if _, err := p.Status(ctx, o.ID, "nia"); !errors.Is(err, orders.ErrNoOrder) {
+				t.Fatalf("payment opened late: %v, want none", err)
+			}
+			o.ID, o.Round = orders.NewID(), 1
+			if err := s.Insert(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // opened again: the same row
+				if err := p.Open(ctx, o, time.Now().Add(time.Hour)); err != nil {
+					t.Fatalf("open in round 1: %v", err)
+				}
+			}
+		})
+	}
+}

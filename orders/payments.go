@@ -48,7 +48,12 @@ func paymentsSchema(buyer, options string) []string {
 // Every call, when its reply is lost, when it runs twice, when it is late:
 //
 //   - Open, reply lost or run twice: the row exists; a second insert is
-//     ignored (INSERT IGNORE / OR IGNORE), its state untouched.
+//     ignored (INSERT IGNORE / OR IGNORE), its state untouched. Late,
+//     after a reset moved the round past the order's: ErrStaleRound,
+//     nothing written (the reset deleted the order).
+//   - Reset: the order table's reset and the payments' delete, one
+//     transaction: run twice, the same state; late with an older round
+//     than the table's, nothing changes (Store.Reset).
 //   - Pay: a compare-and-set unpaid → paid; run again it finds paid and
 //     answers nil (the same answer); arriving after the sweeper's cancel it
 //     answers ErrCancelled and changes nothing; arriving as its row is
@@ -87,16 +92,38 @@ func (s *SQLStore) Payments(ctx context.Context) (*Payments, error) {
 	return &Payments{s: s}, nil
 }
 
-// Open records o's payment as unpaid until deadline.
+// Open records o's payment as unpaid until deadline, while the stage is
+// in o.Round, as Insert lands o (doc.go, "Resets"): ErrStaleRound, nothing
+// written, once a reset moved the stage past it (that reset deleted o's
+// order; a payment opened after it would outlive its order).
 func (p *Payments) Open(ctx context.Context, o Order, deadline time.Time) error {
 	ignore := "INSERT OR IGNORE"
 	if p.s.d.name == "mysql" {
 		ignore = "INSERT IGNORE"
 	}
-	_, err := p.s.db.ExecContext(ctx, ignore+` INTO lockstep_payments (id, stage, sku, user_id, qty, status, deadline)
-VALUES (?, ?, ?, ?, ?, ?, ?)`, o.ID, o.Stage, o.SKU, o.User, o.Qty, PaymentUnpaid, deadline.UnixMicro())
+	// As insertInRound: on MySQL the subquery's read of the round row is a
+	// locking read, so a reset's round change and this wait for each other.
+	res, err := p.s.db.ExecContext(ctx, ignore+` INTO lockstep_payments (id, stage, sku, user_id, qty, status, deadline)
+SELECT ?, ?, ?, ?, ?, ?, ?`+p.s.d.noTable+`
+WHERE NOT EXISTS (SELECT 1 FROM lockstep_rounds WHERE stage = ? AND sku = ? AND round_no <> ?)`,
+		o.ID, o.Stage, o.SKU, o.User, o.Qty, PaymentUnpaid, deadline.UnixMicro(), o.Stage, o.SKU, o.Round)
 	if err != nil {
 		return p.s.unavailable("open payment", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return p.s.unavailable("open payment", err)
+	} else if n == 1 {
+		return nil
+	}
+	// Nothing written: the payment was open already, or the round is over.
+	var stale int
+	err = p.s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM lockstep_rounds WHERE stage = ? AND sku = ? AND round_no <> ?",
+		o.Stage, o.SKU, o.Round).Scan(&stale)
+	switch {
+	case err != nil:
+		return p.s.unavailable("read round", err)
+	case stale > 0:
+		return fmt.Errorf("%w: payment of order %s of round %d", ErrStaleRound, o.ID, o.Round)
 	}
 	return nil
 }
@@ -167,17 +194,19 @@ func (p *Payments) Status(ctx context.Context, id, user string) (string, error) 
 // CancelExpired cancels up to limit orders of stage unpaid past their
 // deadline at now, each in one transaction with its order row's void
 // (which also frees the buyer's place in the unique index), and returns
-// the orders it cancelled.
+// the orders it cancelled, each with the round its stage was in then
+// (Order.Round): the round of its units, whose give-back a later reset
+// must turn into nothing.
 func (p *Payments) CancelExpired(ctx context.Context, stage string, now time.Time, limit int) ([]Order, error) {
-	due, err := p.list(ctx, p.s.db, `SELECT id, sku, user_id, qty FROM lockstep_payments
-WHERE stage = ? AND status = ? AND deadline < ? ORDER BY deadline LIMIT ?`, stage, PaymentUnpaid, now.UnixMicro(), limit)
+	due, err := p.list(ctx, p.s.db, paymentRows+`
+WHERE p.stage = ? AND p.status = ? AND p.deadline < ? ORDER BY p.deadline LIMIT ?`, stage, PaymentUnpaid, now.UnixMicro(), limit)
 	if err != nil {
 		return nil, err
 	}
 	var cancelled []Order
 	for _, o := range due {
 		o.Stage = stage
-		ok, err := p.cancel(ctx, o, now)
+		ok, err := p.cancel(ctx, &o, now)
 		if err != nil {
 			return cancelled, err
 		}
@@ -189,13 +218,27 @@ WHERE stage = ? AND status = ? AND deadline < ? ORDER BY deadline LIMIT ?`, stag
 }
 
 // cancel is the compare-and-set of one order; false when a payment (or
-// another sweeper) got there first.
-func (p *Payments) cancel(ctx context.Context, o Order, now time.Time) (bool, error) {
+// another sweeper) got there first. It sets o.Round to the stage's round,
+// read first, as a reset takes the round row before the payments: a
+// locking read on MySQL, so a reset waits for the cancel or the cancel
+// finds the payment deleted, and the round read is the order's.
+func (p *Payments) cancel(ctx context.Context, o *Order, now time.Time) (bool, error) {
 	tx, err := p.s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, p.s.unavailable("begin cancel", err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	lock := ""
+	if p.s.d.name == "mysql" {
+		lock = " LOCK IN SHARE MODE"
+	}
+	err = tx.QueryRowContext(ctx, "SELECT round_no FROM lockstep_rounds WHERE stage = ? AND sku = ?"+lock, o.Stage, o.SKU).Scan(&o.Round)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		o.Round = 0
+	case err != nil:
+		return false, p.s.unavailable("read round", err)
+	}
 	res, err := tx.ExecContext(ctx, `UPDATE lockstep_payments SET status = ? WHERE id = ? AND status = ? AND deadline < ?`,
 		PaymentCancelled, o.ID, PaymentUnpaid, now.UnixMicro())
 	if err != nil {
@@ -218,10 +261,12 @@ func (p *Payments) cancel(ctx context.Context, o Order, now time.Time) (bool, er
 }
 
 // Unreturned lists up to limit cancelled orders of stage whose units were
-// not recorded as given back.
+// not recorded as given back, each with its stage's round (Order.Round): a
+// reset deletes the payments in the transaction that moves the round
+// (Reset), so a payment listed is of the round read with it.
 func (p *Payments) Unreturned(ctx context.Context, stage string, limit int) ([]Order, error) {
-	list, err := p.list(ctx, p.s.db, `SELECT id, sku, user_id, qty FROM lockstep_payments
-WHERE stage = ? AND status = ? AND returned = 0 LIMIT ?`, stage, PaymentCancelled, limit)
+	list, err := p.list(ctx, p.s.db, paymentRows+`
+WHERE p.stage = ? AND p.status = ? AND p.returned = 0 LIMIT ?`, stage, PaymentCancelled, limit)
 	for i := range list {
 		list[i].Stage = stage
 	}
@@ -291,8 +336,8 @@ func (p *Payments) Ledger(ctx context.Context, stage, sku string) (Ledger, error
 	if p.betweenLedgerReads != nil {
 		p.betweenLedgerReads()
 	}
-	cancelled, err := p.list(ctx, tx, `SELECT id, sku, user_id, qty FROM lockstep_payments
-WHERE stage = ? AND sku = ? AND status = ?`, stage, sku, PaymentCancelled)
+	cancelled, err := p.list(ctx, tx, paymentRows+`
+WHERE p.stage = ? AND p.sku = ? AND p.status = ?`, stage, sku, PaymentCancelled)
 	if err != nil {
 		return Ledger{}, err
 	}
@@ -303,13 +348,24 @@ WHERE stage = ? AND sku = ? AND status = ?`, stage, sku, PaymentCancelled)
 	return l, nil
 }
 
-// Reset deletes stage's payments of sku.
-func (p *Payments) Reset(ctx context.Context, stage, sku string) error {
-	if _, err := p.s.db.ExecContext(ctx, `DELETE FROM lockstep_payments WHERE stage = ? AND sku = ?`, stage, sku); err != nil {
-		return p.s.unavailable("reset payments", err)
-	}
-	return nil
+// Reset is the order table's reset (Store.Reset) that also deletes
+// stage's payments of sku, in the same transaction: a payment of the round
+// before never outlives its order (a cancelled one would give its units
+// back into the new round), and none of the new round is deleted after its
+// order landed.
+func (p *Payments) Reset(ctx context.Context, stage, sku string, stock, round int64) error {
+	return p.s.reset(ctx, stage, sku, stock, round, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM lockstep_payments WHERE stage = ? AND sku = ?`, stage, sku); err != nil {
+			return p.s.unavailable("reset payments", err)
+		}
+		return nil
+	})
 }
+
+// paymentRows selects payments (as p) as list reads them: each with its
+// stage's round of its SKU (0 when no reset set one).
+const paymentRows = `SELECT p.id, p.sku, p.user_id, p.qty, COALESCE(r.round_no, 0) FROM lockstep_payments p
+LEFT JOIN lockstep_rounds r ON r.stage = p.stage AND r.sku = p.sku`
 
 func (p *Payments) list(ctx context.Context, x execer, query string, args ...any) ([]Order, error) {
 	rows, err := x.QueryContext(ctx, query, args...)
@@ -320,7 +376,7 @@ func (p *Payments) list(ctx context.Context, x execer, query string, args ...any
 	var out []Order
 	for rows.Next() {
 		var o Order
-		if err := rows.Scan(&o.ID, &o.SKU, &o.User, &o.Qty); err != nil {
+		if err := rows.Scan(&o.ID, &o.SKU, &o.User, &o.Qty, &o.Round); err != nil {
 			return nil, p.s.unavailable("read payments", err)
 		}
 		out = append(out, o)

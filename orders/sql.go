@@ -373,6 +373,12 @@ WHERE stage = ? AND sku = ? AND status = 'live' AND id > ? ORDER BY id LIMIT ?`,
 }
 
 func (s *SQLStore) Reset(ctx context.Context, stage, sku string, stock, round int64) error {
+	return s.reset(ctx, stage, sku, stock, round, nil)
+}
+
+// reset is Reset, with also (when not nil) run in its transaction after
+// the orders' delete: Payments.Reset's delete of the payments.
+func (s *SQLStore) reset(ctx context.Context, stage, sku string, stock, round int64, also func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.unavailable("begin reset", err)
@@ -387,6 +393,11 @@ func (s *SQLStore) Reset(ctx context.Context, stage, sku string, stock, round in
 	if _, err := tx.ExecContext(ctx, "DELETE FROM lockstep_orders WHERE stage = ? AND sku = ?", stage, sku); err != nil {
 		return s.unavailable("delete orders", err)
 	}
+	if also != nil {
+		if err := also(tx); err != nil {
+			return err
+		}
+	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM lockstep_stock WHERE stage = ? AND sku = ?", stage, sku); err != nil {
 		return s.unavailable("delete stock row", err)
 	}
@@ -397,6 +408,18 @@ func (s *SQLStore) Reset(ctx context.Context, stage, sku string, stock, round in
 		return s.unavailable("commit reset", err)
 	}
 	return nil
+}
+
+func (s *SQLStore) Round(ctx context.Context, stage, sku string) (int64, error) {
+	var round int64
+	err := s.db.QueryRowContext(ctx, "SELECT round_no FROM lockstep_rounds WHERE stage = ? AND sku = ?", stage, sku).Scan(&round)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, s.unavailable("read round", err)
+	}
+	return round, nil
 }
 
 // moveRound sets the stage's round to round, unless a later reset's round

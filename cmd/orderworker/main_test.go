@@ -258,7 +258,7 @@ func newSale(t *testing.T, stock int64) (*redistest.Server, *redis.Client, strin
 	}
 	t.Cleanup(func() { _ = store.Close() })
 	q := asyncorders.NewQueue(rdb, asyncorders.StageStream)
-	if err := q.Reset(context.Background(), "sku-1", stock); err != nil {
+	if _, err := q.Reset(context.Background(), "sku-1", stock, 0); err != nil {
 		t.Fatal(err)
 	}
 	return srv, rdb, dbPath, store, q

@@ -19,10 +19,8 @@
 // per unkeyed sale a killed shop had in flight, and on one-per-user-lua
 // its buyer kept without an order; without a kill, none.
 //
-// The reset-rung fault resets only the rungs whose reset fences a round in
-// both stores (resetDuringSales): async-stream's reset fences none yet (a
-// sale admitted between the Redis reset and the order table's loses its
-// order; a worker's old-round entry lands after it).
+// The reset-rung fault resets every rung (resetDuringSales): each one's
+// reset fences a round in both stores, async-stream's too.
 //
 // go test (make test) runs TestOrderChecker for defaultTime with a new
 // seed; make check-orders runs it for CHECKER_TIME (CHECKER_SEED), and
