@@ -257,9 +257,7 @@ func TestAPaymentArrivingAsItsRowIsOpenedIsPaid(t *testing.T) {
 	ctx := context.Background()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
-			o := order("user-1", true)
-			o.Stage = "async-stream"
-			p := paymentsOfInserted(t, s, o)
+			o, p := anInsertedAsyncOrder(t, s)
 			p.SetBetweenPayAndRead(func() {
 				if err := p.Open(ctx, o, time.Now().Add(time.Hour)); err != nil {
 					t.Error(err)
@@ -281,9 +279,7 @@ func TestOnlyItsBuyerPaysAnOrder(t *testing.T) {
 	ctx := context.Background()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
-			o := order("user-1", true)
-			o.Stage = "async-stream"
-			p := paymentsOfInserted(t, s, o)
+			o, p := anInsertedAsyncOrder(t, s)
 			if err := p.Open(ctx, o, time.Now().Add(time.Hour)); err != nil {
 				t.Fatal(err)
 			}
@@ -305,9 +301,7 @@ func TestTheSweepersCancelRechecksTheDeadline(t *testing.T) {
 	ctx := context.Background()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
-			o := order("user-1", true)
-			o.Stage = "async-stream"
-			p := paymentsOfInserted(t, s, o)
+			o, p := anInsertedAsyncOrder(t, s)
 			deadline := time.Now().Add(time.Hour)
 			if err := p.Open(ctx, o, deadline); err != nil {
 				t.Fatal(err)
@@ -366,6 +360,15 @@ func TestTheLedgerIsOneSnapshot(t *testing.T) {
 }
 
 // paymentsOfInserted inserts o into s and opens s's payment table.
+// anInsertedAsyncOrder is user-1's async-stream order, inserted into s, and
+// s's payments.
+func anInsertedAsyncOrder(t *testing.T, s orders.Store) (orders.Order, *orders.Payments) {
+	t.Helper()
+	o := order("user-1", true)
+	o.Stage = "async-stream"
+	return o, paymentsOfInserted(t, s, o)
+}
+
 func paymentsOfInserted(t *testing.T, s orders.Store, o orders.Order) *orders.Payments {
 	t.Helper()
 	ctx := context.Background()
