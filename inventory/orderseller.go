@@ -16,6 +16,7 @@ var (
 	onePerUserScript  = loadScript("one_per_user.lua")
 	orderDeductScript = loadScript("order_deduct.lua")
 	giveBackScript    = loadScript("give_back.lua")
+	roundResetScript  = loadScript("round_reset.lua")
 )
 
 // voidTimeout bounds the void and give-back after an order insert failed;
@@ -396,17 +397,29 @@ func (s *orderSeller) countConflict(ctx context.Context, sku string) {
 // nothing); one that took from the new stock before the order table's
 // round moved is refused there, and gives its units back. A reset that
 // fails between the two stores refuses every order until it is sent again.
+// The new round is above the order table's (round_reset.lua): a Redis that
+// lost its keys counts again from 0, and its first reset heals it.
 func (s *orderSeller) reset(ctx context.Context, sku string, stock int64, _ int) error {
 	k := s.store.keys(sku)
-	var round *redis.IntCmd
-	err := s.resetSKU(ctx, sku, stock, true, func(p redis.Pipeliner) {
+	floor, err := s.orders.Round(ctx, s.id, sku)
+	if err != nil {
+		return ordersUnavailable("read the order table's round", err)
+	}
+	var round *redis.Cmd
+	err = s.resetSKU(ctx, sku, stock, true, func(p redis.Pipeliner) {
 		p.Del(ctx, k.buyers(), k.givenBack(), k.taken(), k.conflicts())
-		round = p.Incr(ctx, k.round())
+		// The source, not its SHA: a NOSCRIPT inside the transaction would
+		// fail this command alone after the others ran.
+		round = roundResetScript.Eval(ctx, p, []string{k.round()}, floor)
 	})
 	if err != nil {
 		return err
 	}
-	if err := s.orders.Reset(ctx, s.id, sku, stock, round.Val()); err != nil {
+	newRound, err := round.Int64()
+	if err != nil {
+		return unavailable("reset round", err)
+	}
+	if err := s.orders.Reset(ctx, s.id, sku, stock, newRound); err != nil {
 		return ordersUnavailable("reset orders", err)
 	}
 	return nil

@@ -112,7 +112,9 @@
 // A reset that failed between the two stores refuses orders until it is
 // sent again. Redis losing its keys starts its round again at 0: the async
 // stages' reset and initialise take the table's round (Round) as a floor
-// (asyncorders, "Redis lost its data"); the synchronous stages' reset
-// does not yet, so their orders are refused until resets move Redis's
-// round past the table's again.
+// (asyncorders, "Redis lost its data"). The synchronous stages' reset
+// takes it as a floor too (inventory's round_reset.lua); until that reset,
+// a synchronous stage whose Redis lost its keys sells in round 0 and every
+// order is refused as stale, its units given back: nothing is sold and
+// nothing lost.
 package orders
