@@ -29,6 +29,14 @@ func TestAResetAfterRedisLostItsDataSellsInANewRound(t *testing.T) {
 					t.Fatalf("ann's sale: %v", err)
 				}
 				srv.Restart() // no persistence: Redis lost every key, its round too
+				if _, err := inv.DeductFor(ctx, stage, "sku-1", "carl", 1); err == nil {
+					t.Fatal("carl's sale before the reset sold, in round 0, below the table's")
+				}
+				// Redis started the SKU again at its default stock; ann's order
+				// of the round before is the table's only one.
+				if a := orderAudit(t, inv, stage); a.Stock != a.Initial || a.Orders.Orders != 1 {
+					t.Fatalf("carl's refused sale: stock %d of %d, orders %+v; want his unit back and ann's order alone", a.Stock, a.Initial, *a.Orders)
+				}
 				if err := inv.Reset(ctx, stage, "sku-1", 10, 0); err != nil {
 					t.Fatal(err)
 				}
