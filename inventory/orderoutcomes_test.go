@@ -490,6 +490,33 @@ func TestAnonymousSalesAreNoDuplicateOrders(t *testing.T) {
 // cutExecReply cuts, through the fault proxy, the replies to the first
 // budget requests holding an EXEC: Redis ran the transaction, the shop
 // cannot know.
+// optimisticRedisThrough is an inventory whose Redis is reached through a
+// fault proxy with policy, with optimistic-redis reset to 10 units and
+// its orders in SQLite.
+func optimisticRedisThrough(t *testing.T, policy faultproxy.Policy) *inventory.Inventory {
+	t.Helper()
+	srv := redistest.Start(t)
+	proxy, err := faultproxy.Start(srv.Addr, policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	// A short read timeout: go-redis waits for a reply that long, whatever
+	// the sale's deadline, so a held EXEC outlives its sale.
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, ReadTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	lite, err := orders.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "orders.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lite.Close() })
+	inv := newOrderInventory(t, rdb, lite, "r0")
+	if err := inv.Reset(context.Background(), "optimistic-redis", "sku-1", 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
 type cutExecReply struct{ budget atomic.Int32 }
 
 func (c *cutExecReply) Request([]byte) time.Duration { return 0 }
@@ -504,28 +531,12 @@ func (c *cutExecReply) Reply(_, last []byte) (time.Duration, bool) {
 // nobody's order holds. The buyer's next sale sells.
 func TestALostExecReplyOfTheOptimisticRedisStageIsUndone(t *testing.T) {
 	const stage = "optimistic-redis"
-	srv := redistest.Start(t)
 	cut := &cutExecReply{}
-	proxy, err := faultproxy.Start(srv.Addr, cut)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	lite, err := orders.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "orders.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lite.Close() })
-	inv := newOrderInventory(t, rdb, lite, "r0")
-	if err := inv.Reset(context.Background(), stage, "sku-1", 10, 0); err != nil {
-		t.Fatal(err)
-	}
+	inv := optimisticRedisThrough(t, cut)
 	cut.budget.Store(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_, err = inv.DeductFor(ctx, stage, "sku-1", "alice", 1)
+	_, err := inv.DeductFor(ctx, stage, "sku-1", "alice", 1)
 	if cut.budget.Load() > 0 {
 		t.Fatalf("no EXEC reply was cut (the sale: %v)", err)
 	}
@@ -536,6 +547,50 @@ func TestALostExecReplyOfTheOptimisticRedisStageIsUndone(t *testing.T) {
 		t.Fatalf("after the lost EXEC: %v", err)
 	}
 	if _, err := inv.DeductFor(ctx, stage, "sku-1", "alice", 1); err != nil {
+		t.Fatalf("the next sale: %v", err)
+	}
+	eventually(t, settled(inv, stage, 1, 9))
+}
+
+// delayExec holds the next budget transactions (the chunk with EXEC) back
+// for delay before Redis gets them.
+type delayExec struct {
+	budget atomic.Int32
+	delay  time.Duration
+}
+
+func (d *delayExec) Request(chunk []byte) time.Duration {
+	if bytes.Contains(bytes.ToLower(chunk), []byte("exec")) && d.budget.Add(-1) >= 0 {
+		return d.delay
+	}
+	return 0
+}
+func (d *delayExec) Reply([]byte, []byte) (time.Duration, bool) { return 0, false }
+
+// optimistic-redis's EXEC arrives late, after its sale gave up on its reply: the
+// sale gave its order id back meanwhile, which changes the given-back set
+// the transaction WATCHes, so the late EXEC is refused and takes nothing.
+// Nothing is sold, nothing lost, and the buyer's next sale sells.
+func TestALateExecOfTheOptimisticRedisStageTakesNothing(t *testing.T) {
+	const stage = "optimistic-redis"
+	late := &delayExec{delay: 1500 * time.Millisecond}
+	inv := optimisticRedisThrough(t, late)
+	late.budget.Store(1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := inv.DeductFor(ctx, stage, "sku-1", "alice", 1); !errors.Is(err, inventory.ErrUnavailable) || errors.Is(err, inventory.ErrOutcomeUnknown) {
+		t.Fatalf("a sale whose EXEC was held past its read timeout: %v, want nothing sold", err)
+	}
+	if late.budget.Load() > 0 {
+		t.Fatal("no EXEC was held back")
+	}
+	time.Sleep(2 * late.delay) // the held EXEC has reached Redis
+	if err := settled(inv, stage, 0, 10)(); err != nil {
+		t.Fatalf("after the late EXEC: %v", err)
+	}
+	next, cancelNext := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelNext()
+	if _, err := inv.DeductFor(next, stage, "sku-1", "alice", 1); err != nil {
 		t.Fatalf("the next sale: %v", err)
 	}
 	eventually(t, settled(inv, stage, 1, 9))
