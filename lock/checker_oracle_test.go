@@ -25,6 +25,11 @@ func TestCheckerOracle(t *testing.T) {
 		r.Lock, r.Called, r.Token = "ck-fenced", base+ms(start-10), int64(token)
 		return r
 	}
+	wait := func(owner string, start, end int) ckRecord {
+		return ckRecord{Kind: "wait", Lock: "ck-mutex-a", Owner: owner, Start: base + ms(start), End: base + ms(end), Cause: "true"}
+	}
+	wipe := []ckEvent{{At: base + ms(2000), Ready: base + ms(2000)}}
+	late := ckRecord{Kind: "late", Lock: "ck-mutex-a", Start: base + ms(1700), End: base + ms(2200)}
 	for _, tc := range []struct {
 		name    string
 		records []ckRecord
@@ -43,6 +48,14 @@ func TestCheckerOracle(t *testing.T) {
 		{"a fencing token that goes back", []ckRecord{fenced("a", 0, 5), fenced("b", 200, 5)}, nil, "the token went back"},
 		{"a fencing token that goes back across a wipe",
 			[]ckRecord{fenced("a", 0, 5), fenced("b", 200, 1)}, []ckEvent{{At: base + ms(150), Ready: base + ms(150)}}, "the token went back"},
+		{"a waiter after a wipe, the lock free for 5 s",
+			[]ckRecord{hold("a", 0, 1010, 1000), wait("w", 3000, 8100)}, wipe, "the lock was free"},
+		{"a waiter after a wipe behind a late request that crossed it (CI's seed 8274353997463696853)",
+			[]ckRecord{hold("a", 0, 1010, 1000), wait("w", 3000, 8100), late}, wipe, ""},
+		{"a waiter behind a late request that landed before the wipe",
+			[]ckRecord{hold("a", 0, 1010, 1000), wait("w", 3000, 8100), {Kind: "late", Lock: "ck-mutex-a", Start: base + ms(1200), End: base + ms(1600)}}, wipe, "the lock was free"},
+		{"a waiter behind a late request of another lock",
+			[]ckRecord{hold("a", 0, 1010, 1000), wait("w", 3000, 8100), {Kind: "late", Lock: "ck-mutex-b", Start: late.Start, End: late.End}}, wipe, "the lock was free"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			violations, _ := ckCheck(tc.records, tc.events)

@@ -670,6 +670,9 @@ type ckFaults struct {
 	releases            [][]byte
 	readRelease         []byte
 	cuts, delays, lates atomic.Int64
+	// inFlight are the late requests: when each reached the proxy and
+	// when it was let through, per lock it names ("late" records).
+	inFlight []ckRecord
 }
 
 func newCkFaults(seed uint64, on map[string]bool) *ckFaults {
@@ -713,14 +716,26 @@ func (f *ckFaults) Request(chunk []byte) time.Duration {
 	}
 	renewal := bytes.Contains(chunk, []byte(renewScript.Hash())) || bytes.Contains(chunk, []byte(readRenewScript.Hash()))
 	if ok, d := f.roll(150, ckLateRenewal); ok && renewal { // a renewal that arrives late
-		f.lates.Add(1)
-		return d
+		return f.late(chunk, d)
 	}
 	if ok, d := f.roll(30, ckMaxDelay); ok { // a request that arrives late
-		f.lates.Add(1)
-		return d
+		return f.late(chunk, d)
 	}
 	return 0
+}
+
+// late records a request held back for d.
+func (f *ckFaults) late(chunk []byte, d time.Duration) time.Duration {
+	f.lates.Add(1)
+	now := ckNow()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, l := range ckLocks {
+		if bytes.Contains(chunk, []byte(l[0])) {
+			f.inFlight = append(f.inFlight, ckRecord{Kind: "late", Lock: l[0], Start: now, End: now + ckDur(d)})
+		}
+	}
+	return d
 }
 
 func (f *ckFaults) Reply(chunk, last []byte) (time.Duration, bool) {
@@ -870,6 +885,9 @@ func runLockChecker(t *testing.T, seed uint64, runFor time.Duration, muts []ckMu
 		}
 		records = append(records, recs...)
 	}
+	faults.mu.Lock()
+	records = append(records, faults.inFlight...)
+	faults.mu.Unlock()
 	violations, stats := ckCheck(records, events)
 	t.Logf("lock checker: %s; faults: %d replies cut, %d delayed, %d requests late; %d wipes/restarts",
 		stats, faults.cuts.Load(), faults.delays.Load(), faults.lates.Load(), len(events))
@@ -966,6 +984,7 @@ func ckCheck(records []ckRecord, events []ckEvent) (violations []string, stats s
 	byLock := map[string][]ckRecord{}
 	waits := map[string][]ckRecord{}
 	dead := map[string][]ckSpan{}
+	lates := map[string][]ckSpan{}
 	var closes []int64
 	holds, waited := 0, 0
 	origin := int64(0) // times are shown from the first record on
@@ -985,6 +1004,8 @@ func ckCheck(records []ckRecord, events []ckEvent) (violations []string, stats s
 			waited++
 		case "dead":
 			dead[r.Lock] = append(dead[r.Lock], ckSpan{r.Start, r.End})
+		case "late":
+			lates[r.Lock] = append(lates[r.Lock], ckSpan{r.Start, r.End})
 		case "close":
 			closes = append(closes, r.Start)
 		case "count":
@@ -1050,6 +1071,17 @@ func ckCheck(records []ckRecord, events []ckEvent) (violations []string, stats s
 			}
 		}
 		busy = append(busy, dead[lock]...)
+		// A wipe or restart also takes the latch (doc.go): a request on its
+		// way across it — an acquisition whose caller gave up and left
+		// before the wipe — may take the free lock when it lands and keep
+		// it, owned by nobody, for a grant's lease.
+		for _, e := range events {
+			for _, l := range lates[lock] {
+				if l.from < e.Ready && l.to > e.At {
+					busy = append(busy, ckSpan{max(e.At, l.from), l.to + ckDur(ckWatchdog) + tol})
+				}
+			}
+		}
 		for _, c := range closes { // a closed fair waiter's or writer's place lapses
 			if lock == "ck-fair" || lock == "ck-rw" {
 				busy = append(busy, ckSpan{c, c + ckDur(ckFairTTL+ckMaxDelay) + tol})

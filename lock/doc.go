@@ -111,8 +111,11 @@
 //     whose token the latch has takes nothing: it is a first run that
 //     arrives after its hold was released, or after its caller gave up on
 //     it (a waiter that leaves, or an attempt whose reply was lost, puts
-//     its token in the latch whether or not it took the lock). The
-//     scripts that use the latch declare it, so that while a Cluster slot
+//     its token in the latch whether or not it took the lock). A FLUSHALL,
+//     or a restart without persistence, takes the latch with the lock: an
+//     acquisition sent before it that lands after it takes the free lock,
+//     owned by nobody, for one lease. The scripts that use the latch
+//     declare it, so that while a Cluster slot
 //     migrates Redis refuses them when it is on the other master
 //     (TRYAGAIN), and they run with the lock's key alone, without a latch:
 //     written on the importing master while the slot's master still has

@@ -474,3 +474,49 @@ func TestRetriedInnerReadUnlockKeepsTheCount(t *testing.T) {
 		t.Fatalf("the hold's levels in Redis after a re-sent inner release of 3 = %d, %v; want 2", n, err)
 	}
 }
+
+// A wipe takes the latch too (doc.go, "late"): an acquisition whose caller
+// gave up — and left, latching its token — before a FLUSHALL, and which
+// lands after it, takes the free lock, owned by nobody, until its lease
+// ends. The lock checker excuses a wait behind such a request, and only
+// behind one (TestCheckerOracle); this is the case it excuses.
+func TestLateAcquisitionAfterAWipeHoldsTheLockForALease(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	proceed, landed := make(chan struct{}), make(chan error, 1)
+	var delayed atomic.Bool
+	lateLock := scriptHook{sha: lockScript.Hash(), around: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if !delayed.CompareAndSwap(false, true) {
+			return next(ctx, cmd)
+		}
+		onTheWire := redis.NewCmd(context.Background(), cmd.Args()...)
+		go func() { // owned by the test, which waits for landed
+			<-proceed
+			landed <- next(context.Background(), onTheWire)
+		}()
+		<-ctx.Done() // the caller gives up while the request is on its way
+		return ctx.Err()
+	}}
+	const watchdog = 3 * time.Second
+	c := defaultClient(t, srv, lateLock, WithWatchdogTimeout(watchdog))
+	name := "late-after-wipe"
+	gaveUp, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.Mutex(name).LockContext(gaveUp); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("LockContext = %v; want the deadline", err)
+	}
+	admin := srv.Client(t)
+	if err := admin.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	close(proceed)
+	if err := <-landed; err != nil {
+		t.Fatalf("the late acquisition: %v", err)
+	}
+	if ttl := admin.PTTL(ctx, keyOf(name)).Val(); ttl < watchdog-time.Second {
+		t.Fatalf("the lock's TTL after the late acquisition = %v; want about the %v lease (the case the checker excuses is gone: narrow its excuse)", ttl, watchdog)
+	}
+	if ok, err := newClient(t, srv).Mutex(name).TryLock(ctx, 0, time.Second); ok || err != nil {
+		t.Fatalf("another Client's TryLock = %v, %v; want busy", ok, err)
+	}
+}
