@@ -120,6 +120,15 @@ func countArg(args []string) (int64, error) {
 	return n, nil
 }
 
+// factorArg parses "<n>x", n ≥ 0.
+func factorArg(arg string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSuffix(arg, "x"), 64)
+	if !strings.HasSuffix(arg, "x") || err != nil || f < 0 {
+		return 0, fmt.Errorf("factor %q: want a number followed by x", arg)
+	}
+	return f, nil
+}
+
 // durationArg parses a check's one duration argument.
 func durationArg(args []string, eval func(limit time.Duration) checkFunc) (checkFunc, error) {
 	if len(args) != 1 {

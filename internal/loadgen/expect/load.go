@@ -2,8 +2,6 @@ package expect
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
 	"github.com/lockstep/lockstep/internal/loadgen/report"
@@ -107,11 +105,14 @@ func findRow(r *report.StageRun, all []report.StageRun, name string) *report.Sta
 // fasterThan compares with another row: by label, or the nearest plain run
 // of a stage through the proxy.
 func fasterThan(args []string) (checkFunc, error) {
-	if len(args) != 2 || !strings.HasSuffix(args[1], "x") {
+	if len(args) != 2 {
 		return nil, fmt.Errorf(`want "faster-than <stage> <factor>x"`)
 	}
-	factor, err := strconv.ParseFloat(strings.TrimSuffix(args[1], "x"), 64)
-	if err != nil || factor <= 0 {
+	factor, err := factorArg(args[1])
+	if err != nil {
+		return nil, err
+	}
+	if factor == 0 {
 		return nil, fmt.Errorf("factor %q: want a positive number followed by x", args[1])
 	}
 	other := args[0]

@@ -2,8 +2,6 @@ package expect
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
@@ -16,15 +14,6 @@ func spikeMakers() map[string]maker {
 		"bots-admitted-per-limit":      botsAdmittedPerLimit,
 		"redis-after-sold-out-at-most": redisAfterSoldOutAtMost,
 	}
-}
-
-// factorArg parses "<n>x".
-func factorArg(arg string) (float64, error) {
-	f, err := strconv.ParseFloat(strings.TrimSuffix(arg, "x"), 64)
-	if !strings.HasSuffix(arg, "x") || err != nil || f < 0 {
-		return 0, fmt.Errorf("factor %q: want a number followed by x", arg)
-	}
-	return f, nil
 }
 
 // spikeOf is r's Spike, or why a check cannot judge it.
