@@ -11,6 +11,19 @@
 // holds; a stage whose lock does not hold shows it as lost updates: sold grows
 // past what stock lost, and past initial when it oversells.
 //
+// A watchdog sale that the lock reached by a local pass (lock.Tenure: the
+// lock never left the process since the previous sale) skips the GET and
+// uses the stock the previous sale wrote (heldStock): one round trip per
+// sale instead of two. That stays the articles' read-modify-write as long as
+// only holders write the stock; a reset in this process forgets it under
+// the lock, and a commit that failed (it may have run) forgets it too. Where
+// the cached value can be wrong, the lock's exclusion already failed (a
+// reset elsewhere dropping a live lock, a wiped Redis), with one exception:
+// a Redis that loses its last writes but keeps the lock key (an everysec
+// append-only file after a machine crash; a replica promoted with the lock
+// but not the last stock writes) is written over with the cached stock
+// until the hold ends, where a GET would have read what Redis kept.
+//
 // The stages whose lock lives on a lock server (mysql, etcd, zookeeper)
 // keep one rule: every acquire or release whose outcome is unknown — a
 // reply lost, a deadline reached with the request on its way — is

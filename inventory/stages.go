@@ -343,6 +343,8 @@ type guardedStage struct {
 	// the stock's Redis (redlock, mysql, etcd), when the reset could not
 	// take it.
 	dropLocks func(ctx context.Context, key string) error
+	// stocks spares the GET of a sale passed the lock within one hold.
+	stocks heldStock
 }
 
 func (s *guardedStage) deduct(ctx context.Context, sku string, qty int64, f Faults) (Sale, error) {
@@ -374,14 +376,22 @@ func (s *guardedStage) deduct(ctx context.Context, sku string, qty int64, f Faul
 		remaining, err := s.fencedReadModifyWrite(ctx, held, sku, qty, f, token)
 		return Sale{Remaining: remaining}, err
 	}
-	stock, err := s.stockOf(ctx, sku)
-	if err != nil {
-		return Sale{}, err
+	stock, cached := s.stocks.get(held, sku)
+	if !cached {
+		if stock, err = s.stockOf(ctx, sku); err != nil {
+			return Sale{}, err
+		}
+		s.stocks.put(held, sku, stock)
 	}
 	remaining, err := s.readModifyWrite(ctx, held, sku, qty, f, stock)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrSoldOut):
+		return Sale{}, err
+	case err != nil:
+		s.stocks.forget(sku) // the commit may have run
 		return Sale{}, err
 	}
+	s.stocks.put(held, sku, remaining)
 	return Sale{Remaining: remaining}, nil
 }
 
@@ -391,6 +401,7 @@ func (s *guardedStage) reset(ctx context.Context, sku string, stock int64, _ int
 		return err
 	}
 	defer release()
+	defer s.stocks.forget(sku) // under the lock when taken
 	if err := s.resetSKU(ctx, sku, stock, !taken); err != nil {
 		return err
 	}
