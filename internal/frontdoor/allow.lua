@@ -4,8 +4,10 @@
 -- limit spends no token of another.
 --   KEYS[i]                 the i-th limit's key
 --   ARGV[3i-2], [3i-1], [3i] its burst, rate (events) and period (seconds)
--- Returns {1} when every limit admits one more event (each key's TAT moved
--- on), else {0, i, retry_after} for the first limit i that refuses.
+-- Returns 1 when every limit admits one more event (each key's TAT moved
+-- on), else {i, retry_after} for the first limit i that refuses: an
+-- admission, the common answer, is an integer the client reads without
+-- building a list.
 redis.replicate_commands()
 
 local jan_1_2017 = 1483228800
@@ -23,7 +25,7 @@ for i, key in ipairs(KEYS) do
   local new_tat = tat + emission_interval
   local diff = now - (new_tat - emission_interval * burst)
   if diff < 0 then
-    return {0, i, tostring(-diff)}
+    return {i, tostring(-diff)}
   end
   new_tats[i] = new_tat
 end
@@ -34,4 +36,4 @@ for i, key in ipairs(KEYS) do
     redis.call("SET", key, new_tats[i], "EX", math.ceil(reset_after))
   end
 end
-return {1}
+return 1

@@ -17,8 +17,12 @@ var allowScript = redis.NewScript(allowSource)
 
 // redisLimiter is limit-redis: GCRA in Redis, one limit for every replica.
 type redisLimiter struct {
-	rdb    redis.UniversalClient
-	limits Limits
+	rdb redis.UniversalClient
+	// limits are the set ones, the buyer's first; args are their
+	// allow.lua arguments, in that order: built once, as a request sends
+	// them unchanged.
+	limits []limit
+	args   []any
 	// together: the buyer's and the global limit are judged by one script
 	// run, one round trip. On a Cluster the two keys live in different
 	// slots, so they are two runs, the global one only after the buyer's
@@ -28,7 +32,15 @@ type redisLimiter struct {
 
 func newRedisLimiter(rdb redis.UniversalClient, l Limits) *redisLimiter {
 	_, cluster := rdb.(*redis.ClusterClient)
-	return &redisLimiter{rdb: rdb, limits: l, together: !cluster}
+	r := &redisLimiter{rdb: rdb, together: !cluster}
+	for _, c := range []limit{{scope: "buyer", rate: l.PerBuyer}, {scope: "global", rate: l.Global}} {
+		if c.rate.unlimited() {
+			continue
+		}
+		c.args = []any{max(c.rate.Burst, 1), c.rate.Events, c.rate.Per.Seconds()}
+		r.limits, r.args = append(r.limits, c), append(r.args, c.args...)
+	}
+	return r
 }
 
 // globalKey is the one shared key; a buyer's key carries the buyer as its
@@ -38,53 +50,56 @@ const globalKey = "rate:frontdoor:{global}"
 
 func buyerKey(buyer string) string { return "rate:frontdoor:{buyer:" + buyer + "}" }
 
-// limit is one limit of a request: its scope, key and rate.
+// limit is one limit of a request: its scope, rate and allow.lua's
+// arguments for it.
 type limit struct {
-	scope, key string
-	rate       Rate
+	scope string
+	rate  Rate
+	args  []any
+}
+
+func (c limit) key(buyer string) string {
+	if c.scope == "buyer" {
+		return buyerKey(buyer)
+	}
+	return globalKey
 }
 
 func (l *redisLimiter) Allow(ctx context.Context, buyer string) (Decision, error) {
-	var limits []limit
-	for _, c := range []limit{{"buyer", buyerKey(buyer), l.limits.PerBuyer}, {"global", globalKey, l.limits.Global}} {
-		if !c.rate.unlimited() {
-			limits = append(limits, c)
-		}
+	if l.together || len(l.limits) < 2 {
+		return l.allow(ctx, buyer, l.limits, l.args)
 	}
-	if l.together || len(limits) < 2 {
-		return l.allow(ctx, limits)
-	}
-	for _, c := range limits {
-		if d, err := l.allow(ctx, []limit{c}); err != nil || !d.Allowed {
+	for i, c := range l.limits {
+		if d, err := l.allow(ctx, buyer, l.limits[i:i+1], c.args); err != nil || !d.Allowed {
 			return d, err
 		}
 	}
 	return Decision{Allowed: true}, nil
 }
 
-// allow runs allow.lua once over limits, all in one slot.
-func (l *redisLimiter) allow(ctx context.Context, limits []limit) (Decision, error) {
+// allow runs allow.lua once over limits, all in one slot, with their
+// arguments args.
+func (l *redisLimiter) allow(ctx context.Context, buyer string, limits []limit, args []any) (Decision, error) {
 	if len(limits) == 0 {
 		return Decision{Allowed: true}, nil
 	}
 	keys := make([]string, len(limits))
-	args := make([]any, 0, 3*len(limits))
 	for i, c := range limits {
-		keys[i] = c.key
-		args = append(args, max(c.rate.Burst, 1), c.rate.Events, c.rate.Per.Seconds())
+		keys[i] = c.key(buyer)
 	}
-	res, err := allowScript.Run(ctx, l.rdb, keys, args...).Slice()
+	res, err := allowScript.Run(ctx, l.rdb, keys, args...).Result()
 	if err != nil {
 		return Decision{}, fmt.Errorf("frontdoor: rate limit: %w", err)
 	}
-	if ok, _ := res[0].(int64); ok == 1 {
+	if admitted, _ := res.(int64); admitted == 1 {
 		return Decision{Allowed: true}, nil
 	}
-	if len(res) != 3 {
+	refusal, _ := res.([]any)
+	if len(refusal) != 2 {
 		return Decision{}, fmt.Errorf("frontdoor: allow.lua answered %v", res)
 	}
-	i, _ := res[1].(int64)
-	s, _ := res[2].(string)
+	i, _ := refusal[0].(int64)
+	s, _ := refusal[1].(string)
 	after, err := strconv.ParseFloat(s, 64)
 	if err != nil || i < 1 || int(i) > len(limits) {
 		return Decision{}, fmt.Errorf("frontdoor: allow.lua answered %v", res)

@@ -13,13 +13,13 @@ import (
 )
 
 // cutFirstGCRA loses the reply of the first limiter call that ran: the
-// GCRA script's answer is an array, its NOSCRIPT refusal is not.
+// GCRA script's answer, not its NOSCRIPT refusal (an error reply).
 type cutFirstGCRA struct{ cut atomic.Bool }
 
 func (*cutFirstGCRA) Request([]byte) time.Duration { return 0 }
 
 func (p *cutFirstGCRA) Reply(chunk, last []byte) (time.Duration, bool) {
-	if bytes.HasPrefix(chunk, []byte("*")) && bytes.Contains(last, []byte("frontdoor:{buyer:bot}")) {
+	if !bytes.HasPrefix(chunk, []byte("-")) && bytes.Contains(last, []byte("frontdoor:{buyer:bot}")) {
 		return 0, p.cut.CompareAndSwap(false, true)
 	}
 	return 0, false
