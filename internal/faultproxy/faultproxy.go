@@ -25,7 +25,8 @@ type Policy interface {
 	Request(chunk []byte) time.Duration
 	// Reply is called before a chunk the server sent is forwarded, with the
 	// last chunk the client sent on that connection. It returns how long to
-	// hold it back, or cut to close the connection instead of forwarding it.
+	// hold it back, and cut to close the connection instead of forwarding
+	// it once that time has passed.
 	Reply(chunk, lastRequest []byte) (delay time.Duration, cut bool)
 }
 
@@ -168,11 +169,11 @@ func (c *pair) replies() {
 			last := c.lastRequest
 			c.mu.Unlock()
 			delay, cut := c.p.policy.Reply(buf[:n], last)
-			if cut {
-				return
-			}
 			if delay > 0 {
 				time.Sleep(delay)
+			}
+			if cut {
+				return
 			}
 			if _, werr := c.client.Write(buf[:n]); werr != nil {
 				return

@@ -50,7 +50,12 @@ func TestEtcdErrorsFromAServer(t *testing.T) {
 			return err
 		}, outcome.Ran, nil},
 		{"connection cut after the member applied it", func(t *testing.T) error {
-			c := client(t, outcometest.Proxy(t, member, outcometest.Replies{Marker: []byte("outcome-cut-key"), Cut: true}))
+			// The first frame back may be HTTP/2's flow control, sent
+			// before the member proposed the write: cut at once, the
+			// closed stream cancels the write (seen in CI). Held for a
+			// second, the write is proposed first and applied whatever
+			// becomes of the connection.
+			c := client(t, outcometest.Proxy(t, member, outcometest.Replies{Marker: []byte("outcome-cut-key"), Delay: time.Second, Cut: true}))
 			short, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			_, err := c.Put(short, "outcome-cut-key", "1")

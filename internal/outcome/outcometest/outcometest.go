@@ -33,7 +33,7 @@ type Case struct {
 }
 
 // Replies is a faultproxy policy that, for a request containing Marker,
-// holds the server's reply back for Delay or, with Cut, closes the
+// holds the server's reply back for Delay and then, with Cut, closes the
 // connection instead of forwarding it: the server has acted, and the
 // client never learns it.
 type Replies struct {
