@@ -33,12 +33,15 @@ type redisLimiter struct {
 func newRedisLimiter(rdb redis.UniversalClient, l Limits) *redisLimiter {
 	_, cluster := rdb.(*redis.ClusterClient)
 	r := &redisLimiter{rdb: rdb, together: !cluster}
-	for _, c := range []limit{{scope: "buyer", rate: l.PerBuyer}, {scope: "global", rate: l.Global}} {
+	for _, c := range []struct {
+		scope string
+		rate  Rate
+	}{{"buyer", l.PerBuyer}, {"global", l.Global}} {
 		if c.rate.unlimited() {
 			continue
 		}
-		c.args = []any{max(c.rate.Burst, 1), c.rate.Events, c.rate.Per.Seconds()}
-		r.limits, r.args = append(r.limits, c), append(r.args, c.args...)
+		args := []any{max(c.rate.Burst, 1), c.rate.Events, c.rate.Per.Seconds()}
+		r.limits, r.args = append(r.limits, limit{scope: c.scope, args: args}), append(r.args, args...)
 	}
 	return r
 }
@@ -50,11 +53,10 @@ const globalKey = "rate:frontdoor:{global}"
 
 func buyerKey(buyer string) string { return "rate:frontdoor:{buyer:" + buyer + "}" }
 
-// limit is one limit of a request: its scope, rate and allow.lua's
-// arguments for it.
+// limit is one limit of a request: its scope and allow.lua's arguments
+// for it.
 type limit struct {
 	scope string
-	rate  Rate
 	args  []any
 }
 
