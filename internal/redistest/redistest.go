@@ -32,6 +32,7 @@ type Server struct {
 	port int
 	dir  string
 	args []string
+	env  []string // added to the process's environment
 	cmd  *exec.Cmd
 	done chan struct{}
 }
@@ -55,8 +56,15 @@ func Binary(t testing.TB) string {
 // Extra arguments are appended to the command line (e.g. "--appendonly", "yes").
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
+	return StartWithEnv(t, nil, extra...)
+}
+
+// StartWithEnv is Start with env added to the server's environment (an
+// LD_PRELOAD that slows its disk, say); Restart keeps it.
+func StartWithEnv(t testing.TB, env []string, extra ...string) *Server {
+	t.Helper()
 	bin := Binary(t)
-	s := &Server{t: t, dir: t.TempDir(), args: extra}
+	s := &Server{t: t, dir: t.TempDir(), args: extra, env: env}
 	t.Cleanup(s.Stop)
 	if err := s.startOnFreePort(bin); err != nil {
 		t.Fatal(err)
@@ -115,6 +123,9 @@ func (s *Server) start(bin string) error {
 		"--loglevel", "warning",
 	}, s.args...)
 	cmd := exec.Command(bin, args...)
+	if s.env != nil {
+		cmd.Env = append(os.Environ(), s.env...)
+	}
 	logFile, err := os.Create(filepath.Join(s.dir, "redis.log"))
 	if err != nil {
 		return fmt.Errorf("redis log: %w", err)

@@ -203,13 +203,64 @@ func (v *View) LockKeys(ctx context.Context, stage string) ([]report.LockKey, er
 	return out, nil
 }
 
-// WriteProbe writes a key of its own, for an hour, in the stock's Redis.
+// WriteProbe writes a key of its own, for an hour, in the stock's Redis,
+// and returns once that server has written it to its append-only file
+// when it keeps one. Under appendfsync everysec Redis answers a write
+// before writing it while its last fsync still runs (for up to 2 s): a
+// probe lost that way would read as a server the kill emptied.
 func (v *View) WriteProbe(ctx context.Context) (string, error) {
 	if v.rdb == nil {
 		return "", fmt.Errorf("a redis-restart step needs the stock's Redis address, to tell what the kill took: %w", errNoStock)
 	}
 	probe := "lockstep:loadgen:probe:{" + rand.Text() + "}"
-	return probe, v.rdb.Set(ctx, probe, 1, time.Hour).Err()
+	if err := v.rdb.Set(ctx, probe, 1, time.Hour).Err(); err != nil {
+		return "", err
+	}
+	var node redis.UniversalClient = v.rdb
+	if cluster, ok := v.rdb.(*redis.ClusterClient); ok {
+		master, err := cluster.MasterForKey(ctx, probe)
+		if err != nil {
+			return "", fmt.Errorf("the probe's master: %w", err)
+		}
+		node = master
+	}
+	return probe, appendOnlyWritten(ctx, node)
+}
+
+// appendOnlyWritten waits until rdb's server has written to its
+// append-only file every write it had taken in when asked (at once when
+// it keeps no such file). It judges by the file's size, not by an empty
+// buffer: under load the buffer is seldom empty.
+func appendOnlyWritten(ctx context.Context, rdb redis.UniversalClient) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	target := int64(-1) // the file's size once it holds what was buffered
+	for {
+		info, err := rdb.InfoMap(ctx, "persistence").Result()
+		if err != nil {
+			return fmt.Errorf("info persistence: %w", err)
+		}
+		p := info["Persistence"]
+		if p["aof_enabled"] != "1" {
+			return nil
+		}
+		size, errSize := strconv.ParseInt(p["aof_current_size"], 10, 64)
+		buffered, errBuffered := strconv.ParseInt(p["aof_buffer_length"], 10, 64)
+		if err := errors.Join(errSize, errBuffered); err != nil {
+			return fmt.Errorf("info persistence: %w", err)
+		}
+		if target < 0 {
+			target = size + buffered
+		}
+		if size >= target {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the append-only file is at %d bytes, short of %d: %w", size, target, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // ProbeKept says whether the probe is still there, and deletes it.

@@ -28,6 +28,15 @@ func (redisRestartFault) Run(ctx context.Context, st *Step) error {
 	if err := st.resetWith(ctx, st.run.Faults); err != nil {
 		return err
 	}
+	// What the kill takes is told by a key written before it, not by the
+	// audit's figures: a wiped SKU restarts at the shop's default stock,
+	// which may be the run's own. It is written before the load, in the
+	// file when the server keeps one: the kill may take the last moment's
+	// writes (the outage's LostSales), not the data kept.
+	probe, err := st.env.Stores.WriteProbe(ctx)
+	if err != nil {
+		return fmt.Errorf("write the probe key: %w", err)
+	}
 	loadDone := st.background(ctx, fs.Before+fs.Hold+fs.Observe, st.env.SKU)
 	defer loadDone()
 	var async *report.AsyncOutageReport
@@ -41,13 +50,6 @@ func (redisRestartFault) Run(ctx context.Context, st *Step) error {
 		}
 	} else if err := sleep.For(ctx, fs.Before.D()); err != nil {
 		return err
-	}
-	// What the kill takes is told by a key written before it, not by the
-	// audit's figures: a wiped SKU restarts at the shop's default stock,
-	// which may be the run's own.
-	probe, err := st.env.Stores.WriteProbe(ctx)
-	if err != nil {
-		return fmt.Errorf("write the probe key: %w", err)
 	}
 	if async != nil {
 		var err error
@@ -133,7 +135,8 @@ func outage(st *Step, dataKept bool) *report.OutageReport {
 			fs.Persistence, st.run.Stock, o.SalesBefore, a.Initial)
 	case o.LostSales > 0:
 		o.Why = fmt.Sprintf("the append-only file (%s) lacked the last %d acknowledged sales, about %.0f ms of sales "+
-			"at %.0f/s: writes are fsynced once a second, so the last second can be lost", fs.Persistence, o.LostSales, o.LostMS, o.SalesPerSecBefore)
+			"at %.0f/s: while the last second's fsync still runs, Redis answers writes before it writes them to the file, "+
+			"so a killed process loses them", fs.Persistence, o.LostSales, o.LostMS, o.SalesPerSecBefore)
 	default:
 		o.Why = fmt.Sprintf("the append-only file (%s) held every acknowledged sale: Redis writes it before it "+
 			"answers, and a killed process leaves what it wrote to the kernel; everysec's one-second window is "+
