@@ -139,8 +139,9 @@ func outage(st *Step, dataKept bool) *report.OutageReport {
 			"so a killed process loses them", fs.Persistence, o.LostSales, o.LostMS, o.SalesPerSecBefore)
 	default:
 		o.Why = fmt.Sprintf("the append-only file (%s) held every acknowledged sale: Redis writes it before it "+
-			"answers, and a killed process leaves what it wrote to the kernel; everysec's one-second window is "+
-			"lost only when the machine itself goes down", fs.Persistence)
+			"answers, and a killed process leaves what it wrote to the kernel (unless an fsync still runs: then "+
+			"everysec answers before it writes, for up to 2 s); its second without fsync is lost when the machine "+
+			"itself goes down", fs.Persistence)
 	}
 	if extra > 0 {
 		o.Why += fmt.Sprintf("; %d sale(s) were written but their answers were lost with the connection (the shop said 503)", extra)
