@@ -423,7 +423,11 @@ func (s *atomicStage) deduct(ctx context.Context, sku string, qty int64, f Fault
 	if err := workThenWrite(ctx, f); err != nil {
 		return Sale{}, err
 	}
-	remaining, err := s.initialised(ctx, sku, func() (int64, error) { return s.store.atomicDeduct(ctx, sku, qty) })
+	deduct := func() (int64, error) { return s.store.atomicDeduct(ctx, sku, qty) }
+	if a, ok := admissionOf(ctx); ok {
+		deduct = func() (int64, error) { return s.store.atomicDeductAdmitted(ctx, sku, qty, a) }
+	}
+	remaining, err := s.initialised(ctx, sku, deduct)
 	if err != nil {
 		return Sale{}, err
 	}

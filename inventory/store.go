@@ -21,12 +21,14 @@ var scriptFiles embed.FS
 // script an EVALSHA runs (the workshop's traces of a sale's commands).
 func Scripts() fs.FS { return scriptFiles }
 
-func loadScript(name string) *redis.Script {
+func loadScript(name string) *redis.Script { return redis.NewScript(scriptSource(name)) }
+
+func scriptSource(name string) string {
 	src, err := scriptFiles.ReadFile("scripts/" + name)
 	if err != nil {
 		panic(fmt.Sprintf("inventory: embedded script %s: %v", name, err)) // a build defect, caught by every test
 	}
-	return redis.NewScript(string(src))
+	return string(src)
 }
 
 var (
@@ -225,12 +227,18 @@ func (s *store) fencedCommit(ctx context.Context, tag string, newStock, qty, tok
 func (s *store) atomicDeduct(ctx context.Context, tag string, qty int64) (int64, error) {
 	k := s.keys(tag)
 	remaining, err := s.run(ctx, atomicDeductScript, []string{k.stock(), k.sold()}, qty).Int64()
-	switch {
-	case err != nil:
+	if err != nil {
 		return 0, writeFailed("atomic deduct", err)
-	case remaining == -1:
+	}
+	return atomicResult(remaining)
+}
+
+// atomicResult reads atomic_deduct.lua's answer.
+func atomicResult(remaining int64) (int64, error) {
+	switch remaining {
+	case -1:
 		return 0, ErrSoldOut
-	case remaining == -2:
+	case -2:
 		return 0, errNoStock
 	}
 	return remaining, nil

@@ -27,7 +27,18 @@
 //	arrives late           GCRA judges at Redis's clock; the limit holds
 //
 // A request costs one round trip, admitted or refused, and a refusal by
-// either limit spends no token of the other. On a Cluster the two keys
+// either limit spends no token of the other. In front of atomic, on one
+// Redis, it costs none of its own: limit-redis is an InSale limiter, and
+// atomic's script judges the limits before it sells (inventory's
+// admit.lua, with internal/gcra's functions), so the sale and its limits
+// are one EVALSHA. There the table reads: reply lost, the sale's outcome
+// is unknown (it may have sold and spent the tokens; 503 may_have_sold,
+// or a kept Idempotency-Key), as atomic's own; run twice, two tokens and
+// two units, as atomic's script run twice (the shop's clients never send
+// a command again); late, judged and sold at Redis's clock. A refusal
+// there comes after the Idempotency-Key is claimed and frees it again,
+// and a SKU the sold-out mark knows is answered before any limit, so it
+// spends no token. On a Cluster the two keys
 // live in different slots (the buyers' keys spread by hash tag), so an
 // admitted request costs two calls: the buyer's, then the global one; a
 // buyer token spent on a request the global limit then refuses is not

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstep/lockstep/internal/gcra"
 )
 
 //go:embed allow.lua
 var allowSource string
 
-var allowScript = redis.NewScript(allowSource)
+var allowScript = gcra.Script(allowSource)
 
 // redisLimiter is limit-redis: GCRA in Redis, one limit for every replica.
 type redisLimiter struct {
@@ -67,6 +69,20 @@ func (c limit) key(buyer string) string {
 	return globalKey
 }
 
+// Admission is the limits judged inside the sale's own script, when
+// both are in one script run: on a Cluster the stock's keys and the
+// limits' live in different slots.
+func (l *redisLimiter) Admission(buyer string) (Admission, bool) {
+	if !l.together || len(l.limits) == 0 {
+		return Admission{}, false
+	}
+	a := Admission{keys: make([]string, len(l.limits)), args: l.args, limits: l.limits}
+	for i, c := range l.limits {
+		a.keys[i] = c.key(buyer)
+	}
+	return a, true
+}
+
 func (l *redisLimiter) Allow(ctx context.Context, buyer string) (Decision, error) {
 	if l.together || len(l.limits) < 2 {
 		return l.allow(ctx, buyer, l.limits, l.args)
@@ -97,14 +113,19 @@ func (l *redisLimiter) allow(ctx context.Context, buyer string, limits []limit, 
 		return Decision{Allowed: true}, nil
 	}
 	refusal, _ := res.([]any)
+	return decodeRefusal(limits, refusal)
+}
+
+// decodeRefusal reads gcra_judge's refusal, {i, retry_after}, of limits.
+func decodeRefusal(limits []limit, refusal []any) (Decision, error) {
 	if len(refusal) != 2 {
-		return Decision{}, fmt.Errorf("frontdoor: allow.lua answered %v", res)
+		return Decision{}, fmt.Errorf("frontdoor: a GCRA script answered %v", refusal)
 	}
 	i, _ := refusal[0].(int64)
 	s, _ := refusal[1].(string)
 	after, err := strconv.ParseFloat(s, 64)
 	if err != nil || i < 1 || int(i) > len(limits) {
-		return Decision{}, fmt.Errorf("frontdoor: allow.lua answered %v", res)
+		return Decision{}, fmt.Errorf("frontdoor: a GCRA script answered %v", refusal)
 	}
 	return refused(limits[i-1].scope, time.Duration(after*float64(time.Second))), nil
 }

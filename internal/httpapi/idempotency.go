@@ -82,6 +82,8 @@ type answer struct {
 	Body    json.RawMessage `json:"body"`
 	Request string          `json:"request"` // what was asked, to refuse a key reused for another request
 	settle  settlement
+	// retryAfter is a rate limit's Retry-After: a refusal, never stored.
+	retryAfter time.Duration
 }
 
 // idempotency makes a deduct with an Idempotency-Key sell at most once per

@@ -52,3 +52,41 @@ func TestARateLimitedRequestLosesNothing(t *testing.T) {
 		})
 	}
 }
+
+// With limit-redis on one Redis an atomic request is one script run,
+// admitted, refused by a limit or sold out: atomic's script judges the
+// limits (inventory's admit.lua), and the limiter makes no round trip of
+// its own. A refusal sells nothing and spends no token.
+func TestLimitRedisIsJudgedInAtomicsScript(t *testing.T) {
+	ts := startShop(t, testToken, func(c *shop.Config) {
+		c.Limiter = frontdoor.Redis
+		c.Limits = frontdoor.Limits{PerBuyer: frontdoor.Rate{Events: 1, Per: time.Hour, Burst: 2}}
+	})
+	ts.reset(t, "atomic", "sku-1", 1)
+	ts.reset(t, "atomic", "sku-2", 1)
+	if code, body := sale(ts, t, "atomic", "sku=sku-2&user=warm"); code != http.StatusOK { // loads the script
+		t.Fatalf("warm-up sale = %d %v", code, body)
+	}
+	for i, step := range []struct {
+		user string
+		code int
+		err  string
+	}{
+		{"bot", http.StatusOK, ""},
+		{"bot", http.StatusConflict, "sold_out"},
+		{"bot", http.StatusTooManyRequests, "rate_limited"},
+		{"honest", http.StatusConflict, "sold_out"},
+	} {
+		before := scriptRuns(t, ts.rdb)
+		code, body := sale(ts, t, "atomic", "sku=sku-1&user="+step.user)
+		if code != step.code || errorCode(body) != step.err {
+			t.Fatalf("request %d (%s) = %d %v, want %d %s", i, step.user, code, body, step.code, step.err)
+		}
+		if runs := scriptRuns(t, ts.rdb) - before; runs != 1 {
+			t.Fatalf("request %d (%s): %d scripts ran, want 1", i, step.user, runs)
+		}
+	}
+	if a := ts.audit(t, "atomic", "sku-1"); a.Sold != 1 || !a.Consistent {
+		t.Fatalf("audit %+v, want the one unit sold", a)
+	}
+}

@@ -232,6 +232,9 @@ func (s *Server) replicaHeader(c *gin.Context) {
 // allocating the Content-Type's value slice per answer.
 func writeAnswer(c *gin.Context, a answer) {
 	c.Writer.Header()["Content-Type"] = jsonContentType
+	if a.retryAfter > 0 {
+		c.Header("Retry-After", strconv.FormatInt(int64(math.Ceil(a.retryAfter.Seconds())), 10))
+	}
 	c.Status(a.Status)
 	_, _ = c.Writer.Write(a.Body)
 }
@@ -347,7 +350,10 @@ func (s *Server) deduct(c *gin.Context) {
 	}
 	ctx := withLazyTimeout(c.Request.Context(), s.cfg.RequestTimeout)
 	defer ctx.cancel()
-	if !s.admitted(ctx, c, stage, user) {
+	// limit-redis on one Redis is judged by atomic's own script, in the
+	// sale's round trip; any other limiter is asked here, first.
+	admission, inSale := s.admissionInSale(c, stage, user)
+	if !inSale && !s.admitted(ctx, c, stage, user) {
 		return
 	}
 	deducts := s.deducts[stage]
@@ -359,6 +365,9 @@ func (s *Server) deduct(c *gin.Context) {
 		return
 	}
 	sell := func(ctx context.Context) answer {
+		if inSale {
+			ctx = inventory.WithAdmission(ctx, admission)
+		}
 		return s.traced(ctx, stage, func(ctx context.Context) answer { return s.sell(ctx, deducts, stage, sku, user, qty) })
 	}
 	key, keyed := c.Request.Header["Idempotency-Key"]
@@ -401,23 +410,45 @@ func (s *Server) admitted(ctx context.Context, c *gin.Context, stage, user strin
 	if s.cfg.Limiter == nil {
 		return true
 	}
-	buyer := user
-	if buyer == "" {
-		buyer = c.ClientIP()
-	}
-	d, err := s.cfg.Limiter.Allow(ctx, buyer)
+	d, err := s.cfg.Limiter.Allow(ctx, buyerOf(c, user))
 	if err != nil {
 		s.cfg.FrontDoor.Refused(stage, "unavailable")
 		s.fail(c, http.StatusServiceUnavailable, CodeRedisUnavailable, err.Error())
 		return false
 	}
 	if !d.Allowed {
-		s.cfg.FrontDoor.Refused(stage, d.Scope)
-		c.Header("Retry-After", strconv.FormatInt(int64(math.Ceil(d.RetryAfter.Seconds())), 10))
-		s.fail(c, http.StatusTooManyRequests, CodeRateLimited, "the "+d.Scope+" rate limit refused this request; nothing was sold")
+		writeAnswer(c, s.rateLimited(stage, d))
+		c.Abort()
 		return false
 	}
 	return true
+}
+
+// admissionInSale is the request's limits for stage's own script, when
+// the limiter and the stage can judge them there.
+func (s *Server) admissionInSale(c *gin.Context, stage, user string) (frontdoor.Admission, bool) {
+	l, ok := s.cfg.Limiter.(frontdoor.InSale)
+	if !ok || !s.inv.JudgesAdmission(stage) {
+		return frontdoor.Admission{}, false
+	}
+	return l.Admission(buyerOf(c, user))
+}
+
+// buyerOf is whom the limits count a request against: its user, else the
+// client's address.
+func buyerOf(c *gin.Context, user string) string {
+	if user != "" {
+		return user
+	}
+	return c.ClientIP()
+}
+
+// rateLimited counts a limiter's refusal and answers it: 429 rate_limited
+// with Retry-After.
+func (s *Server) rateLimited(stage string, d frontdoor.Decision) answer {
+	s.cfg.FrontDoor.Refused(stage, d.Scope)
+	body, _ := json.Marshal(errorBody{Error: CodeRateLimited, Message: "the " + d.Scope + " rate limit refused this request; nothing was sold"})
+	return answer{Status: http.StatusTooManyRequests, Body: body, retryAfter: d.RetryAfter, settle: release}
 }
 
 // sell runs one sale and renders its answer.
@@ -441,6 +472,10 @@ func (s *Server) sell(ctx context.Context, deducts *metrics.Deducts, stage, sku,
 			Segment: sale.Segment, SegmentRemaining: sale.SegmentRemaining, Segments: sale.Segments, User: user, Order: sale.Order,
 		}
 		return answer{Status: http.StatusOK, Body: body.appendJSON(make([]byte, 0, 128)), settle: keep}
+	}
+	var refusal *frontdoor.Refusal
+	if errors.As(err, &refusal) {
+		return s.rateLimited(stage, refusal.Decision)
 	}
 	settle := release // every other error sold nothing
 	if errors.Is(err, inventory.ErrOutcomeUnknown) {
