@@ -45,6 +45,7 @@ var walk = map[string]string{
 	"go run ./cmd/workshop --scenario spike-bots --lock-servers off":                                  "test TestSpikeBotsScenario (the shipped file, shorter rows)",
 	"go run ./cmd/workshop --scenario spike-bots":                                                     "test TestSpikeBotsScenario (the shipped file, shorter rows; the scenario needs no lock server)",
 	"go run ./bench/frontdoor -rounds 3 -round 3s":                                                    "not run: a benchmark (wrk against three shops; figures in docs/front-door.md)",
+	"go run ./bench/frontdoor -rounds 5 -round 3s -shop <binary>":                                     "not run: the same benchmark against a built shop binary (figures in docs/front-door.md)",
 	"go run ./cmd/workshop --scenario orders":                                                         "test TestOrdersScenario",
 	"go run ./cmd/workshop --scenario orders --only semaphore,semaphore-expirable --lock-servers off": "test TestOrdersScenario (the whole scenario, with --lock-servers off among its cases)",
 	"go run ./cmd/workshop --keep":                                                                    "test TestInterruptStopsEveryProcess",
