@@ -28,8 +28,10 @@ var asyncOutageChecks = map[string]checkFunc{
 	// unwritten are sales answered 200 that never become orders — at least
 	// those no worker had read at the last look before the kill (the
 	// workers were held: no one read any after), none sent after the
-	// restart — and the stock and the buyers went with them (the SKU
-	// started again, a buyer of before bought again).
+	// restart (a buyer of before drawn again after it is not counted: the
+	// order table refuses that second order by design) — and the stock and
+	// the buyers went with them (the SKU started again, a buyer of before
+	// bought again).
 	"loses-unread-orders": asyncOutageCheck(func(r *report.StageRun, a *report.AsyncOutageReport) (bool, string) {
 		o, b := r.Fault.Outage, a.AtFault
 		ok := o != nil && !o.InitialKept && b.Entries() > 0 && a.WithoutOrder > 0 && a.WithoutOrder == a.WithoutOrderBeforeHeal &&

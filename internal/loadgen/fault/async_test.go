@@ -6,6 +6,8 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/lockstep/lockstep/internal/loadgen/report"
 )
 
 // TestAdmittedSalesAreToldApartByWhenTheyWereSent: a sale counts as
@@ -26,8 +28,31 @@ func TestAdmittedSalesAreToldApartByWhenTheyWereSent(t *testing.T) {
 		sale(409, 10*time.Millisecond, time.Millisecond, `{"error":"already_bought"}`),
 		sale(200, 20*time.Millisecond, time.Millisecond, `not an answer`),
 	}}
-	want := map[string]bool{"early": true, "at-the-kill": true, "after": false}
+	want := map[string]admittedSale{"early": {"u1", true}, "at-the-kill": {"u2", true}, "after": {"u3", false}}
 	if got := admitted(st); !maps.Equal(got, want) {
 		t.Errorf("admitted %v, want %v", got, want)
+	}
+}
+
+// A sale without an order counts as lost, before the heal or after it,
+// except after the heal by a buyer who has an order: drawn again after a
+// wipe, the order table refuses that buyer's second order by design. (A
+// CI run's random buyers met one: "1 of 297 sent after it" failed
+// loses-unread-orders.)
+func TestSalesWithoutAnOrderLeaveOutABuyerWithOne(t *testing.T) {
+	admitted := map[string]admittedSale{
+		"kept":      {"u1", true},
+		"lost":      {"u2", true},
+		"after":     {"u3", false},
+		"rebought":  {"u1", false}, // u1's order of before is "kept"
+		"lostAfter": {"u4", false},
+	}
+	rows := map[string]bool{"kept": true, "after": true}
+	buyers := map[string]bool{"u1": true, "u3": true}
+	var rep report.AsyncOutageReport
+	countWithoutOrder(&rep, admitted, rows, buyers)
+	want := report.AsyncOutageReport{Admitted: 4, AdmittedBeforeHeal: 2, WithoutOrder: 2, WithoutOrderBeforeHeal: 1}
+	if rep != want {
+		t.Errorf("counted %+v, want %+v", rep, want)
 	}
 }
