@@ -39,7 +39,7 @@ func TestOrdersScenario(t *testing.T) {
 }
 
 // TestOrdersDownScenario stops the workshop's MariaDB (SIGSTOP) for 6 s
-// under load of one-per-user-lua: the sales sent meanwhile answer 503
+// under load of one-per-user-lua: the sales the stop catches answer 503
 // within the sale's deadline or sell late, no unit is taken without an
 // order unless an answer said so, and sales resume once it continues.
 func TestOrdersDownScenario(t *testing.T) {

@@ -21,7 +21,7 @@ var asyncOutageChecks = map[string]checkFunc{
 			return false, "no order database outage"
 		}
 		return o.Answers > 0 && o.Failures == 0 && o.Unanswered == 0 && h.Entries() > 0 && a.Admitted > 0 && a.WithoutOrder == 0,
-			fmt.Sprintf("%d sales sent while MariaDB was stopped %.1f s: %d answered 503, %d unanswered; at SIGCONT %d entries unread and %d pending (the oldest %.1f s); after draining (%.1f s) %d of %d sales answered 200 have no order",
+			fmt.Sprintf("%d sales caught by MariaDB's stop of %.1f s: %d answered 503, %d unanswered; at SIGCONT %d entries unread and %d pending (the oldest %.1f s); after draining (%.1f s) %d of %d sales answered 200 have no order",
 				o.Answers, o.DownMS/1000, o.Failures, o.Unanswered, h.Undelivered, h.Pending, h.OldestPendingMS/1000, r.DrainMS/1000, a.WithoutOrder, a.Admitted)
 	}),
 	// Redis restarted without persistence: the entries the kill found

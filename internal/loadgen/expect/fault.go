@@ -144,8 +144,8 @@ func gapAtMost(args []string) (checkFunc, error) {
 	})
 }
 
-// ordersDownWithin: sales sent while the order database was stopped
-// answered 503 orders_unavailable (or may_have_sold, when not even the
+// ordersDownWithin: sales the order database's stop caught (sent before
+// it continued, unanswered when it stopped) answered 503 orders_unavailable (or may_have_sold, when not even the
 // void could be sent) within limit (the sale's deadline),
 // every one of them answered.
 func ordersDownWithin(args []string) (checkFunc, error) {
@@ -156,7 +156,7 @@ func ordersDownWithin(args []string) (checkFunc, error) {
 			}
 			o := r.Fault.OrderOutage
 			return o.Failures > 0 && o.OtherCodes == 0 && o.Unanswered == 0 && o.MaxFailMS <= report.MS(limit),
-				fmt.Sprintf("%d of %d sales sent while MariaDB was stopped answered 503 (%d neither orders_unavailable nor may_have_sold), the slowest in %.0f ms (limit %s), %d unanswered",
+				fmt.Sprintf("%d of %d sales the stop of MariaDB caught answered 503 (%d neither orders_unavailable nor may_have_sold), the slowest in %.0f ms (limit %s), %d unanswered",
 					o.Failures, o.Answers, o.OtherCodes, o.MaxFailMS, limit, o.Unanswered)
 		}
 	})

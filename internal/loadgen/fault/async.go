@@ -164,7 +164,7 @@ func ordersDownAsync(ctx context.Context, st *Step, rep *report.AsyncOutageRepor
 		return err
 	}
 	o, h := st.rep.OrderOutage, rep.AtHeal
-	st.note("MariaDB stopped for %.0f ms: %d sales sent meanwhile, %d answered 503; at SIGCONT the stream held %d entries no worker had read and %d pending (the oldest %.1f s); drained %.1f s after the load, %d of %d sales answered 200 without an order",
+	st.note("MariaDB stopped for %.0f ms: %d sales caught by it, %d answered 503; at SIGCONT the stream held %d entries no worker had read and %d pending (the oldest %.1f s); drained %.1f s after the load, %d of %d sales answered 200 without an order",
 		o.DownMS, o.Answers, o.Failures, h.Undelivered, h.Pending, h.OldestPendingMS/1000, st.row.DrainMS/1000, rep.WithoutOrder, rep.Admitted)
 	return nil
 }

@@ -105,11 +105,12 @@ func (rep *FaultReport) summary() string {
 
 func fmtMS(v float64) string { return fmt.Sprintf("%.0f ms", v) }
 
-// OrderOutageReport is what the sales sent while an order stage's
-// database was stopped answered.
+// OrderOutageReport is what the sales an order stage's database's stop
+// caught answered: those sent before it continued and not answered
+// before it stopped.
 type OrderOutageReport struct {
 	DownMS float64 `json:"down_ms"`
-	// Answers to the sales sent while it was stopped; Failures are the
+	// Answers to the sales the stop caught; Failures are the
 	// 503s among them, MaxFailMS the slowest of those, OtherCodes the 503s
 	// whose code was neither orders_unavailable nor may_have_sold, Unanswered the requests that
 	// got no answer at all (the load generator's timeout).
