@@ -148,7 +148,7 @@ var catalog = []catalogEntry{
 	}, redisLock: true},
 	{Info: Info{
 		ID: "semaphore-expirable", Title: "Stock as a PermitExpirableSemaphore: leased until the order is written", ArticleCase: "谷粒商城 秒杀 fixed (Redisson RPermitExpirableSemaphore)",
-		Mechanism: "One semaphore per reset round set to the stock; a sale leases its permits for 1 s, inserts its order within half of it, then consumes them (AddPermits(-qty), then release); a failed insert is voided and its permits given back.",
+		Mechanism: "One semaphore per reset round set to the stock; a sale leases its permits for 1 s, inserts its order within half of it, then consumes them (one script: the permits leave for good, the available ones never dip); a failed insert is voided and its permits given back.",
 		Defect:    "No undersell: a replica killed before its insert loses nothing, its permits come back when their lease ends. Its limit is the lease: an insert that cannot be voided may land after its permits came back, and sell them twice.",
 	}, redisLock: true},
 	{Info: Info{

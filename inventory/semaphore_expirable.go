@@ -20,9 +20,8 @@ const saleLease = time.Second
 // reset sets the new stock, and the permits of sales still in flight from
 // the last round never come back into it). A sale leases its permits for
 // saleLease, inserts its order, then consumes them: the permits leave the
-// semaphore for good (AddPermits(-qty), then Release of each, so that a
-// crash between the two loses nothing: the lease's end gives back what
-// the release would have). A sale killed before its insert loses no unit:
+// semaphore for good, in one script (lock's Consume). A sale killed
+// before its insert loses no unit:
 // its permits come back when their lease ends (no undersell).
 //
 // Its limit is the lease: an insert must end within it. The insert's
@@ -117,18 +116,26 @@ func (s *semaphoreExpirableStage) insertLeased(ctx context.Context, sem *lock.Pe
 }
 
 // consume takes the permits of a written order out of the semaphore for
-// good. A failure leaves them to come back at their lease's end: a unit
-// then on sale again beside its order (logged).
+// good, in one step (lock's Consume): the permits available never read
+// fewer than there are, which AddPermits(-n) then Release of each did
+// between the two (a buyer who tried then was refused, and with every
+// buyer trying once a unit went unsold). A permit whose lease ended
+// before is back on sale: it is taken out now (a unit sold beside its
+// order until then, as the stage's limit says). A failure leaves the
+// permits to come back at their lease's end: a unit then on sale again
+// beside its order (logged).
 func (s *semaphoreExpirableStage) consume(ctx context.Context, sem *lock.PermitExpirableSemaphore, ids []string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	if err := sem.AddPermits(ctx, -len(ids)); err != nil {
+	n, err := sem.Consume(ctx, ids...)
+	if err != nil {
 		s.log.Error("consume permits: the units come back on sale at their lease's end", "stage", s.id, "err", err)
 		return
 	}
-	for _, id := range ids {
-		if err := sem.Release(ctx, id); err != nil && !errors.Is(err, lock.ErrPermitNotHeld) {
-			s.log.Warn("consume permits: release (the lease's end does it)", "stage", s.id, "err", err)
+	if back := len(ids) - n; back > 0 {
+		s.log.Warn("consume permits: a lease ended before its order stood; its unit was on sale again", "stage", s.id, "permits", back)
+		if err := sem.AddPermits(ctx, -back); err != nil {
+			s.log.Error("consume permits: take out those whose lease ended", "stage", s.id, "err", err)
 		}
 	}
 }

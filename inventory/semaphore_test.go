@@ -4,9 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstep/lockstep/internal/lockserver/lockservertest"
+	"github.com/lockstep/lockstep/internal/redistest"
 	"github.com/lockstep/lockstep/inventory"
 )
 
@@ -79,5 +85,69 @@ func TestSemaphoreRungsSellSeveralUnits(t *testing.T) {
 				t.Fatalf("audit %+v, orders %+v; want 1 left and 2 ordered", a.Counts, *a.Orders)
 			}
 		})
+	}
+}
+
+// stockWatch is a go-redis hook that, while on, reads the SKU's stock
+// through another replica after each command of the watched one.
+type stockWatch struct {
+	on    atomic.Bool
+	other *inventory.Inventory
+	stage string
+	mu    sync.Mutex
+	seen  []int64
+}
+
+func (w *stockWatch) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (w *stockWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if w.on.Load() {
+			if a, aerr := w.other.Audit(ctx, w.stage, "sku-1"); aerr == nil {
+				w.mu.Lock()
+				w.seen = append(w.seen, a.Stock)
+				w.mu.Unlock()
+			}
+		}
+		return err
+	}
+}
+
+func (w *stockWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A semaphore-expirable sale never shows fewer units than there are: read
+// after each of its commands, the stock only goes down. Its consumption
+// was AddPermits(-1) then Release, which read one unit short between the
+// two; a buyer who tried then was refused, and a CI run whose sixty buyers
+// each tried once left a unit of twenty unsold.
+func TestSemaphoreExpirableSaleNeverShowsFewerUnitsThanThereAre(t *testing.T) {
+	m := lockservertest.MariaDB(t)
+	srv := redistest.Start(t)
+	other := newOrderInventory(t, srv.Client(t), mariaDBOrders(t, m), "r0")
+	watch := &stockWatch{other: other, stage: "semaphore-expirable"}
+	watchedClient := srv.Client(t)
+	watchedClient.AddHook(watch)
+	watched := newOrderInventory(t, watchedClient, mariaDBOrders(t, m), "r1")
+	prepare(t, []*inventory.Inventory{other, watched}, watch.stage, 5, inventory.Faults{})
+	for i := range 3 {
+		watch.on.Store(true)
+		_, err := watched.DeductFor(context.Background(), watch.stage, "sku-1", fmt.Sprint("buyer-", i), 1)
+		watch.on.Store(false)
+		if err != nil {
+			t.Fatalf("sale %d: %v", i, err)
+		}
+	}
+	watch.mu.Lock()
+	defer watch.mu.Unlock()
+	for i := 1; i < len(watch.seen); i++ {
+		if watch.seen[i] > watch.seen[i-1] {
+			t.Fatalf("stock read after each command of three sales: %v; it rose from %d to %d", watch.seen, watch.seen[i-1], watch.seen[i])
+		}
+	}
+	if last := watch.seen[len(watch.seen)-1]; last != 2 {
+		t.Fatalf("stock read after each command of three sales: %v; want 2 at the end", watch.seen)
 	}
 }

@@ -256,6 +256,9 @@
 //	expirable_release.lua   its reply: gives    gives back the permit if     given back or not: it
 //	                        back once           still taken                  comes back at its lease's
 //	                                                                         end anyway
+//	expirable_consume.lua   its reply: consumes consumes the permits still   consumed or not: those not
+//	(Consume)               once                taken (not after their       come back at their lease's
+//	                                            lease's end)                 end
 //	expirable_lease.lua     the lease set       sets the lease it carries    the lease may or may not
 //	(UpdateLeaseTime,       again from a later  if the permit is still taken be updated: call again
 //	AvailablePermits)       now: harmless       (not after a release)        (it is idempotent)

@@ -12,6 +12,7 @@ var (
 	expAcquireScript = loadCounterScript("leases.lua", "expirable_acquire.lua")
 	expReleaseScript = loadCounterScript("leases.lua", "expirable_release.lua")
 	expLeaseScript   = loadCounterScript("leases.lua", "expirable_lease.lua")
+	expConsumeScript = loadCounterScript("leases.lua", "expirable_consume.lua")
 )
 
 // PermitExpirableSemaphore is Redisson's RPermitExpirableSemaphore: a
@@ -152,6 +153,30 @@ func (s *PermitExpirableSemaphore) Release(ctx context.Context, id string) error
 		return fmt.Errorf("lock: release permit %s of semaphore %q: %w", id, s.k.name, ErrPermitNotHeld)
 	}
 	return nil
+}
+
+// Consume takes the taken permits ids out of the semaphore for good, in
+// one step: their leases end without giving them back, and the permits
+// available do not change (lockstep's, not Redisson's: a permit that
+// stands for a unit sold, once its order is written). It returns how many
+// of them it consumed; one whose lease ended, or that was released, is
+// not taken and stays among the available permits. A request go-redis
+// sends again consumes once and answers as the first run. On an error the
+// permits may or may not be consumed: those that are not come back at
+// their lease's end.
+func (s *PermitExpirableSemaphore) Consume(ctx context.Context, ids ...string) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	more := make([]any, len(ids))
+	for i, id := range ids {
+		more[i] = id
+	}
+	n, err := s.k.call(ctx, expConsumeScript, 0, more...).Int()
+	if err != nil {
+		return 0, fmt.Errorf("lock: consume %d permits of semaphore %q: %w", len(ids), s.k.name, err)
+	}
+	return n, nil
 }
 
 // UpdateLeaseTime leases the permit id for lease from now, and reports

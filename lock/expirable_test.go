@@ -2,6 +2,7 @@ package lock
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -236,4 +237,46 @@ func TestExpirableAcquireNTakesAllOrNone(t *testing.T) {
 		}
 		assertExpirablePermits(t, s, 2)
 	})
+}
+
+// Consume takes leased permits out for good in one step: the permits
+// available never change, neither then nor at the leases' end; a permit
+// whose lease ended is back and is not consumed; a request whose reply is
+// lost and that go-redis sends again consumes once and answers as the
+// first run.
+func TestExpirableConsumeTakesLeasedPermitsOutForGood(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	c, d := droppingCounterClient(t, srv)
+	for _, retried := range []bool{false, true} {
+		s := newExpirable(t, c, fmt.Sprint("consume-", retried), 4)
+		ids, ok, err := s.TryAcquireN(ctx, 2, 0, 300*time.Millisecond)
+		if !ok || err != nil {
+			t.Fatalf("TryAcquireN(2) = %v, %v", ok, err)
+		}
+		ended, err := s.Acquire(ctx, 50*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond) // ended's lease ends
+		if retried {
+			d.arm(expConsumeScript, 1)
+		}
+		if n, err := s.Consume(ctx, append(ids, ended)...); n != 2 || err != nil {
+			t.Fatalf("Consume of 2 leased permits and 1 whose lease ended (reply lost and re-sent: %v) = %d, %v; want 2", retried, n, err)
+		}
+		assertExpirablePermits(t, s, 2)
+		time.Sleep(400 * time.Millisecond) // the consumed permits' leases would have ended
+		assertExpirablePermits(t, s, 2)
+		if n, err := s.Consume(ctx, ids...); n != 0 || err != nil {
+			t.Fatalf("Consume again = %d, %v; want 0", n, err)
+		}
+		if err := s.Release(ctx, ids[0]); !errors.Is(err, ErrPermitNotHeld) {
+			t.Fatalf("Release of a consumed permit = %v; want ErrPermitNotHeld", err)
+		}
+		assertExpirablePermits(t, s, 2)
+	}
+	if got := d.dropped.Load(); got != 1 {
+		t.Fatalf("%d replies dropped, want 1", got)
+	}
 }
