@@ -35,7 +35,9 @@
 // is unknown (it may have sold and spent the tokens; 503 may_have_sold,
 // or a kept Idempotency-Key), as atomic's own; run twice, two tokens and
 // two units, as atomic's script run twice (the shop's clients never send
-// a command again); late, judged and sold at Redis's clock. A refusal
+// a command again); late, judged and sold at Redis's clock
+// (inventory's TestAtomicJudgesItsAdmission and
+// TestAtomicAdmissionRunTwiceOrLate, each through a proxy). A refusal
 // there comes after the Idempotency-Key is claimed and frees it again,
 // and a SKU the sold-out mark knows is answered before any limit, so it
 // spends no token. On a Cluster the two keys
