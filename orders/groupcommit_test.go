@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -362,5 +363,90 @@ func TestAGroupCommitBatchesConcurrentSales(t *testing.T) {
 			}
 			t.Logf("%d sales in %d batches", sales, calls)
 		})
+	}
+}
+
+// A second batch goes out while one is on the wire once as many orders
+// queued as the last batch took, and not before: two batches overlap in
+// the database, but a short queue waits rather than cost a commit of its
+// own.
+func TestAGroupCommitOverlapsBatchesOfTheLastSize(t *testing.T) {
+	s, err := orders.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "orders.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	var held []heldBatch // every batch taken, so a failed test releases them
+	stopDrain := make(chan struct{})
+	t.Cleanup(func() { close(stopDrain) })
+	g, h := groupCommit(t, s, "overlap")
+	t.Cleanup(func() { // before the group commit's Close: release everything
+		for _, b := range held {
+			select {
+			case <-b.release:
+			default:
+				close(b.release)
+			}
+		}
+		go func() {
+			for {
+				select {
+				case b := <-h.held:
+					close(b.release)
+				case <-stopDrain:
+					return
+				}
+			}
+		}()
+	})
+	ctx := context.Background()
+	var answers []<-chan error
+	insert := func(users ...string) {
+		for _, o := range ordersOf("overlap", users...) {
+			answers = append(answers, insertAsync(ctx, g, o))
+		}
+	}
+	next := func(what string, want int) heldBatch {
+		t.Helper()
+		select {
+		case b := <-h.held:
+			held = append(held, b)
+			if len(b.orders) != want {
+				t.Fatalf("%s: a batch of %d orders, want %d", what, len(b.orders), want)
+			}
+			return b
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: no batch went out", what)
+			return heldBatch{}
+		}
+	}
+	insert("a")
+	a := next("the first sale", 1)
+	insert("b") // one queued, as many as the batch on the wire took
+	b := next("a sale while a batch of one is on the wire", 1)
+	insert("c", "d", "e")
+	waitQueued(t, g, 3) // both slots taken
+	close(a.release)
+	cde := next("what queued behind two batches, once one is done", 3)
+	close(b.release)
+	insert("f", "g")
+	waitQueued(t, g, 2)
+	select {
+	case early := <-h.held:
+		held = append(held, early)
+		t.Fatalf("a batch of %d went out while a batch of 3 was on the wire", len(early.orders))
+	case <-time.After(200 * time.Millisecond):
+	}
+	insert("h")
+	fgh := next("three queued while a batch of three is on the wire", 3)
+	close(cde.release)
+	close(fgh.release)
+	for i, ch := range answers {
+		if err := answer(t, fmt.Sprint("sale ", i), ch); err != nil {
+			t.Fatalf("sale %d: %v", i, err)
+		}
+	}
+	if n := liveOrders(t, s, "overlap"); n != 8 {
+		t.Fatalf("%d orders, want 8", n)
 	}
 }
