@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstep/lockstep/internal/childproc"
+	"github.com/lockstep/lockstep/internal/launch"
 )
 
 // redisServer is the redis-server this command starts for itself, so every
@@ -50,7 +51,7 @@ func startRedis(ctx context.Context, bin, cpus string) (*redisServer, error) {
 }
 
 func launchRedis(ctx context.Context, bin, cpus, dir string) (*redisServer, error) {
-	port, err := freePort()
+	port, err := launch.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -132,13 +133,4 @@ func (s *redisServer) Stop() {
 func (s *redisServer) kill() {
 	_ = s.cmd.Process.Kill()
 	<-s.exited
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

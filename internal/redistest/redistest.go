@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/lockstep/lockstep/internal/childproc"
+	"github.com/lockstep/lockstep/internal/launch"
 	"github.com/lockstep/lockstep/internal/redisclient"
 	"github.com/redis/go-redis/v9"
 )
@@ -94,7 +95,7 @@ func StartMain(dir string, extra ...string) (*Server, error) {
 // picks another.
 func (s *Server) startOnFreePort(bin string) error {
 	for attempt := 1; ; attempt++ {
-		port, err := freePort()
+		port, err := launch.FreePort()
 		if err != nil {
 			return err
 		}
@@ -241,18 +242,9 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	port, err := freePort()
+	port, err := launch.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return port
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
