@@ -426,7 +426,9 @@ type livePage struct {
 	Finished                    bool
 	Waiting                     *liveStart
 	Current                     *liveNow
-	Done                        []liveRow
+	// Results is report.html's results table of the stages done.
+	Results template.HTML
+	Done    []liveRow
 }
 
 type liveStart struct {
@@ -452,8 +454,7 @@ type liveNow struct {
 
 type liveRow struct {
 	*report.StageRun
-	Label, NotRun, After      string
-	Checked, Passed           bool
+	Label                     string
 	Chart, ShardsTable, Trace template.HTML
 	StreamTable               template.HTML
 }
@@ -475,6 +476,10 @@ func (l *live) render() (template.HTML, error) {
 			return "", err
 		}
 		page.Current = now
+	}
+	var err error
+	if page.Results, err = report.ResultsHTML(&report.Report{Stages: done}); err != nil {
+		return "", err
 	}
 	for i := range done {
 		row, err := liveRowOf(&done[i])
@@ -518,9 +523,8 @@ func (l *live) now(c *liveStage) (*liveNow, error) {
 }
 
 func liveRowOf(r *report.StageRun) (liveRow, error) {
-	row := liveRow{StageRun: r, Label: r.Heading(), NotRun: r.NotRunReason(), After: r.CrashSummary(),
-		Checked: len(r.Checks) > 0, Passed: r.Passed() && r.Error == ""}
-	if row.NotRun == "" {
+	row := liveRow{StageRun: r, Label: r.Heading()}
+	if r.NotRunReason() == "" {
 		row.Chart = report.TimelineChart(r)
 	}
 	var err error

@@ -33,8 +33,8 @@ type htmlRow struct {
 
 type htmlPage struct {
 	*Report
-	// Heads are the results table's, after the stage's.
-	Heads         []string
+	// Results is the results table (ResultsHTML).
+	Results       template.HTML
 	Rows          []htmlRow
 	FaultRows     []faultRow
 	OrderRows     []orderRow
@@ -54,17 +54,20 @@ func writeHTML(rep *Report, w io.Writer) error {
 		return fmt.Errorf("parse report template: %w", err)
 	}
 	page := htmlPage{Report: rep, Style: template.CSS(ReportCSS)} //nolint:gosec // our own embedded stylesheet
-	cols := resultColumns(rep)
-	page.Heads = htmlHeads(cols)
+	var heads []string
+	heads, page.Rows = resultRows(rep)
+	if page.Results, err = resultsTable(heads, page.Rows); err != nil {
+		return err
+	}
 	var sales, oversold []barRow
-	for i := range rep.Stages {
-		r := &rep.Stages[i]
-		row := htmlRow{StageRun: r, Label: r.Heading(), NotRun: r.notRun(), FaultsText: r.Faults.Describe()}
+	for i := range page.Rows {
+		row := &page.Rows[i]
+		r := row.StageRun
+		row.FaultsText = r.Faults.Describe()
 		if !r.Passed() || r.Error != "" {
 			page.Failed++
 		}
 		if row.NotRun == "" {
-			row.Cells = htmlCells(cols, r)
 			row.Timeline = timelineChart(r)
 		}
 		if row.ShardsHTML, err = ShardsHTML(r.Shards); err != nil {
@@ -87,7 +90,6 @@ func writeHTML(rep *Report, w io.Writer) error {
 			text:    fmt.Sprintf("%d", r.Oversold),
 			tooltip: fmt.Sprintf("%s: sold %d of %d", row.Label, r.Audit.Sold, r.Audit.Initial),
 		})
-		page.Rows = append(page.Rows, row)
 	}
 	page.FaultRows = faultRows(rep)
 	page.OrderRows = orderRows(rep)
@@ -108,6 +110,47 @@ func writeHTML(rep *Report, w io.Writer) error {
 		return fmt.Errorf("render report.html: %w", err)
 	}
 	return nil
+}
+
+// resultRows are rep's runs as the results table shows them, after the
+// table's heads (the stage's excepted).
+func resultRows(rep *Report) ([]string, []htmlRow) {
+	cols := resultColumns(rep)
+	rows := make([]htmlRow, len(rep.Stages))
+	for i := range rep.Stages {
+		r := &rep.Stages[i]
+		rows[i] = htmlRow{StageRun: r, Label: r.Heading(), NotRun: r.notRun()}
+		if rows[i].NotRun == "" {
+			rows[i].Cells = htmlCells(cols, r)
+		}
+	}
+	return htmlHeads(cols), rows
+}
+
+var resultsTemplate = template.Must(template.New("results").Parse(`<table class="results" data-results>
+<thead><tr><th>stage</th>{{range .Heads}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{range .Rows}}{{if .NotRun}}<tr data-row="{{.Stage}}"><td>{{.Label}}</td><td class="left muted" colspan="{{len $.Heads}}">{{.NotRun}}</td></tr>
+{{else}}<tr data-row="{{.Stage}}"><td>{{.Label}}</td>{{range .Cells}}<td{{with .Class}} class="{{.}}"{{end}}>{{.Value}}</td>{{end}}</tr>
+{{end}}{{end}}</tbody>
+</table>`))
+
+func resultsTable(heads []string, rows []htmlRow) (template.HTML, error) {
+	var b strings.Builder
+	if err := resultsTemplate.Execute(&b, struct {
+		Heads []string
+		Rows  []htmlRow
+	}{heads, rows}); err != nil {
+		return "", fmt.Errorf("render the results table: %w", err)
+	}
+	return template.HTML(b.String()), nil //nolint:gosec // rendered by html/template
+}
+
+// ResultsHTML is report.html's results table of rep's runs, one column
+// per result column (columns.go); the workshop's live page shows it as
+// its stages end.
+func ResultsHTML(rep *Report) (template.HTML, error) {
+	return resultsTable(resultRows(rep))
 }
 
 var streamTemplate = template.Must(template.New("streams").Parse(`<table class="streams" data-streams>

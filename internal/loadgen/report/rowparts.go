@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/lockstep/lockstep/internal/loadgen/plan"
+	"github.com/lockstep/lockstep/inventory"
 )
 
 // The records a StageRun is composed of, each filled by one part of the
@@ -150,7 +151,25 @@ func (Outcome) columns() []resultColumn {
 		{head: "consistent", htmlHead: "consistent", table: shownTable, text: func(r *StageRun) string { return yesNo(r.Consistent) },
 			html: func(r *StageRun) htmlCell { return yesNoHTML(r.Consistent) }},
 		{head: "foreign unlocks", htmlHead: "foreign unlocks", table: shownTable, text: func(r *StageRun) string { return r.foreignText() }},
+		orderColumn("duplicate orders", func(o *inventory.OrderCounts) int64 { return o.DuplicateOrders }),
+		orderColumn("undersold", func(o *inventory.OrderCounts) int64 { return o.Undersold }),
 	}
+}
+
+// orderColumn is a count of the audit's orders, in report.html alone (the
+// terminal has a table of the orders), where a run sold orders; "-" for a
+// stage without them.
+func orderColumn(htmlHead string, n func(*inventory.OrderCounts) int64) resultColumn {
+	return resultColumn{htmlHead: htmlHead,
+		html: func(r *StageRun) htmlCell {
+			if r.Audit.Orders == nil {
+				return htmlCell{Value: "-"}
+			}
+			return badIfPositive(n(r.Audit.Orders))
+		},
+		shown: func(rep *Report) bool {
+			return slices.ContainsFunc(rep.Stages, func(r StageRun) bool { return r.Audit.Orders != nil })
+		}}
 }
 
 // CrashOutcome is the crash step's.

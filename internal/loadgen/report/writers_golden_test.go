@@ -11,7 +11,10 @@ import (
 // packages: the goldens were written by the code of commit e4f8240 from
 // testdata/filled_report.json (every field set; its first row's error
 // cleared and a second row added, so each table has rows). A change of the
-// table, report.html or the one-line summary shows here.
+// table, report.html or the one-line summary shows here. Since: the results
+// table of report.html, which the live page shares (ResultsHTML), marks
+// itself and its rows (data-results, data-row) and has the duplicate
+// orders and undersold units of runs with orders.
 func TestWritersPrintWhatTheyPrintedBeforeTheSplit(t *testing.T) {
 	rep, err := ReadReport(filepath.Join("testdata", "filled_report.json"))
 	if err != nil {
