@@ -145,7 +145,9 @@ func (idem *idempotency) do(ctx context.Context, stage, key, request string, res
 		takeover = idem.pendingTTL.Milliseconds()
 	}
 	poll := pollMin
-	for {
+	deadline, bounded := ctx.Deadline()
+	budget := time.Until(deadline)
+	for waited := false; ; waited = true {
 		id := rand.Text()
 		res, err := claimKeyScript.Run(ctx, idem.rdb, []string{rkey}, id, idem.pendingTTL.Milliseconds(), takeover).StringSlice()
 		if err != nil || len(res) != 2 {
@@ -156,6 +158,16 @@ func (idem *idempotency) do(ctx context.Context, stage, key, request string, res
 		}
 		switch res[0] {
 		case "claimed":
+			// A key won after waiting for another request's marker (a
+			// takeover, most often) is run only with half the request's
+			// time left at least: a sale started near its deadline loses
+			// its reply to it, and that unknown outcome costs the key its
+			// order id (the resolver voids it). Freed again, the key is
+			// the buyer's next retry's, with its whole time.
+			if waited && bounded && time.Until(deadline) < budget/2 {
+				idem.unclaim(ctx, rkey, id)
+				return answer{}, false, errPending
+			}
 			return idem.run(ctx, rkey, "pending:"+id+":", request, run), false, nil
 		case "answer":
 			if err := json.Unmarshal([]byte(res[1]), &a); err != nil {
