@@ -164,16 +164,17 @@ func (g *GroupCommit) send() {
 		select {
 		case <-g.wake:
 		case <-g.stop:
-			g.sendQueued()
+			g.sendQueued(true)
 			return
 		}
-		g.sendQueued()
+		g.sendQueued(false)
 	}
 }
 
-// sendQueued sends batches while one may go (mayGo).
-func (g *GroupCommit) sendQueued() {
-	for g.mayGo() {
+// sendQueued sends batches while one may go (mayGo); draining, at Close,
+// until the queue is empty.
+func (g *GroupCommit) sendQueued(draining bool) {
+	for g.mayGo(draining) {
 		g.slots <- struct{}{}
 		// A short queue gets one chance to grow, as redisbatch's does.
 		g.mu.Lock()
@@ -203,12 +204,17 @@ func (g *GroupCommit) sendQueued() {
 // either no batch is on the wire, or a slot is free and as many orders
 // queued as the last batch took. A smaller queue waits for the batch on
 // the wire or for more sales: two small batches cost two commits where
-// one does.
-func (g *GroupCommit) mayGo() bool {
+// one does. Draining, any queue goes, as soon as a slot is free: nothing
+// will come to grow it.
+func (g *GroupCommit) mayGo(draining bool) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch onWire := len(g.slots); {
-	case len(g.queue) == 0 || onWire >= cap(g.slots):
+	case len(g.queue) == 0:
+		return false
+	case draining:
+		return true
+	case onWire >= cap(g.slots):
 		return false
 	case onWire == 0:
 		return true

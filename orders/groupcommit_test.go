@@ -290,6 +290,9 @@ func TestAGroupCommitNeverLosesOrDoublesAnOrder(t *testing.T) {
 					if err := s.Insert(context.Background(), late); !errors.Is(err, orders.ErrVoided) {
 						t.Fatalf("late's order: %v, want ErrVoided", err)
 					}
+					if err := g.Close(); err != nil { // the blockers' batches have committed
+						t.Fatal(err)
+					}
 					if n := liveOrders(t, s, sku); n != int64(len(blockers))+1 {
 						t.Fatalf("%d orders, want the %d blockers' and waiting's", n, len(blockers))
 					}
@@ -366,22 +369,30 @@ func TestAGroupCommitBatchesConcurrentSales(t *testing.T) {
 	}
 }
 
-// A second batch goes out while one is on the wire once as many orders
-// queued as the last batch took, and not before: two batches overlap in
-// the database, but a short queue waits rather than cost a commit of its
-// own.
-func TestAGroupCommitOverlapsBatchesOfTheLastSize(t *testing.T) {
+// heldRig is a group commit on SQLite whose batches the test takes one by
+// one (next) and releases; whatever the test leaves held, or goes out
+// after it, is released before the group commit closes.
+type heldRig struct {
+	t       *testing.T
+	s       orders.Store
+	g       *orders.GroupCommit
+	h       *heldBatches
+	held    []heldBatch
+	answers []<-chan error
+}
+
+func newHeldRig(t *testing.T, sku string) *heldRig {
 	s, err := orders.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "orders.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	var held []heldBatch // every batch taken, so a failed test releases them
 	stopDrain := make(chan struct{})
 	t.Cleanup(func() { close(stopDrain) })
-	g, h := groupCommit(t, s, "overlap")
+	r := &heldRig{t: t, s: s}
+	r.g, r.h = groupCommit(t, s, sku)
 	t.Cleanup(func() { // before the group commit's Close: release everything
-		for _, b := range held {
+		for _, b := range r.held {
 			select {
 			case <-b.release:
 			default:
@@ -391,7 +402,7 @@ func TestAGroupCommitOverlapsBatchesOfTheLastSize(t *testing.T) {
 		go func() {
 			for {
 				select {
-				case b := <-h.held:
+				case b := <-r.h.held:
 					close(b.release)
 				case <-stopDrain:
 					return
@@ -399,54 +410,97 @@ func TestAGroupCommitOverlapsBatchesOfTheLastSize(t *testing.T) {
 			}
 		}()
 	})
-	ctx := context.Background()
-	var answers []<-chan error
-	insert := func(users ...string) {
-		for _, o := range ordersOf("overlap", users...) {
-			answers = append(answers, insertAsync(ctx, g, o))
-		}
+	return r
+}
+
+func (r *heldRig) insert(sku string, users ...string) {
+	for _, o := range ordersOf(sku, users...) {
+		r.answers = append(r.answers, insertAsync(context.Background(), r.g, o))
 	}
-	next := func(what string, want int) heldBatch {
-		t.Helper()
-		select {
-		case b := <-h.held:
-			held = append(held, b)
-			if len(b.orders) != want {
-				t.Fatalf("%s: a batch of %d orders, want %d", what, len(b.orders), want)
-			}
-			return b
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s: no batch went out", what)
-			return heldBatch{}
-		}
-	}
-	insert("a")
-	a := next("the first sale", 1)
-	insert("b") // one queued, as many as the batch on the wire took
-	b := next("a sale while a batch of one is on the wire", 1)
-	insert("c", "d", "e")
-	waitQueued(t, g, 3) // both slots taken
-	close(a.release)
-	cde := next("what queued behind two batches, once one is done", 3)
-	close(b.release)
-	insert("f", "g")
-	waitQueued(t, g, 2)
+}
+
+// next takes the next batch, which must hold want orders.
+func (r *heldRig) next(what string, want int) heldBatch {
+	r.t.Helper()
 	select {
-	case early := <-h.held:
-		held = append(held, early)
+	case b := <-r.h.held:
+		r.held = append(r.held, b)
+		if len(b.orders) != want {
+			r.t.Fatalf("%s: a batch of %d orders, want %d", what, len(b.orders), want)
+		}
+		return b
+	case <-time.After(5 * time.Second):
+		r.t.Fatalf("%s: no batch went out", what)
+		return heldBatch{}
+	}
+}
+
+// answered waits for every insert's answer, each nil.
+func (r *heldRig) answered() {
+	r.t.Helper()
+	for i, ch := range r.answers {
+		if err := answer(r.t, fmt.Sprint("sale ", i), ch); err != nil {
+			r.t.Fatalf("sale %d: %v", i, err)
+		}
+	}
+}
+
+// overlapped brings r to a batch of 3 on the wire, the other slot free.
+func (r *heldRig) overlapped(sku string) heldBatch {
+	r.t.Helper()
+	r.insert(sku, "a")
+	a := r.next("the first sale", 1)
+	r.insert(sku, "b") // one queued, as many as the batch on the wire took
+	b := r.next("a sale while a batch of one is on the wire", 1)
+	r.insert(sku, "c", "d", "e")
+	waitQueued(r.t, r.g, 3) // both slots taken
+	close(a.release)
+	cde := r.next("what queued behind two batches, once one is done", 3)
+	close(b.release)
+	return cde
+}
+
+// A second batch goes out while one is on the wire once as many orders
+// queued as the last batch took, and not before: two batches overlap in
+// the database, but a short queue waits rather than cost a commit of its
+// own.
+func TestAGroupCommitOverlapsBatchesOfTheLastSize(t *testing.T) {
+	r := newHeldRig(t, "overlap")
+	cde := r.overlapped("overlap")
+	r.insert("overlap", "f", "g")
+	waitQueued(t, r.g, 2)
+	select {
+	case early := <-r.h.held:
+		r.held = append(r.held, early)
 		t.Fatalf("a batch of %d went out while a batch of 3 was on the wire", len(early.orders))
 	case <-time.After(200 * time.Millisecond):
 	}
-	insert("h")
-	fgh := next("three queued while a batch of three is on the wire", 3)
+	r.insert("overlap", "h")
+	fgh := r.next("three queued while a batch of three is on the wire", 3)
 	close(cde.release)
 	close(fgh.release)
-	for i, ch := range answers {
-		if err := answer(t, fmt.Sprint("sale ", i), ch); err != nil {
-			t.Fatalf("sale %d: %v", i, err)
-		}
-	}
-	if n := liveOrders(t, s, "overlap"); n != 8 {
+	r.answered()
+	if n := liveOrders(t, r.s, "overlap"); n != 8 {
 		t.Fatalf("%d orders, want 8", n)
+	}
+}
+
+// Close writes a queue too short to go out beside the batch on the wire:
+// no sale is left waiting for a batch that never goes.
+func TestAGroupCommitCloseWritesAShortQueue(t *testing.T) {
+	r := newHeldRig(t, "short")
+	cde := r.overlapped("short")
+	r.insert("short", "f")
+	waitQueued(t, r.g, 1)
+	closed := make(chan error, 1)
+	go func() { closed <- r.g.Close() }()
+	close(cde.release)
+	close(r.next("the short queue, at Close", 1).release)
+	if err := answer(t, "Close", closed); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	r.answered()
+	if n := liveOrders(t, r.s, "short"); n != 6 {
+		t.Fatalf("%d orders, want 6", n)
 	}
 }
